@@ -1,0 +1,26 @@
+#ifndef TGC_DRIVER_H
+#define TGC_DRIVER_H
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "passes/pipeline.h"
+
+/* Options shared by the subcommands that compile a graph. */
+typedef struct Options {
+    const char *command;
+    const char *file;
+    DimOverride *dims;
+    int ndims;
+    bool json;
+    bool help;
+} Options;
+
+/* Parses argv; returns 0 to go on, else the exit code (2: usage error). */
+int options_parse(Options *o, int argc, char **argv, const char *usage_line);
+/* Reads and compiles o->file; NULL (with messages printed) on error. */
+Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file);
+
+void usage(FILE *out);
+int cmd_check(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+#endif

@@ -1,0 +1,126 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver/driver.h"
+
+static int usage_error(const char *cmd, const char *usage_line, const char *fmt, const char *arg) {
+    fprintf(stderr, "tgc %s: ", cmd);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: %s\n", usage_line);
+    return 2;
+}
+
+static bool parse_define(const char *s, DimOverride *out) {
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s) return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(eq + 1, &end, 10);
+    if (errno || end == eq + 1 || *end) return false;
+    out->name = strndup(s, (size_t)(eq - s));
+    out->value = v;
+    return true;
+}
+
+int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
+    memset(o, 0, sizeof *o);
+    o->command = argv[0];
+    static DimOverride dims[64];
+    o->dims = dims;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: %s\n", usage_line);
+            o->help = true;
+            return -1;
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
+        } else if (!strcmp(a, "-D") || !strncmp(a, "-D", 2)) {
+            const char *def = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!def) return usage_error(o->command, usage_line, "-D needs NAME=VALUE%s", "");
+            if (o->ndims >= 64) return usage_error(o->command, usage_line, "too many -D options%s", "");
+            if (!parse_define(def, &o->dims[o->ndims])) {
+                fprintf(stderr, "tgc %s: error: -D %s: expected NAME=VALUE with an integer VALUE\n", o->command, def);
+                return 1;
+            }
+            o->ndims++;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error(o->command, usage_line, "unknown option '%s'", a);
+        } else if (!o->file) {
+            o->file = a;
+        } else {
+            return usage_error(o->command, usage_line, "unexpected argument '%s' (one FILE only)", a);
+        }
+    }
+    if (!o->file) return usage_error(o->command, usage_line, "missing FILE%s", "");
+    return 0;
+}
+
+void options_free(Options *o) {
+    for (int i = 0; i < o->ndims; i++) free((void *)o->dims[i].name);
+}
+
+static char *read_file(const char *path, int *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tgc: error: cannot open '%s': %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (n == cap) {
+            if (cap >= (size_t)1 << 30) {
+                fprintf(stderr, "tgc: error: '%s' is larger than 1 GiB\n", path);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) break;
+    }
+    bool err = ferror(f);
+    fclose(f);
+    if (err) {
+        fprintf(stderr, "tgc: error: cannot read '%s'\n", path);
+        free(buf);
+        return NULL;
+    }
+    *len = (int)n;
+    return buf;
+}
+
+/* A NUL byte would cut the source short in C string handling; report it
+ * where it is instead. */
+static bool check_nul(Diag *d, const SrcFile *f) {
+    const char *p = memchr(f->text, 0, (size_t)f->len);
+    if (!p) return true;
+    int off = (int)(p - f->text), line = 1, col = 1;
+    for (int i = 0; i < off; i++) {
+        if (f->text[i] == '\n') line++, col = 1;
+        else col++;
+    }
+    SrcLoc loc = {f, line, col, off, 1};
+    diag_error(d, loc, "unexpected NUL byte: is this a binary file?");
+    return false;
+}
+
+Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file) {
+    int len = 0;
+    char *text = read_file(o->file, &len);
+    if (!text) {
+        d->errors++;
+        return NULL;
+    }
+    file->path = o->file;
+    file->text = arena_strndup(a, text, (size_t)len);
+    file->len = len;
+    free(text);
+    if (!check_nul(d, file)) return NULL;
+    return tgc_frontend(a, d, file, o->dims, o->ndims);
+}

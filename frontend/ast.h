@@ -1,0 +1,83 @@
+/* Syntax tree of a .tg file: what the parser produces and ir/build.c lowers. */
+#ifndef TGC_AST_H
+#define TGC_AST_H
+#include <stdint.h>
+
+#include "frontend/diag.h"
+#include "frontend/lexer.h"
+
+typedef enum {
+    AST_NAME,     /* name */
+    AST_INT,      /* ival */
+    AST_FLOAT,    /* fval */
+    AST_STR,      /* str */
+    AST_BOOL,     /* ival */
+    AST_NONE,
+    AST_ELLIPSIS, /* ... inside an index */
+    AST_LIST,     /* [a, b] or (a, b): items */
+    AST_BINARY,   /* lhs op rhs */
+    AST_UNARY,    /* op lhs */
+    AST_CALL,     /* name(items, kw...) */
+    AST_METHOD,   /* lhs.name(items, kw...) */
+    AST_ATTR,     /* lhs.name */
+    AST_INDEX,    /* lhs[items] */
+    AST_SLICE,    /* slice[0]:slice[1]:slice[2], each may be NULL */
+} AstKind;
+
+typedef struct Ast Ast;
+struct Ast {
+    AstKind kind;
+    SrcLoc loc;      /* the whole expression */
+    SrcLoc name_loc; /* for calls, methods, attributes: the name itself */
+    TokKind op;
+    const char *name;
+    const char *str;
+    int64_t ival;
+    double fval;
+    Ast *lhs, *rhs;
+    Ast *slice[3];
+    Ast **items;
+    int nitems;
+    const char **kw_names;
+    SrcLoc *kw_locs;
+    Ast **kw_values;
+    int nkw;
+    int paren; /* written inside parentheses: a tuple of one is not a list */
+};
+
+typedef enum { STMT_INPUT, STMT_PARAM, STMT_LET, STMT_OUTPUT } StmtKind;
+
+typedef struct TypeAst {
+    const char *dtype;
+    SrcLoc dtype_loc;
+    Ast **dims;
+    int ndims;
+    SrcLoc loc;
+} TypeAst;
+
+typedef struct Stmt {
+    StmtKind kind;
+    SrcLoc loc;
+    const char **names;
+    SrcLoc *name_locs;
+    int nnames;
+    TypeAst type; /* input, param */
+    Ast *expr;    /* let, output with "=", param initialiser */
+} Stmt;
+
+typedef struct Program {
+    const char *name;
+    SrcLoc name_loc;
+    bool has_graph;
+    const char **dim_names;
+    SrcLoc *dim_locs;
+    Ast **dim_defaults;
+    int ndims;
+    Stmt *stmts;
+    int nstmts;
+} Program;
+
+/* Parses a token list; syntax errors go to diag and the parser resumes at
+ * the next line, so one run reports every independent error. */
+Program *parse_program(Arena *a, Diag *d, TokenList toks);
+#endif

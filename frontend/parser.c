@@ -1,0 +1,510 @@
+/* Recursive-descent parser for .tg files. Each function's grammar rule sits
+ * above it. On a syntax error the statement is abandoned and parsing resumes
+ * after the next newline. */
+#include <string.h>
+
+#include "frontend/ast.h"
+
+typedef struct Parser {
+    Arena *a;
+    Diag *d;
+    Token *t;
+    int pos, count;
+    bool failed; /* the current statement already reported an error */
+} Parser;
+
+static Token *peek(Parser *P) { return &P->t[P->pos]; }
+static Token *peek_at(Parser *P, int k) {
+    int i = P->pos + k;
+    return &P->t[i < P->count ? i : P->count - 1];
+}
+static bool at(Parser *P, TokKind k) { return peek(P)->kind == k; }
+static Token *next(Parser *P) {
+    Token *t = peek(P);
+    if (t->kind != TK_EOF) P->pos++;
+    return t;
+}
+static bool accept(Parser *P, TokKind k) {
+    if (!at(P, k)) return false;
+    next(P);
+    return true;
+}
+
+static void describe(Token *t, char *buf, size_t n) {
+    switch (t->kind) {
+    case TK_IDENT: snprintf(buf, n, "name '%s'", t->text); break;
+    case TK_INT:
+    case TK_FLOAT: snprintf(buf, n, "number '%.*s'", t->loc.len, t->loc.file->text + t->loc.off); break;
+    case TK_STRING: snprintf(buf, n, "a string"); break;
+    default: snprintf(buf, n, "%s", tok_kind_name(t->kind));
+    }
+}
+
+static void syntax_error(Parser *P, Token *t, const char *expected) {
+    if (P->failed) return;
+    P->failed = true;
+    char found[96];
+    describe(t, found, sizeof found);
+    diag_error(P->d, t->loc, "expected %s, found %s", expected, found);
+}
+
+static Token *expect(Parser *P, TokKind k, const char *what) {
+    if (at(P, k)) return next(P);
+    syntax_error(P, peek(P), what ? what : tok_kind_name(k));
+    return NULL;
+}
+
+static Ast *new_ast(Parser *P, AstKind kind, SrcLoc loc) {
+    Ast *n = ARENA_NEW(P->a, Ast);
+    n->kind = kind;
+    n->loc = loc;
+    n->name_loc = loc;
+    return n;
+}
+
+static SrcLoc prev_loc(Parser *P) { return P->t[P->pos > 0 ? P->pos - 1 : 0].loc; }
+
+static Ast *parse_expr(Parser *P);
+
+/* args := (expr | NAME '=' expr) (',' ...)* [','] */
+static bool parse_args(Parser *P, Ast *call, TokKind close) {
+    int cap_items = 0, cap_kw = 0, cap_kwl = 0, cap_kwv = 0;
+    while (!at(P, close)) {
+        if (at(P, TK_IDENT) && peek_at(P, 1)->kind == TK_ASSIGN) {
+            Token *name = next(P);
+            next(P);
+            Ast *v = parse_expr(P);
+            if (!v) return false;
+            for (int i = 0; i < call->nkw; i++)
+                if (!strcmp(call->kw_names[i], name->text)) {
+                    diag_error(P->d, name->loc, "keyword argument '%s' given twice", name->text);
+                    P->failed = true;
+                    return false;
+                }
+            int n = call->nkw, n2 = call->nkw, n3 = call->nkw;
+            ARENA_PUSH(P->a, call->kw_names, n, cap_kw, name->text);
+            ARENA_PUSH(P->a, call->kw_locs, n2, cap_kwl, name->loc);
+            ARENA_PUSH(P->a, call->kw_values, n3, cap_kwv, v);
+            call->nkw++;
+        } else {
+            Token *start = peek(P);
+            Ast *v = parse_expr(P);
+            if (!v) return false;
+            if (call->nkw) {
+                diag_error(P->d, start->loc, "positional argument after a keyword argument");
+                P->failed = true;
+                return false;
+            }
+            ARENA_PUSH(P->a, call->items, call->nitems, cap_items, v);
+        }
+        if (!accept(P, TK_COMMA)) break;
+    }
+    Token *end = expect(P, close, close == TK_RPAREN ? "',' or ')'" : "',' or ']'");
+    if (!end) return false;
+    call->loc = loc_span(call->loc, end->loc);
+    return true;
+}
+
+/* subscript := expr | [expr] ':' [expr] [':' [expr]] | 'None' | '...' */
+static Ast *parse_subscript(Parser *P) {
+    Token *start = peek(P);
+    if (accept(P, TK_ELLIPSIS)) return new_ast(P, AST_ELLIPSIS, start->loc);
+    Ast *first = NULL;
+    if (!at(P, TK_COLON)) {
+        first = parse_expr(P);
+        if (!first || !at(P, TK_COLON)) return first;
+    }
+    Ast *s = new_ast(P, AST_SLICE, start->loc);
+    s->slice[0] = first;
+    for (int part = 1; part < 3 && accept(P, TK_COLON); part++) {
+        if (!at(P, TK_COLON) && !at(P, TK_COMMA) && !at(P, TK_RBRACKET)) {
+            s->slice[part] = parse_expr(P);
+            if (!s->slice[part]) return NULL;
+        }
+    }
+    s->loc = loc_span(start->loc, prev_loc(P));
+    return s;
+}
+
+/* atom := NAME | INT | FLOAT | STRING | true | false | None | '(' expr [',' ...] ')'
+ *       | '[' [expr (',' expr)*] ']' */
+static Ast *parse_atom(Parser *P) {
+    Token *t = peek(P);
+    switch (t->kind) {
+    case TK_IDENT: {
+        next(P);
+        Ast *n = new_ast(P, AST_NAME, t->loc);
+        n->name = t->text;
+        return n;
+    }
+    case TK_INT: {
+        next(P);
+        Ast *n = new_ast(P, AST_INT, t->loc);
+        n->ival = t->ival;
+        return n;
+    }
+    case TK_FLOAT: {
+        next(P);
+        Ast *n = new_ast(P, AST_FLOAT, t->loc);
+        n->fval = t->fval;
+        return n;
+    }
+    case TK_STRING: {
+        next(P);
+        Ast *n = new_ast(P, AST_STR, t->loc);
+        n->str = t->text;
+        return n;
+    }
+    case TK_TRUE:
+    case TK_FALSE: {
+        next(P);
+        Ast *n = new_ast(P, AST_BOOL, t->loc);
+        n->ival = t->kind == TK_TRUE;
+        return n;
+    }
+    case TK_NONE: next(P); return new_ast(P, AST_NONE, t->loc);
+    case TK_LPAREN: {
+        next(P);
+        if (at(P, TK_RPAREN)) { /* () is an empty tuple */
+            Ast *n = new_ast(P, AST_LIST, loc_span(t->loc, next(P)->loc));
+            return n;
+        }
+        Ast *e = parse_expr(P);
+        if (!e) return NULL;
+        if (at(P, TK_COMMA)) {
+            Ast *list = new_ast(P, AST_LIST, t->loc);
+            int cap = 0;
+            ARENA_PUSH(P->a, list->items, list->nitems, cap, e);
+            while (accept(P, TK_COMMA) && !at(P, TK_RPAREN)) {
+                Ast *x = parse_expr(P);
+                if (!x) return NULL;
+                ARENA_PUSH(P->a, list->items, list->nitems, cap, x);
+            }
+            Token *end = expect(P, TK_RPAREN, "',' or ')'");
+            if (!end) return NULL;
+            list->loc = loc_span(t->loc, end->loc);
+            return list;
+        }
+        Token *end = expect(P, TK_RPAREN, "')'");
+        if (!end) return NULL;
+        e->paren = 1;
+        return e;
+    }
+    case TK_LBRACKET: {
+        next(P);
+        Ast *list = new_ast(P, AST_LIST, t->loc);
+        int cap = 0;
+        while (!at(P, TK_RBRACKET)) {
+            Ast *x = parse_expr(P);
+            if (!x) return NULL;
+            ARENA_PUSH(P->a, list->items, list->nitems, cap, x);
+            if (!accept(P, TK_COMMA)) break;
+        }
+        Token *end = expect(P, TK_RBRACKET, "',' or ']'");
+        if (!end) return NULL;
+        list->loc = loc_span(t->loc, end->loc);
+        return list;
+    }
+    default: syntax_error(P, t, "an expression"); return NULL;
+    }
+}
+
+/* postfix := atom ('(' args ')' | '.' NAME ['(' args ')'] | '[' subscripts ']')* */
+static Ast *parse_postfix(Parser *P) {
+    Ast *e = parse_atom(P);
+    while (e) {
+        Token *t = peek(P);
+        if (t->kind == TK_LPAREN) {
+            if (e->kind != AST_NAME || e->paren) {
+                syntax_error(P, t, "an operator or end of line (only names can be called)");
+                return NULL;
+            }
+            next(P);
+            e->kind = AST_CALL;
+            e->name_loc = e->loc;
+            if (!parse_args(P, e, TK_RPAREN)) return NULL;
+        } else if (t->kind == TK_DOT) {
+            next(P);
+            Token *name = expect(P, TK_IDENT, "a method or attribute name after '.'");
+            if (!name) return NULL;
+            Ast *m = new_ast(P, AST_ATTR, loc_span(e->loc, name->loc));
+            m->name = name->text;
+            m->name_loc = name->loc;
+            m->lhs = e;
+            if (accept(P, TK_LPAREN)) {
+                m->kind = AST_METHOD;
+                if (!parse_args(P, m, TK_RPAREN)) return NULL;
+            }
+            e = m;
+        } else if (t->kind == TK_LBRACKET) {
+            next(P);
+            Ast *ix = new_ast(P, AST_INDEX, e->loc);
+            ix->lhs = e;
+            int cap = 0;
+            if (at(P, TK_RBRACKET)) {
+                syntax_error(P, peek(P), "an index");
+                return NULL;
+            }
+            while (!at(P, TK_RBRACKET)) {
+                Ast *s = parse_subscript(P);
+                if (!s) return NULL;
+                ARENA_PUSH(P->a, ix->items, ix->nitems, cap, s);
+                if (!accept(P, TK_COMMA)) break;
+            }
+            Token *end = expect(P, TK_RBRACKET, "',' or ']'");
+            if (!end) return NULL;
+            ix->loc = loc_span(e->loc, end->loc);
+            e = ix;
+        } else {
+            break;
+        }
+    }
+    return e;
+}
+
+static Ast *parse_unary(Parser *P);
+
+static Ast *binary(Parser *P, TokKind op, Ast *l, Ast *r, SrcLoc op_loc) {
+    Ast *n = new_ast(P, AST_BINARY, loc_span(l->loc, r->loc));
+    n->op = op;
+    n->lhs = l;
+    n->rhs = r;
+    n->name_loc = op_loc;
+    return n;
+}
+
+/* power := postfix ['**' unary]   (right-associative, binds tighter than unary minus on its left) */
+static Ast *parse_power(Parser *P) {
+    Ast *base = parse_postfix(P);
+    if (!base || !at(P, TK_POW)) return base;
+    Token *op = next(P);
+    Ast *exp = parse_unary(P);
+    return exp ? binary(P, TK_POW, base, exp, op->loc) : NULL;
+}
+
+/* unary := ('-' | '+' | '~') unary | power */
+static Ast *parse_unary(Parser *P) {
+    Token *t = peek(P);
+    if (t->kind == TK_MINUS || t->kind == TK_PLUS || t->kind == TK_TILDE) {
+        next(P);
+        Ast *x = parse_unary(P);
+        if (!x) return NULL;
+        if (t->kind == TK_PLUS) return x;
+        Ast *n = new_ast(P, AST_UNARY, loc_span(t->loc, x->loc));
+        n->op = t->kind;
+        n->lhs = x;
+        n->name_loc = t->loc;
+        return n;
+    }
+    return parse_power(P);
+}
+
+/* term := unary (('*' | '/' | '@' | '%' | '//') unary)* */
+static Ast *parse_term(Parser *P) {
+    Ast *l = parse_unary(P);
+    while (l) {
+        TokKind k = peek(P)->kind;
+        if (k != TK_STAR && k != TK_SLASH && k != TK_AT && k != TK_PERCENT && k != TK_FLOORDIV)
+            break;
+        Token *op = next(P);
+        Ast *r = parse_unary(P);
+        l = r ? binary(P, k, l, r, op->loc) : NULL;
+    }
+    return l;
+}
+
+/* sum := term (('+' | '-') term)* */
+static Ast *parse_sum(Parser *P) {
+    Ast *l = parse_term(P);
+    while (l && (at(P, TK_PLUS) || at(P, TK_MINUS))) {
+        Token *op = next(P);
+        Ast *r = parse_term(P);
+        l = r ? binary(P, op->kind, l, r, op->loc) : NULL;
+    }
+    return l;
+}
+
+static bool is_cmp(TokKind k) {
+    return k == TK_LT || k == TK_LE || k == TK_GT || k == TK_GE || k == TK_EQ || k == TK_NE;
+}
+
+/* comparison := sum [cmpop sum]   (not chained) */
+static Ast *parse_comparison(Parser *P) {
+    Ast *l = parse_sum(P);
+    if (!l || !is_cmp(peek(P)->kind)) return l;
+    Token *op = next(P);
+    Ast *r = parse_sum(P);
+    if (!r) return NULL;
+    Ast *n = binary(P, op->kind, l, r, op->loc);
+    if (is_cmp(peek(P)->kind)) {
+        Token *t = peek(P);
+        diag_error(P->d, t->loc,
+                   "comparisons cannot be chained; write (a < b) & (b < c) instead");
+        P->failed = true;
+        return NULL;
+    }
+    return n;
+}
+
+/* conj := comparison ('&' comparison)* ;  expr := conj ('|' conj)* */
+static Ast *parse_conj(Parser *P) {
+    Ast *l = parse_comparison(P);
+    while (l && at(P, TK_AMP)) {
+        Token *op = next(P);
+        Ast *r = parse_comparison(P);
+        l = r ? binary(P, TK_AMP, l, r, op->loc) : NULL;
+    }
+    return l;
+}
+
+static Ast *parse_expr(Parser *P) {
+    Ast *l = parse_conj(P);
+    while (l && at(P, TK_PIPE)) {
+        Token *op = next(P);
+        Ast *r = parse_conj(P);
+        l = r ? binary(P, TK_PIPE, l, r, op->loc) : NULL;
+    }
+    return l;
+}
+
+/* type := NAME '[' [expr (',' expr)*] ']' */
+static bool parse_type(Parser *P, TypeAst *ty) {
+    Token *dt = expect(P, TK_IDENT, "a dtype such as f32");
+    if (!dt) return false;
+    ty->dtype = dt->text;
+    ty->dtype_loc = dt->loc;
+    if (!expect(P, TK_LBRACKET, "'[' and the dimensions (write f32[] for a scalar)")) return false;
+    int cap = 0;
+    while (!at(P, TK_RBRACKET)) {
+        Ast *e = parse_expr(P);
+        if (!e) return false;
+        ARENA_PUSH(P->a, ty->dims, ty->ndims, cap, e);
+        if (!accept(P, TK_COMMA)) break;
+    }
+    Token *end = expect(P, TK_RBRACKET, "',' or ']'");
+    if (!end) return false;
+    ty->loc = loc_span(dt->loc, end->loc);
+    return true;
+}
+
+static void end_statement(Parser *P) {
+    if (!P->failed && !at(P, TK_NEWLINE) && !at(P, TK_EOF)) syntax_error(P, peek(P), "end of line");
+    while (!at(P, TK_NEWLINE) && !at(P, TK_EOF)) next(P);
+    accept(P, TK_NEWLINE);
+}
+
+static void add_name(Parser *P, Stmt *s, Token *t, int *cap, int *cap2) {
+    int n = s->nnames;
+    ARENA_PUSH(P->a, s->names, n, *cap, t->text);
+    ARENA_PUSH(P->a, s->name_locs, s->nnames, *cap2, t->loc);
+}
+
+/* graph := 'graph' NAME ['(' [NAME '=' expr (',' NAME '=' expr)*] ')'] */
+static void parse_graph(Parser *P, Program *prog) {
+    Token *kw = next(P);
+    Token *name = expect(P, TK_IDENT, "the graph's name after 'graph'");
+    prog->has_graph = true;
+    if (!name) return;
+    prog->name = name->text;
+    prog->name_loc = name->loc;
+    if (!accept(P, TK_LPAREN)) return;
+    int c1 = 0, c2 = 0, c3 = 0;
+    while (!at(P, TK_RPAREN)) {
+        Token *d = expect(P, TK_IDENT, "a dimension name");
+        if (!d || !expect(P, TK_ASSIGN, "'=' and the dimension's default value")) return;
+        Ast *e = parse_expr(P);
+        if (!e) return;
+        for (int i = 0; i < prog->ndims; i++)
+            if (!strcmp(prog->dim_names[i], d->text)) {
+                diag_error(P->d, d->loc, "dimension '%s' is declared twice", d->text);
+                P->failed = true;
+                return;
+            }
+        int n = prog->ndims, n2 = prog->ndims;
+        ARENA_PUSH(P->a, prog->dim_names, n, c1, d->text);
+        ARENA_PUSH(P->a, prog->dim_locs, n2, c2, d->loc);
+        ARENA_PUSH(P->a, prog->dim_defaults, prog->ndims, c3, e);
+        if (!accept(P, TK_COMMA)) break;
+    }
+    expect(P, TK_RPAREN, "',' or ')'");
+    (void)kw;
+}
+
+/* stmt := 'input' NAME ':' type | 'param' NAME ':' type ['=' expr]
+ *       | 'output' NAME ['=' expr] | NAME (',' NAME)* '=' expr */
+static bool parse_stmt(Parser *P, Stmt *s) {
+    Token *t = peek(P);
+    int c1 = 0, c2 = 0;
+    s->loc = t->loc;
+    if (t->kind == TK_INPUT || t->kind == TK_PARAM) {
+        next(P);
+        s->kind = t->kind == TK_INPUT ? STMT_INPUT : STMT_PARAM;
+        Token *name = expect(P, TK_IDENT, t->kind == TK_INPUT ? "the input's name" : "the param's name");
+        if (!name) return false;
+        add_name(P, s, name, &c1, &c2);
+        if (!expect(P, TK_COLON, "':' and a type such as f32[batch, 784]")) return false;
+        if (!parse_type(P, &s->type)) return false;
+        if (s->kind == STMT_PARAM && accept(P, TK_ASSIGN)) {
+            s->expr = parse_expr(P);
+            if (!s->expr) return false;
+        } else if (s->kind == STMT_INPUT && at(P, TK_ASSIGN)) {
+            syntax_error(P, peek(P), "end of line (inputs have no initialiser; use 'param')");
+            return false;
+        }
+        return true;
+    }
+    if (t->kind == TK_OUTPUT) {
+        next(P);
+        s->kind = STMT_OUTPUT;
+        Token *name = expect(P, TK_IDENT, "the output's name");
+        if (!name) return false;
+        add_name(P, s, name, &c1, &c2);
+        if (accept(P, TK_ASSIGN)) {
+            s->expr = parse_expr(P);
+            if (!s->expr) return false;
+        }
+        return true;
+    }
+    if (t->kind == TK_GRAPH) {
+        diag_error(P->d, t->loc, "'graph' may appear only once, as the first statement");
+        P->failed = true;
+        return false;
+    }
+    if (t->kind != TK_IDENT) {
+        syntax_error(P, t, "a statement (input, param, output or NAME = expression)");
+        return false;
+    }
+    s->kind = STMT_LET;
+    for (;;) {
+        Token *name = expect(P, TK_IDENT, "a name");
+        if (!name) return false;
+        add_name(P, s, name, &c1, &c2);
+        if (!accept(P, TK_COMMA)) break;
+    }
+    if (!expect(P, TK_ASSIGN, s->nnames > 1 ? "'='" : "'=' (a statement binds a name: NAME = expression)"))
+        return false;
+    s->expr = parse_expr(P);
+    return s->expr != NULL;
+}
+
+Program *parse_program(Arena *a, Diag *d, TokenList toks) {
+    Parser P = {.a = a, .d = d, .t = toks.toks, .count = toks.count};
+    Program *prog = ARENA_NEW(a, Program);
+    int cap = 0;
+    while (accept(&P, TK_NEWLINE)) {}
+    if (at(&P, TK_GRAPH)) {
+        parse_graph(&P, prog);
+        end_statement(&P);
+    } else if (!at(&P, TK_EOF)) {
+        diag_error(d, peek(&P)->loc, "expected 'graph NAME' as the first statement");
+    }
+    while (!at(&P, TK_EOF) && !diag_too_many(d)) {
+        if (accept(&P, TK_NEWLINE)) continue;
+        P.failed = false;
+        Stmt s = {0};
+        bool ok = parse_stmt(&P, &s);
+        if (ok) ARENA_PUSH(a, prog->stmts, prog->nstmts, cap, s);
+        end_statement(&P);
+    }
+    return prog;
+}

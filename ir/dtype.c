@@ -1,0 +1,82 @@
+#include "ir/dtype.h"
+
+#include <string.h>
+
+static const struct {
+    const char *name;
+    size_t size;
+} info[DT_COUNT] = {
+    [DT_BOOL] = {"bool", 1}, [DT_U8] = {"u8", 1},    [DT_I8] = {"i8", 1},
+    [DT_I16] = {"i16", 2},   [DT_I32] = {"i32", 4},  [DT_I64] = {"i64", 8},
+    [DT_F16] = {"f16", 2},   [DT_BF16] = {"bf16", 2}, [DT_F32] = {"f32", 4},
+    [DT_F64] = {"f64", 8},
+};
+
+const char *dtype_name(DType t) { return t >= 0 && t < DT_COUNT ? info[t].name : "none"; }
+size_t dtype_size(DType t) { return t >= 0 && t < DT_COUNT ? info[t].size : 0; }
+bool dtype_is_float(DType t) { return t == DT_F16 || t == DT_BF16 || t == DT_F32 || t == DT_F64; }
+bool dtype_is_int(DType t) { return t >= DT_U8 && t <= DT_I64; }
+
+DType dtype_from_name(const char *name) {
+    static const struct {
+        const char *alias;
+        DType t;
+    } aliases[] = {
+        {"float32", DT_F32}, {"float", DT_F32},   {"float16", DT_F16}, {"half", DT_F16},
+        {"bfloat16", DT_BF16}, {"float64", DT_F64}, {"double", DT_F64}, {"int64", DT_I64},
+        {"long", DT_I64},    {"int32", DT_I32},   {"int", DT_I32},     {"int16", DT_I16},
+        {"short", DT_I16},   {"int8", DT_I8},     {"uint8", DT_U8},
+    };
+    for (int t = 0; t < DT_COUNT; t++)
+        if (!strcmp(name, info[t].name)) return (DType)t;
+    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+        if (!strcmp(name, aliases[i].alias)) return aliases[i].t;
+    return DT_NONE;
+}
+
+DType dtype_promote(DType a, DType b) {
+    if (a == DT_NONE) return b;
+    if (b == DT_NONE || a == b) return a;
+    if (a == DT_BOOL) return b;
+    if (b == DT_BOOL) return a;
+    bool fa = dtype_is_float(a), fb = dtype_is_float(b);
+    if (fa != fb) return fa ? a : b;
+    if (fa) {
+        if ((a == DT_F16 && b == DT_BF16) || (a == DT_BF16 && b == DT_F16)) return DT_F32;
+        return a > b ? a : b;
+    }
+    /* Integers: u8 with a signed type needs the next wider signed type. */
+    if (a == DT_U8 || b == DT_U8) {
+        DType s = a == DT_U8 ? b : a;
+        return s == DT_I8 ? DT_I16 : s;
+    }
+    return a > b ? a : b;
+}
+
+void dtype_state_init(DTypeState *s) { s->dim = s->zero = s->wrapped = DT_NONE; }
+
+void dtype_state_add(DTypeState *s, DType t, int ndim, bool weak) {
+    if (weak) {
+        /* A float literal counts as the default dtype, an int literal as i64. */
+        DType c = dtype_is_float(t) ? DT_F32 : t;
+        s->wrapped = dtype_promote(s->wrapped, c);
+    } else if (ndim > 0) {
+        s->dim = dtype_promote(s->dim, t);
+    } else {
+        s->zero = dtype_promote(s->zero, t);
+    }
+}
+
+/* c10's combine_categories: a lower-priority operand only matters when it
+ * is of a higher category (bool < integer < floating). */
+static DType combine(DType higher, DType lower) {
+    if (higher != DT_NONE && dtype_is_float(higher)) return higher;
+    if (higher == DT_BOOL || (lower != DT_NONE && dtype_is_float(lower)))
+        return dtype_promote(higher, lower);
+    if (higher != DT_NONE) return higher;
+    return lower;
+}
+
+DType dtype_state_result(const DTypeState *s) {
+    return combine(s->dim, combine(s->zero, s->wrapped));
+}

@@ -1,0 +1,25 @@
+/* Dead-value removal. Requires: outputs marked. Gives: v->dead on every
+ * value no output depends on; unnamed dead values leave the graph, named
+ * ones stay (tgc show lists every name) and are warned about. */
+#include "passes/pass_util.h"
+#include "passes/pipeline.h"
+
+void pass_dce(Graph *g, Diag *d) {
+    for (int i = 0; i < g->nvalues; i++) g->values[i]->dead = true;
+    for (int i = 0; i < g->noutputs; i++) g->outputs[i]->dead = false;
+    for (int i = g->nvalues - 1; i >= 0; i--) {
+        Value *v = g->values[i];
+        if (v->dead) continue;
+        for (int k = 0; k < v->nin; k++) v->in[k]->dead = false;
+    }
+    int n = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        Value *v = g->values[i];
+        if (v->dead && !v->name) continue;
+        if (v->dead && v->op != OP_INPUT && v->op != OP_PARAM)
+            diag_warning(d, v->loc, "'%s' is computed but no output depends on it", v->name);
+        v->order = n;
+        g->values[n++] = v;
+    }
+    g->nvalues = n;
+}

@@ -1,0 +1,19 @@
+#include "passes/pass_util.h"
+
+void rewrite_emit(Rewriter *rw, Value *v) {
+    v->order = rw->count;
+    ARENA_PUSH(rw->g->arena, rw->list, rw->count, rw->cap, v);
+}
+
+void rewrite_graph(Graph *g, RewriteFn fn, void *ctx) {
+    Rewriter rw = {.g = g};
+    for (int i = 0; i < g->nvalues; i++) {
+        Value *v = g->values[i];
+        fn(&rw, v, ctx);
+        value_collect_inputs(g, v);
+        rewrite_emit(&rw, v);
+    }
+    g->values = rw.list;
+    g->nvalues = rw.count;
+    g->cap_values = rw.cap;
+}

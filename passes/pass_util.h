@@ -1,0 +1,17 @@
+/* Helpers for passes that insert nodes in front of the value they rewrite. */
+#ifndef TGC_PASS_UTIL_H
+#define TGC_PASS_UTIL_H
+#include "ir/ir.h"
+
+/* Rebuilds g->values in one walk: fn may call rewrite_emit() to place new
+ * nodes before v; v itself is appended after fn returns. */
+typedef struct Rewriter {
+    Graph *g;
+    Value **list;
+    int count, cap;
+} Rewriter;
+
+typedef void (*RewriteFn)(Rewriter *rw, Value *v, void *ctx);
+void rewrite_graph(Graph *g, RewriteFn fn, void *ctx);
+void rewrite_emit(Rewriter *rw, Value *v);
+#endif

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what tgc needs from Debian's packages, only when something is missing,
+# so it is cheap to call before every build.
+set -euo pipefail
+pkgs=(cmake ninja-build clang-14 libclang-rt-14-dev llvm-14-dev libopenblas-dev
+      libcjson-dev python3-torch python3-numpy chromium)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

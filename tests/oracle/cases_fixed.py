@@ -1,0 +1,455 @@
+"""Hand-written oracle cases. Each source is both the .tg graph and, line by
+line, the PyTorch reference (see oracle.py). Every let-bound name is made an
+output by the harness, so nothing is dead."""
+
+FIXED = [
+    # ---- view ------------------------------------------------------------
+    ("view_basic", """
+input x : f32[2, 3, 4]
+a = x.view(6, 4)
+b = x.view(-1)
+c = a.view(2, 12)
+d = x.view([4, 6])
+e = view(x, [3, -1])
+f = x.view(2, 3, 4)
+"""),
+    ("view_size_one_dims", """
+input x : f32[1, 4, 1, 3]
+a = x.view(4, 3)
+b = x.view(1, 12, 1)
+c = x[:, 1:3].view(2, 1, 3)
+d = x[:, 1:3].view(1, 2, 3, 1)
+e = x.view(4, 1, 3, 1)[:, :, 1:]
+"""),
+    ("view_of_strided", """
+input x : f32[4, 6]
+t = x.T
+a = t.view(6, 2, 2)
+b = x[:, 2:].view(2, 2, 4)
+c = x[::2].view(2, 3, 2)
+d = t.unsqueeze(0).view(1, 6, 4)
+"""),
+    ("view_invalid_is_error", """
+input x : f32[4, 6]
+y = x.T.view(24)
+"""),
+    # ---- reshape / flatten -------------------------------------------------
+    ("reshape_copy_vs_view", """
+input x : f32[4, 6]
+t = x.T
+r1 = t.reshape(-1)
+r2 = t.reshape(6, 2, 2)
+r3 = x[:, :4].reshape(2, 2, 4)
+r4 = x[:, :4].reshape(16)
+r5 = x[::2].reshape(12)
+r6 = x[::2].reshape(2, 3, 2)
+r7 = reshape(x, [3, 8])
+r8 = t.reshape(6, 4)
+"""),
+    ("reshape_of_sliced_view", """
+input x : f32[2, 3, 4]
+a = x[:, 1:].reshape(2, 8)
+b = x[:, :, :2].reshape(6, 2)
+c = x[:, :, :2].reshape(12)
+d = x[1:].reshape(12)
+e = x[:, 1].reshape(2, 2, 2)
+f = x.permute(1, 0, 2).reshape(3, 8)
+"""),
+    ("reshape_count_mismatch_is_error", """
+input x : f32[4, 6]
+y = x.reshape(5, 5)
+"""),
+    ("flatten", """
+input x : f32[2, 3, 4, 5]
+input s : f32[]
+a = x.flatten()
+b = x.flatten(1)
+c = x.flatten(0, 1)
+d = x.transpose(1, 2).flatten(2)
+e = x.transpose(1, 2).flatten(0, 1)
+f = x.permute(0, 2, 3, 1).flatten(1, 2)
+g = flatten(x, start_dim=-2)
+h = s.flatten()
+i = x[:, 1].flatten(1)
+j = x.flatten(2, 2)
+"""),
+    # ---- transpose / permute / T / mT ----------------------------------------
+    ("transpose_swapaxes", """
+input x : f32[2, 3, 4]
+a = x.transpose(0, 2)
+b = x.transpose(-1, -2)
+c = x.swapaxes(0, 1)
+d = transpose(x, 1, 1)
+e = swapaxes(x, 0, -1)
+f = a.transpose(0, 2)
+"""),
+    ("permute", """
+input x : f32[2, 3, 4]
+a = x.permute(2, 0, 1)
+b = x.permute([1, 2, 0])
+c = a.permute(1, 2, 0)
+d = x.permute(-1, 0, 1)
+e = permute(x, [0, 2, 1])
+"""),
+    ("T_and_mT", """
+input m : f32[3, 5]
+input x : f32[2, 3, 5]
+a = m.T
+b = a.T
+c = x.mT
+d = c.mT
+e = m.mT
+f = x[0].T
+"""),
+    # ---- squeeze / unsqueeze -----------------------------------------------
+    ("squeeze_unsqueeze", """
+input x : f32[1, 3, 1, 4]
+a = x.squeeze()
+b = x.squeeze(0)
+c = x.squeeze(1)
+d = x.squeeze(-2)
+e = x.unsqueeze(0)
+f = x.unsqueeze(-1)
+g = x.unsqueeze(2)
+h = squeeze(x, dim=2)
+i = unsqueeze(x, dim=4)
+"""),
+    ("unsqueeze_on_strided", """
+input x : f32[4, 6]
+t = x.T
+a = t.unsqueeze(1)
+b = x[:, ::2].unsqueeze(-1)
+c = x[1].unsqueeze(0)
+d = t.unsqueeze(0)
+e = t.unsqueeze(2)
+f = x[1:3, 1:5:3].unsqueeze(1)
+g = x[:, 2:3].unsqueeze(1).squeeze(2)
+"""),
+    # ---- expand ------------------------------------------------------------
+    ("expand", """
+input x : f32[3, 1]
+input v : f32[4]
+input y : f32[2, 3, 4]
+a = x.expand(3, 4)
+b = x.expand(2, 3, 5)
+c = x.expand(-1, 2)
+d = x.expand([2, -1, 4])
+e = v.expand(3, 4)
+f = e.T
+g = x.expand_as(y)
+h = expand_as(v, y)
+i = x.T.expand(2, 2, 3)
+"""),
+    ("expand_then_reshape", """
+input x : f32[3, 1]
+e = x.expand(3, 4)
+r1 = e.reshape(12)
+r2 = e.reshape(3, 2, 2)
+r3 = e.unsqueeze(0).reshape(1, 12)
+r4 = e.flatten()
+v1 = e.view(3, 2, 2)
+r5 = e.reshape(3, 4, 1)
+r6 = e.T.reshape(2, 2, 3)
+"""),
+    ("expand_invalid_is_error", """
+input x : f32[3, 2]
+y = x.expand(3, 4)
+"""),
+    # ---- narrow / select -----------------------------------------------------
+    ("narrow", """
+input x : f32[5, 6]
+a = x.narrow(0, 1, 3)
+b = x.narrow(1, 2, 4)
+c = x.narrow(-1, 0, 1)
+d = a.narrow(1, 3, 2)
+e = narrow(x, 0, -2, 2)
+f = x.T.narrow(0, 5, 1)
+g = x.narrow(0, 2, 0)
+"""),
+    ("narrow_out_of_range_is_error", """
+input x : f32[5, 6]
+y = x.narrow(0, 3, 5)
+"""),
+    ("select", """
+input x : f32[3, 4, 5]
+a = x.select(0, 1)
+b = x.select(-1, -1)
+c = x.select(1, 2)
+d = select(x, 2, 0)
+e = a.select(0, 3)
+f = e.select(0, 4)
+g = x.transpose(0, 2).select(1, -4)
+"""),
+    ("select_out_of_range_is_error", """
+input x : f32[3, 4]
+y = x.select(1, 4)
+"""),
+    # ---- chunk / split (tuple binding) -----------------------------------------
+    ("chunk_tuple", """
+input x : f32[4, 10]
+a, b = x.chunk(2, dim=-1)
+c, d = x.chunk(2)
+e, f, g = x.chunk(3, dim=1)
+p, q, r, s = x.chunk(4, dim=-1)
+h1, h2, h3, h4, h5 = x.chunk(6, dim=1)
+t1, t2 = chunk(x.T, 2, dim=1)
+"""),
+    ("chunk_count_mismatch_is_error", """
+input x : f32[4, 10]
+a, b = x.chunk(3, dim=1)
+"""),
+    ("split_tuple", """
+input x : f32[2, 192]
+q, k, v = x.split(64, dim=-1)
+a, b = x.split([100, 92], dim=1)
+c, d = x.split(1)
+e, f, g, h = x.split(50, dim=-1)
+i, j = split(x.T, [150, 42])
+"""),
+    # ---- unflatten / diagonal --------------------------------------------------
+    ("unflatten", """
+input x : f32[2, 12]
+a = x.unflatten(1, [3, 4])
+b = x.unflatten(-1, [2, -1, 3])
+c = x.T.unflatten(0, [4, 3])
+d = unflatten(x, 0, [1, 2])
+e = x[:, ::2].unflatten(1, [2, 3])
+"""),
+    ("diagonal", """
+input x : f32[4, 5]
+input y : f32[2, 3, 4]
+a = x.diagonal()
+b = x.diagonal(1)
+c = x.diagonal(-2)
+d = x.diagonal(offset=2)
+e = y.diagonal(0, 1, 2)
+f = y.diagonal(1, 0, 2)
+g = y.diagonal(offset=-1, dim1=2, dim2=1)
+h = x.diagonal(7)
+i = diagonal(x.T, 1)
+j = y[:, 1:, ::2].diagonal(0, -1, 0)
+"""),
+    ("diagonal_same_dims_is_error", """
+input x : f32[4, 5]
+y = x.diagonal(0, 1, 1)
+"""),
+    # ---- indexing ------------------------------------------------------------
+    ("index_ints", """
+input x : f32[3, 4, 5]
+a = x[0]
+b = x[-1]
+c = x[1, 2]
+d = x[-1, -1, -1]
+e = x[:, -2]
+f = x[..., 0]
+g = x[0, ..., -1]
+"""),
+    ("index_out_of_range_is_error", """
+input x : f32[3, 4]
+y = x[3]
+"""),
+    ("index_slices", """
+input x : f32[6, 7]
+a = x[1:4]
+b = x[::2]
+c = x[1::3, ::2]
+d = x[:, -3:]
+e = x[-100:100]
+f = x[5:2]
+g = x[2:, 10:]
+h = x[:, :-1:4]
+i = x[4:100:2, -2:]
+j = x[-4:-1:2, 3:-3]
+"""),
+    ("index_none_ellipsis", """
+input x : f32[2, 3, 4]
+a = x[None]
+b = x[:, None]
+c = x[..., None]
+d = x[None, ..., None]
+e = x[..., 1:, None, 0]
+f = x[None, 0, None, ::2]
+g = x[...]
+h = x[1, None, ..., 2:3]
+i = x.T[None, ::2, ..., -1]
+"""),
+    ("index_tensor_gathers", """
+input x : f32[5, 3]
+input idx : i64[4]
+a = x[idx]
+b = a.T
+c = x.T[idx.view(2, 2)]
+"""),
+    ("index_bool_mask_is_error", """
+input x : f32[5, 3]
+y = x[x > 0]
+""", None, "spec_error"),
+    # ---- compositions ------------------------------------------------------------
+    ("views_of_views", """
+input x : f32[4, 6, 8]
+a = x.transpose(0, 2)
+b = a[1:7:2]
+c = b.permute(2, 0, 1)
+d = c.unsqueeze(1)
+e = d.expand(4, 5, 3, 6)
+f = e.select(2, -1)
+g = f.diagonal(0, 0, 2)
+h = g.T[1:, None]
+i = b.reshape(3, 2, 3, 4)
+j = c.flatten(1)
+"""),
+    ("contiguous_to_detach_dropout", """
+input x : f32[3, 4]
+a = x.contiguous()
+b = x.to(f32)
+c = x.detach()
+d = x.T.contiguous()
+e = d.contiguous()
+f = x.T.to(f32)
+g = dropout(x, p=0.1)
+h = x.to(f16)
+i = x.to(float)
+j = x.T.detach()
+k = x[:, 1].contiguous()
+l = x.T.to(float32).contiguous()
+"""),
+    ("non_view_ops_are_contiguous", """
+input x : f32[3, 4]
+t = x.T
+a = t + 1
+b = t.exp()
+c = relu(t)
+d = t.sum(0)
+e = (t * 2).T
+f = t.clone()
+g = cat([t, t], dim=0)
+h = t.to(f16)
+i = where(t > 0, t, 0.0)
+j = t.masked_fill(t > 0, 1.0)
+k = (t + 1).view(12)
+l = (t + 1)[1:]
+m = x[:, None].expand(3, 2, 4) * 1
+"""),
+    ("reductions_and_pairs", """
+input x : f32[3, 4, 5]
+a, b = x.max(dim=1)
+c, d = x.min(dim=-1, keepdim=true)
+e = x.sum(dim=[0, 2])
+f = x.mean(-1, keepdim=true)
+g = x.argmax(dim=0)
+h = x.max()
+i = x.amax(dim=[1, 2])
+j = a.T
+k = (x > 0).any(dim=1)
+"""),
+    ("matmul_shapes", """
+input a : f32[2, 3, 4]
+input b : f32[4, 5]
+input v : f32[4]
+c = a @ b
+d = a @ v
+e = v @ b
+f = matmul(a.transpose(1, 2), a)
+g = b.T @ b
+h = linear(a, b.T)
+i = v @ v
+"""),
+    ("creation_ops", """
+input x : f32[2, 3]
+m = tril(ones([4, 4]))
+mb = m == 0
+z = zeros([2, 3], dtype=i64)
+r = arange(0, 10, 2)
+e = eye(3)
+t = tensor([[1, 2], [3, 4]])
+f = full([2, 2], 0.5)
+zl = zeros_like(x)
+ol = ones_like(x, dtype=bf16)
+rv = arange(0, 12).view(3, 4).T
+"""),
+    ("dtypes_of_views", """
+input a : f16[2, 3]
+input b : i8[3, 4]
+input c : bool[4, 2]
+input d : bf16[2, 2, 2]
+input e : u8[6]
+input f : f64[3, 1]
+input g : i64[2, 5]
+input h : i16[4]
+input i : i32[2, 3]
+a1 = a.T
+b1 = b[1:, ::2]
+c1 = c.view(2, 4)
+d1 = d.permute(2, 1, 0).reshape(8)
+e1 = e.unflatten(0, [2, 3])
+f1 = f.expand(3, 4)
+g1, g2 = g.chunk(2, dim=1)
+h1 = h[None, 1:]
+i1 = i.T.contiguous()
+c2 = c.T.to(bool)
+"""),
+    ("zero_dim", """
+input s : f32[]
+a = s.unsqueeze(0)
+b = s.expand(3, 2)
+c = s[None, None]
+d = s.view(1, 1)
+e = s.reshape(-1)
+f = s[...]
+g = d.squeeze()
+h = s.view(-1)
+"""),
+    ("symbolic_dims_override", """
+graph symdims(b = 2, s = 3, h = 4)
+input x : f32[b, s, h * 2]
+input y : f32[(s + 1) / 2, b * s]
+a = x.view(b * s, h * 2)
+c = x.view(b, s, 2, h)
+d = x.reshape(-1, h)
+e = x.expand(3, b, s, h * 2)
+f = x.narrow(1, 1, s - 1)
+g = y.T.reshape(b, s, (s + 1) / 2)
+i = x[:, s - 2]
+""", {"b": 3, "s": 5}),
+    ("symbolic_dims_default", """
+graph symdefault(b = 2, s = 3, h = 4)
+input x : f32[b, s, h * 2]
+a = x.view(b * s, h * 2)
+c = x.view(b, s, 2, h)
+f = x.narrow(1, 1, s - 1)
+"""),
+    ("attention_head_split", """
+graph attn(batch = 2, seq = 16)
+input  x : f32[batch, seq, 64]
+param  w : f32[192, 64]
+qkv = linear(x, w)
+q, k, v = qkv.split(64, dim=-1)
+qh = q.view(batch, seq, 4, 16).transpose(1, 2)
+kh = k.view(batch, seq, 4, 16).transpose(1, 2)
+vh = v.view(batch, seq, 4, 16).transpose(1, 2)
+kt = kh.transpose(-2, -1)
+s = qh @ kt * 0.25
+mask = tril(ones([seq, seq])) == 0
+p = s.masked_fill(mask, -inf).softmax(dim=-1)
+o = p @ vh
+m = o.transpose(1, 2).reshape(batch, seq, 64)
+m2 = o.transpose(1, 2).contiguous().view(batch, seq, 64)
+m3 = o.permute(0, 2, 1, 3).flatten(2)
+""", {"batch": 3}),
+    ("bad_view_in_symbolic", """
+graph badsym(n = 4)
+input x : f32[n, 6]
+y = x.T.view(n * 6)
+""", {"n": 2}),
+]
+
+
+def fixed_cases(Case):
+    out = []
+    for entry in FIXED:
+        name, src = entry[0], entry[1]
+        defines = entry[2] if len(entry) > 2 else None
+        expect = entry[3] if len(entry) > 3 else (
+            "error" if name.endswith("_is_error") or name.startswith("bad_") else "ok")
+        out.append(Case(name, src, defines, expect, group="fixed"))
+    return out

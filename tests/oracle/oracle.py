@@ -1,0 +1,595 @@
+#!/usr/bin/python3
+"""Oracle suite: `tgc show --json` against what PyTorch 1.13 reports.
+
+How the reference is computed
+-----------------------------
+Every case is one `.tg` source text. The same text is also the reference:
+each `let`/`output` expression in it is evaluated as Python by PyTorch on real
+tensors, so the graph and its reference cannot drift apart. The subset of the
+language the cases use is written so that it means the same in both (always
+parenthesise `&`/`|`, whose Python precedence differs; lists, not tuples).
+  - Symbolic dimensions become Python ints (with the `-D NAME=VALUE`
+    overrides applied); `/` in dimension expressions divides exactly.
+  - Inputs and params are created with the declared dtype and shape
+    (torch.randn for floating dtypes, torch.zeros for integers and bool), so
+    they are contiguous and each owns its storage.
+  - `true false None inf nan`, the dtype names (f32, ...) and their aliases
+    (float = f32, int = i32, ...) are bound to the Python/torch values. Functions
+    are torch's: a call `f(t, ...)` is `t.f(...)` when torch.Tensor has a method
+    `f`, otherwise torch.f / torch.nn.functional.f (`where`, `cat`, `linear`,
+    `layer_norm`, `dropout` at inference, `rms_norm` written out, ...).
+  - The spec's memory model says every non-view operation returns a NEW
+    CONTIGUOUS tensor, where PyTorch sometimes keeps a strided layout. The
+    tensors are therefore a torch.Tensor subclass whose __torch_function__
+    runs the op and applies `.contiguous()` to every result that does not
+    share storage with an argument (i.e. every result of a non-view op).
+    View ops (view, reshape, transpose, indexing, ...) are left exactly as
+    PyTorch computes them, including reshape/flatten copying when PyTorch's
+    rule gives no view and contiguous()/to(own dtype) returning the value.
+  - For every named value: dtype, shape, stride() (elements),
+    storage_offset(), is_contiguous(); `view` and `storage` from storage
+    identity: a value whose storage belongs to an earlier named value is a view
+    of that value's owner; a value with a storage first seen in its own
+    statement owns it (view false, storage = its name, bytes = numel *
+    element size), unless it is a view of an unnamed intermediate in that
+    statement (then view true and storage must be a `%` name, consistent
+    across values). A contiguous whole-storage result obtained by viewing a
+    fresh intermediate (e.g. `(x + 1).view(6)`) may be reported either way.
+  - A statement PyTorch rejects makes the case an error case: tgc must exit 1
+    (kernel-availability errors, "not implemented for 'Half'", are skipped).
+
+Cases: hand-written graphs (every view op, tuple binding, indexing, -D
+overrides, the examples/*.tg files), randomly generated chains of 2-8 view
+operations (fixed seed), and dtype promotion over every pair of dtypes,
+0-d tensors and literals.
+
+Usage: oracle.py --tgc build/tgc [-k SUBSTRING] [--keep DIR] [--reference-only]
+Last line printed: `oracle: N passed, M failed`; exit status 1 if M > 0.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+DTYPES = ["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "bool"]
+TORCH_DTYPE = {
+    "f64": torch.float64, "f32": torch.float32, "f16": torch.float16,
+    "bf16": torch.bfloat16, "i64": torch.int64, "i32": torch.int32,
+    "i16": torch.int16, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool,
+}
+ALIASES = {
+    "float32": "f32", "float": "f32", "float16": "f16", "half": "f16",
+    "bfloat16": "bf16", "float64": "f64", "double": "f64", "int64": "i64",
+    "long": "i64", "int32": "i32", "int": "i32", "int16": "i16", "int8": "i8",
+    "uint8": "u8",
+}
+TG_NAME = {v: k for k, v in TORCH_DTYPE.items()}
+
+
+# --------------------------------------------------------------------------
+# Reference evaluation
+# --------------------------------------------------------------------------
+
+def sid(t):
+    """Identity of a tensor's storage (the StorageImpl)."""
+    return t.storage()._cdata
+
+
+class Ref(torch.Tensor):
+    """Tensor whose non-view results are made contiguous (the spec's model)."""
+
+    # Storages created while evaluating the current statement, and those of
+    # them that some op then viewed (see `classify`).
+    fresh = set()
+    viewed = set()
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        with torch._C.DisableTorchFunction():
+            out = func(*args, **kwargs)
+            ins = set()
+
+            def walk(a):
+                if isinstance(a, torch.Tensor):
+                    ins.add(sid(a))
+                elif isinstance(a, (list, tuple)):
+                    for b in a:
+                        walk(b)
+            walk(args)
+            walk(list(kwargs.values()))
+
+            def fix(t):
+                if isinstance(t, torch.Tensor):
+                    s = sid(t)
+                    if s not in ins:
+                        t = t.contiguous()
+                        Ref.fresh.add(sid(t))
+                    elif s in Ref.fresh:
+                        Ref.viewed.add(s)
+                    return t.as_subclass(Ref)
+                if isinstance(t, tuple) and not isinstance(t, torch.Size):
+                    return tuple(fix(u) for u in t)
+                if isinstance(t, list):
+                    return [fix(u) for u in t]
+                return t
+            return fix(out)
+
+    # Functions of the language that torch.Tensor lacks as methods.
+    def dropout(self, p=0.5, **kw):
+        return F.dropout(self, p, training=False)
+
+    def linear(self, weight, bias=None):
+        return F.linear(self, weight, bias)
+
+    def layer_norm(self, normalized_shape, weight=None, bias=None, eps=1e-5):
+        return F.layer_norm(self, normalized_shape, weight, bias, eps)
+
+    def rms_norm(self, weight, eps=1e-6):
+        return self * torch.rsqrt(self.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+    def gelu(self, approximate="none"):
+        return F.gelu(self, approximate=approximate)
+
+    def silu(self):
+        return F.silu(self)
+
+    def embedding(self, table):
+        return F.embedding(self, table)
+
+
+class Dim(int):
+    """A dimension value: arithmetic stays integral, `/` must divide exactly."""
+
+    def _w(self, v):
+        return Dim(v) if isinstance(v, int) else v
+
+    def __add__(self, o): return self._w(int(self) + o)
+    def __radd__(self, o): return self._w(o + int(self))
+    def __sub__(self, o): return self._w(int(self) - o)
+    def __rsub__(self, o): return self._w(o - int(self))
+    def __mul__(self, o): return self._w(int(self) * o)
+    def __rmul__(self, o): return self._w(o * int(self))
+    def __neg__(self): return Dim(-int(self))
+
+    def __truediv__(self, o):
+        if isinstance(o, int):
+            if o == 0 or int(self) % o:
+                raise ValueError("dimension division %d / %d is not exact" % (self, o))
+            return Dim(int(self) // o)
+        return int(self) / o
+
+    def __rtruediv__(self, o):
+        return Dim(o) / int(self)
+
+
+def make_tensor(dt, shape):
+    td = TORCH_DTYPE[dt]
+    if td.is_floating_point:
+        t = torch.randn(shape, dtype=torch.float32).to(td)
+    else:
+        t = torch.zeros(shape, dtype=td)
+    return t.as_subclass(Ref)
+
+
+def _creation(fn):
+    def f(*a, **k):
+        if "dtype" in k and isinstance(k["dtype"], str):
+            k["dtype"] = TORCH_DTYPE[k["dtype"]]
+        t = fn(*a, **k).as_subclass(Ref)
+        Ref.fresh.add(sid(t))
+        return t
+    return f
+
+
+class Env(dict):
+    """Names visible to expressions; unknown names resolve to torch functions."""
+
+    def __missing__(self, name):
+        if hasattr(Ref, name) and callable(getattr(Ref, name)):
+            def method(t, *a, **k):
+                return getattr(t, name)(*a, **k)
+            return method
+        if hasattr(torch, name):
+            return getattr(torch, name)
+        if hasattr(F, name):
+            return getattr(F, name)
+        raise NameError(name)
+
+
+def base_env():
+    env = Env()
+    env["__builtins__"] = {}
+    env.update({"true": True, "false": False, "None": None,
+                "inf": float("inf"), "nan": float("nan")})
+    for k, v in TORCH_DTYPE.items():
+        env[k] = v
+    for k, v in ALIASES.items():
+        env[k] = TORCH_DTYPE[v]
+    env.update({
+        "where": torch.where, "cat": torch.cat, "stack": torch.stack,
+        "einsum": torch.einsum,
+        "zeros": _creation(torch.zeros), "ones": _creation(torch.ones),
+        "full": _creation(torch.full), "arange": _creation(torch.arange),
+        "eye": _creation(torch.eye), "tensor": _creation(torch.tensor),
+        "zeros_like": torch.zeros_like, "ones_like": torch.ones_like,
+        "full_like": torch.full_like,
+        "tril": torch.tril, "triu": torch.triu,
+    })
+    return env
+
+
+def strip_comment(line):
+    out, q = [], None
+    for ch in line:
+        if q:
+            if ch == q:
+                q = None
+        elif ch in "\"'":
+            q = ch
+        elif ch == "#":
+            break
+        out.append(ch)
+    return "".join(out)
+
+
+def statements(src):
+    """(line_number, text) per statement; newlines inside ( ) [ ] are ignored."""
+    stmts, buf, depth, start = [], "", 0, 0
+    for i, raw in enumerate(src.splitlines(), 1):
+        line = strip_comment(raw)
+        if not buf:
+            start = i
+        buf += " " + line
+        depth += line.count("(") + line.count("[") - line.count(")") - line.count("]")
+        if depth <= 0:
+            if buf.strip():
+                stmts.append((start, buf.strip()))
+            buf, depth = "", 0
+    if buf.strip():
+        stmts.append((start, buf.strip()))
+    return stmts
+
+
+class RefError(Exception):
+    def __init__(self, msg, skip=False):
+        super().__init__(msg)
+        self.skip = skip
+
+
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+RE_GRAPH = re.compile(r"^graph\s+(%s)\s*(?:\((.*)\))?$" % IDENT)
+RE_DECL = re.compile(r"^(input|param)\s+(%s)\s*:\s*(%s)\s*\[(.*?)\]\s*(?:=.*)?$" % (IDENT, IDENT))
+RE_OUTPUT = re.compile(r"^output\s+(%s)\s*(?:=(.*))?$" % IDENT)
+RE_LET = re.compile(r"^(%s(?:\s*,\s*%s)*)\s*=(?!=)(.*)$" % (IDENT, IDENT))
+
+
+def evaluate(src, defines=None):
+    """Run the graph in PyTorch. Returns (graph_name, dims, records) where
+    records is a list of dicts in file order, one per named value.
+    Raises RefError if PyTorch rejects a statement."""
+    defines = defines or {}
+    env = base_env()
+    records, by_name = [], {}
+    owners = {}  # storage id -> kind of owner registration (named lets/inputs)
+    graph_name, dims = None, {}
+
+    def record(name, t, kind):
+        if not isinstance(t, torch.Tensor):
+            raise RefError("%s is not a tensor (%r)" % (name, type(t)))
+        r = {
+            "name": name, "dtype": TG_NAME[t.dtype], "shape": list(t.shape),
+            "strides": list(t.stride()), "offset": t.storage_offset(),
+            "contiguous": t.is_contiguous(), "sid": sid(t), "kind": kind,
+            "bytes": t.numel() * t.element_size(),
+        }
+        records.append(r)
+        by_name[name] = r
+        env[name] = t
+
+    for lineno, st in statements(src):
+        try:
+            m = RE_GRAPH.match(st)
+            if m:
+                graph_name = m.group(1)
+                if m.group(2):
+                    for part in m.group(2).split(","):
+                        k, v = part.split("=")
+                        k = k.strip()
+                        val = int(defines.get(k, eval(v, {"__builtins__": {}})))
+                        dims[k] = val
+                        env[k] = Dim(val)
+                continue
+            m = RE_DECL.match(st)
+            if m:
+                _, name, dt, dimtxt = m.groups()
+                dt = ALIASES.get(dt, dt)
+                shape = []
+                if dimtxt.strip():
+                    for d in eval("[" + dimtxt + "]", env):
+                        if isinstance(d, float):
+                            assert d.is_integer()
+                        shape.append(int(d))
+                t = make_tensor(dt, shape)
+                owners[sid(t)] = name
+                record(name, t, "owner")
+                continue
+            m = RE_OUTPUT.match(st)
+            if m and m.group(2) is None:
+                if m.group(1) not in by_name:
+                    raise RefError("output of unknown name %s" % m.group(1))
+                continue
+            if m:
+                names, expr = [m.group(1)], m.group(2)
+            else:
+                m = RE_LET.match(st)
+                if not m:
+                    raise RefError("line %d: cannot parse %r" % (lineno, st))
+                names = [n.strip() for n in m.group(1).split(",")]
+                expr = m.group(2)
+            Ref.fresh, Ref.viewed = set(), set()
+            val = eval(expr.strip(), env)
+            if len(names) > 1:
+                val = list(val)
+                if len(val) != len(names):
+                    raise RefError("line %d: %d names for %d values" % (lineno, len(names), len(val)))
+            else:
+                val = [val]
+            for name, t in zip(names, val):
+                if isinstance(t, torch.Tensor) and not isinstance(t, Ref):
+                    t = t.as_subclass(Ref)
+                s = sid(t)
+                if s in owners:
+                    kind = "view_named"
+                else:
+                    full = (t.storage_offset() == 0 and t.is_contiguous()
+                            and t.numel() == t.storage().size())
+                    if not full:
+                        kind = "view_anon"
+                    elif s in Ref.viewed:
+                        kind = "ambiguous"
+                    else:
+                        kind = "owner"
+                        owners[s] = name
+                record(name, t, kind)
+            # values that are views of an anonymous storage: later views of them
+            # resolve through that storage id
+            for name in names:
+                s = by_name[name]["sid"]
+                owners.setdefault(s, None)
+        except RefError:
+            raise
+        except Exception as e:  # PyTorch (or Python) rejected the statement
+            msg = "line %d: %s: %s" % (lineno, st, str(e).splitlines()[0] if str(e) else type(e).__name__)
+            raise RefError(msg, skip="not implemented for" in str(e))
+    return graph_name, dims, records
+
+
+# --------------------------------------------------------------------------
+# Running tgc and comparing
+# --------------------------------------------------------------------------
+
+class Case:
+    def __init__(self, name, src, defines=None, expect="ok", group="fixed", add_outputs=True):
+        self.name, self.defines, self.expect, self.group = name, defines or {}, expect, group
+        src = src.strip("\n")
+        lines = src.splitlines()
+        if not lines or not lines[0].lstrip().startswith("graph"):
+            src = "graph %s\n%s" % (re.sub(r"\W", "_", name), src)
+        if add_outputs:
+            declared = set(re.findall(r"^\s*output\s+(%s)" % IDENT, src, re.M))
+            names = []
+            for _, st in statements(src):
+                m = RE_LET.match(st)
+                if m and not st.startswith("output") and not st.startswith("graph") \
+                        and not RE_DECL.match(st):
+                    names += [n.strip() for n in m.group(1).split(",")]
+            extra = [n for n in names if n not in declared]
+            if extra:
+                src += "\n" + "\n".join("output %s" % n for n in extra)
+        self.src = src + "\n"
+
+
+def run_tgc(tgc, path, defines):
+    cmd = [tgc, "show", path]
+    for k, v in defines.items():
+        cmd += ["-D", "%s=%s" % (k, v)]
+    cmd.append("--json")
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    except subprocess.TimeoutExpired:
+        return None, "", "timeout after 30 s"
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def compare(case, dims, records, data):
+    """List of (value, field, expected, found)."""
+    errs = []
+    if data.get("dims", {}) != dims:
+        errs.append(("<graph>", "dims", dims, data.get("dims")))
+    found = {}
+    for v in data.get("values", []):
+        if isinstance(v, dict) and "name" in v and v["name"] not in found:
+            found[v["name"]] = v
+    # storage ids -> the name tgc must report
+    sidname = {}
+    named = {r["name"] for r in records}
+    order = [v.get("name") for v in data.get("values", []) if v.get("name") in named]
+    if order != [r["name"] for r in records if r["name"] in found]:
+        errs.append(("<graph>", "order", [r["name"] for r in records], order))
+    for r in records:
+        n = r["name"]
+        v = found.get(n)
+        if v is None:
+            errs.append((n, "missing", "present", "absent"))
+            continue
+        for field in ("dtype", "shape", "strides", "offset", "contiguous"):
+            if v.get(field) != r[field]:
+                errs.append((n, field, r[field], v.get(field)))
+        kind, s = r["kind"], r["sid"]
+        if kind == "ambiguous":
+            kind = "owner" if v.get("view") is False else "view_anon"
+        if kind == "owner":
+            exp_view, exp_storage, exp_bytes = False, n, r["bytes"]
+            sidname.setdefault(s, n)
+        elif kind == "view_named":
+            exp_view, exp_storage, exp_bytes = True, sidname.get(s, "?"), 0
+        else:  # view of an unnamed intermediate
+            st = v.get("storage")
+            if s not in sidname:
+                if isinstance(st, str) and st.startswith("%"):
+                    sidname[s] = st
+                else:
+                    sidname[s] = "%<unnamed intermediate>"
+            exp_view, exp_storage, exp_bytes = True, sidname[s], 0
+        if v.get("view") != exp_view:
+            errs.append((n, "view", exp_view, v.get("view")))
+        if v.get("storage") != exp_storage:
+            errs.append((n, "storage", exp_storage, v.get("storage")))
+        if v.get("bytes") != exp_bytes:
+            errs.append((n, "bytes", exp_bytes, v.get("bytes")))
+    return errs
+
+
+def check_case(case, tgc, tmpdir, keep):
+    """Returns (ok, message_lines)."""
+    try:
+        _, dims, records = evaluate(case.src, case.defines)
+        ref_err = None
+    except RefError as e:
+        if e.skip:
+            return None, ["skipped (PyTorch kernel missing): %s" % e]
+        ref_err = str(e)
+    if case.expect == "ok" and ref_err:
+        return False, ["suite error: PyTorch rejects a case meant to compile: %s" % ref_err]
+    if case.expect == "error" and not ref_err:
+        return False, ["suite error: PyTorch accepts a case meant to be an error"]
+    # "spec_error": the spec rejects what PyTorch accepts (boolean masks);
+    # "auto": whatever PyTorch says.
+    expect_error = bool(ref_err) or case.expect == "spec_error"
+    if tgc is None:
+        return True, []
+    fname = re.sub(r"\W", "_", case.name) + ".tg"
+    path = os.path.join(keep or tmpdir, fname)
+    with open(path, "w") as f:
+        f.write(case.src)
+    rc, out, err = run_tgc(tgc, path, case.defines)
+    dflags = "".join(" -D %s=%s" % kv for kv in case.defines.items())
+    if expect_error:
+        if rc == 1:
+            return True, []
+        return False, ["expected exit 1 (%s), got %s; stderr: %s" % (
+            ref_err or "the spec rejects it", rc, err.strip()[:300])]
+    if rc != 0:
+        return False, ["tgc show%s --json exited %s: %s" % (dflags, rc, err.strip()[:600])]
+    try:
+        data = json.loads(out)
+    except ValueError as e:
+        return False, ["invalid JSON on stdout (%s): %s" % (e, out[:300])]
+    errs = compare(case, dims, records, data)
+    if not errs:
+        return True, []
+    return False, ["%s: %s expected %s, found %s" % (n, fld, json.dumps(e), json.dumps(f))
+                   for n, fld, e, f in errs]
+
+
+# --------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------
+
+sys.path.insert(0, HERE)
+from cases_fixed import fixed_cases  # noqa: E402
+from cases_random import random_cases  # noqa: E402
+from cases_dtype import dtype_cases  # noqa: E402
+
+
+def example_cases():
+    out = []
+    d = os.path.join(ROOT, "examples")
+    if os.path.isdir(d):
+        for fn in sorted(os.listdir(d)):
+            if fn.endswith(".tg"):
+                with open(os.path.join(d, fn)) as f:
+                    out.append(Case("example_" + fn[:-3], f.read(), group="fixed", add_outputs=False))
+    return out
+
+
+def all_cases(seed):
+    return fixed_cases(Case) + example_cases() + random_cases(Case, seed, evaluate, RefError) \
+        + dtype_cases(Case, evaluate, RefError)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tgc", help="path to the tgc binary")
+    ap.add_argument("-k", dest="pattern", help="only cases whose name contains this")
+    ap.add_argument("--keep", help="write the .tg files here and keep them")
+    ap.add_argument("--seed", type=int, default=20240611)
+    ap.add_argument("--reference-only", action="store_true",
+                    help="only evaluate the cases in PyTorch (no tgc)")
+    ap.add_argument("--list", action="store_true", help="print every case's source")
+    ap.add_argument("--expected", action="store_true",
+                    help="print every case's source and the reference values")
+    args = ap.parse_args()
+    if not args.tgc and not args.reference_only:
+        ap.error("--tgc is required (or --reference-only)")
+    torch.manual_seed(0)
+    cases = all_cases(args.seed)
+    if args.pattern:
+        cases = [c for c in cases if args.pattern in c.name]
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    counts = {}
+    for c in cases:
+        counts[c.group] = counts.get(c.group, 0) + 1
+    print("cases: " + ", ".join("%s %d" % kv for kv in sorted(counts.items())))
+    passed = failed = skipped = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in cases:
+            if args.list or args.expected:
+                print("### %s %s\n%s" % (c.name, c.defines or "", c.src))
+            if args.expected:
+                try:
+                    _, dims, recs = evaluate(c.src, c.defines)
+                    print("dims %s" % json.dumps(dims))
+                    for r in recs:
+                        print("  %-8s %-5s shape=%s strides=%s offset=%d contiguous=%s %s" % (
+                            r["name"], r["dtype"], r["shape"], r["strides"], r["offset"],
+                            r["contiguous"], r["kind"]))
+                except RefError as e:
+                    print("  PyTorch rejects it: %s" % e)
+            ok, msgs = check_case(c, None if args.reference_only else args.tgc, tmp, args.keep)
+            if ok is None:
+                skipped += 1
+                continue
+            if ok:
+                passed += 1
+                continue
+            failed += 1
+            dflags = "".join(" -D %s=%s" % kv for kv in c.defines.items())
+            print("FAIL %s%s" % (c.name, dflags))
+            print("  | " + c.src.rstrip("\n").replace("\n", "\n  | "))
+            for m in msgs:
+                print("  " + m)
+    if skipped:
+        print("(%d cases skipped: PyTorch has no CPU kernel for them)" % skipped)
+    print("oracle: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
