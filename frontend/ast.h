@@ -63,6 +63,7 @@ typedef struct Stmt {
     int nnames;
     TypeAst type; /* input, param */
     Ast *expr;    /* let, output with "=", param initialiser */
+    bool broken;  /* had a syntax error: its names are bound to nothing, quietly */
 } Stmt;
 
 typedef struct Program {

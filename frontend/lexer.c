@@ -22,6 +22,8 @@ static const struct {
 } keywords[] = {
     {"graph", TK_GRAPH}, {"input", TK_INPUT}, {"param", TK_PARAM}, {"output", TK_OUTPUT},
     {"true", TK_TRUE},   {"false", TK_FALSE}, {"None", TK_NONE},
+    /* Python's spelling, which PyTorch users type by habit. */
+    {"True", TK_TRUE},   {"False", TK_FALSE},
 };
 
 const char *tok_kind_name(TokKind k) {
@@ -36,7 +38,7 @@ const char *tok_kind_name(TokKind k) {
         [TK_STAR] = "'*'", [TK_SLASH] = "'/'", [TK_POW] = "'**'", [TK_PERCENT] = "'%'",
         [TK_FLOORDIV] = "'//'", [TK_AT] = "'@'", [TK_LT] = "'<'", [TK_LE] = "'<='",
         [TK_GT] = "'>'", [TK_GE] = "'>='", [TK_EQ] = "'=='", [TK_NE] = "'!='", [TK_AMP] = "'&'",
-        [TK_PIPE] = "'|'", [TK_TILDE] = "'~'",
+        [TK_PIPE] = "'|'", [TK_TILDE] = "'~'", [TK_ERROR] = "an invalid character",
     };
     return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "a token";
 }
@@ -79,6 +81,7 @@ static bool lex_number(Lexer *L) {
     int len = L->pos - start;
     if (len >= (int)sizeof buf) {
         Token *t = push(L, TK_INT, start);
+        t->bad = true;
         diag_error(L->d, t->loc, "number literal is too long");
         return false;
     }
@@ -104,6 +107,8 @@ static void lex_string(Lexer *L) {
     if (L->pos >= L->f->len || s[L->pos] != quote) {
         Token *t = push(L, TK_STRING, start);
         t->text = "";
+        t->bad = true;
+        L->depth = 0; /* the rest of the line is lost; let the next line start a statement */
         diag_error(L->d, t->loc, "unterminated string: expected a closing %c", quote);
         return;
     }
@@ -204,7 +209,9 @@ TokenList lex(Arena *a, Diag *d, const SrcFile *file) {
         int start = L.pos++;
         /* Skip the rest of a UTF-8 sequence so the caret sits under one character. */
         while (L.pos < n && ((unsigned char)s[L.pos] & 0xC0) == 0x80) L.pos++;
-        SrcLoc loc = here(&L, start);
+        Token *bad = push(&L, TK_ERROR, start);
+        bad->bad = true;
+        SrcLoc loc = bad->loc;
         if (isprint((unsigned char)c))
             diag_error(d, loc, "unexpected character '%c'", c);
         else

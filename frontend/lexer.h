@@ -48,6 +48,7 @@ typedef enum {
     TK_AMP,
     TK_PIPE,
     TK_TILDE,
+    TK_ERROR, /* a character that starts no token */
 } TokKind;
 
 typedef struct Token {
@@ -56,6 +57,7 @@ typedef struct Token {
     const char *text; /* identifier or string contents (arena) */
     int64_t ival;
     double fval;
+    bool bad; /* the lexer reported an error here: the parser stays quiet about this statement */
 } Token;
 
 typedef struct TokenList {

@@ -1,6 +1,7 @@
 /* Recursive-descent parser for .tg files. Each function's grammar rule sits
  * above it. On a syntax error the statement is abandoned and parsing resumes
  * after the next newline. */
+#include <stdarg.h>
 #include <string.h>
 
 #include "frontend/ast.h"
@@ -48,6 +49,18 @@ static void syntax_error(Parser *P, Token *t, const char *expected) {
     diag_error(P->d, t->loc, "expected %s, found %s", expected, found);
 }
 
+static void parse_error(Parser *P, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void parse_error(Parser *P, SrcLoc loc, const char *fmt, ...) {
+    if (P->failed) return;
+    P->failed = true;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    diag_error(P->d, loc, "%s", buf);
+}
+
 static Token *expect(Parser *P, TokKind k, const char *what) {
     if (at(P, k)) return next(P);
     syntax_error(P, peek(P), what ? what : tok_kind_name(k));
@@ -77,8 +90,7 @@ static bool parse_args(Parser *P, Ast *call, TokKind close) {
             if (!v) return false;
             for (int i = 0; i < call->nkw; i++)
                 if (!strcmp(call->kw_names[i], name->text)) {
-                    diag_error(P->d, name->loc, "keyword argument '%s' given twice", name->text);
-                    P->failed = true;
+                    parse_error(P, name->loc, "keyword argument '%s' given twice", name->text);
                     return false;
                 }
             int n = call->nkw, n2 = call->nkw, n3 = call->nkw;
@@ -91,8 +103,7 @@ static bool parse_args(Parser *P, Ast *call, TokKind close) {
             Ast *v = parse_expr(P);
             if (!v) return false;
             if (call->nkw) {
-                diag_error(P->d, start->loc, "positional argument after a keyword argument");
-                P->failed = true;
+                parse_error(P, start->loc, "positional argument after a keyword argument");
                 return false;
             }
             ARENA_PUSH(P->a, call->items, call->nitems, cap_items, v);
@@ -338,9 +349,7 @@ static Ast *parse_comparison(Parser *P) {
     Ast *n = binary(P, op->kind, l, r, op->loc);
     if (is_cmp(peek(P)->kind)) {
         Token *t = peek(P);
-        diag_error(P->d, t->loc,
-                   "comparisons cannot be chained; write (a < b) & (b < c) instead");
-        P->failed = true;
+        parse_error(P, t->loc, "comparisons cannot be chained; write (a < b) & (b < c) instead");
         return NULL;
     }
     return n;
@@ -416,8 +425,7 @@ static void parse_graph(Parser *P, Program *prog) {
         if (!e) return;
         for (int i = 0; i < prog->ndims; i++)
             if (!strcmp(prog->dim_names[i], d->text)) {
-                diag_error(P->d, d->loc, "dimension '%s' is declared twice", d->text);
-                P->failed = true;
+                parse_error(P, d->loc, "dimension '%s' is declared twice", d->text);
                 return;
             }
         int n = prog->ndims, n2 = prog->ndims;
@@ -466,8 +474,7 @@ static bool parse_stmt(Parser *P, Stmt *s) {
         return true;
     }
     if (t->kind == TK_GRAPH) {
-        diag_error(P->d, t->loc, "'graph' may appear only once, as the first statement");
-        P->failed = true;
+        parse_error(P, t->loc, "'graph' may appear only once, as the first statement");
         return false;
     }
     if (t->kind != TK_IDENT) {
@@ -495,15 +502,25 @@ Program *parse_program(Arena *a, Diag *d, TokenList toks) {
     if (at(&P, TK_GRAPH)) {
         parse_graph(&P, prog);
         end_statement(&P);
-    } else if (!at(&P, TK_EOF)) {
-        diag_error(d, peek(&P)->loc, "expected 'graph NAME' as the first statement");
+    } else {
+        Token *t = peek(&P);
+        if (t->kind == TK_EOF)
+            diag_error(d, t->loc, "expected 'graph NAME' as the first statement, found an empty file");
+        else
+            diag_error(d, t->loc, "expected 'graph NAME' as the first statement");
     }
     while (!at(&P, TK_EOF) && !diag_too_many(d)) {
         if (accept(&P, TK_NEWLINE)) continue;
         P.failed = false;
+        for (int k = P.pos; k < P.count && P.t[k].kind != TK_NEWLINE && P.t[k].kind != TK_EOF; k++)
+            if (P.t[k].bad) P.failed = true;
+        bool quiet = P.failed;
         Stmt s = {0};
-        bool ok = parse_stmt(&P, &s);
-        if (ok) ARENA_PUSH(a, prog->stmts, prog->nstmts, cap, s);
+        bool ok = parse_stmt(&P, &s) && !quiet;
+        /* A broken statement still declares its names, so later uses of
+         * them do not cascade into "unknown name" errors. */
+        if (!ok) s.broken = true;
+        if (ok || s.nnames) ARENA_PUSH(a, prog->stmts, prog->nstmts, cap, s);
         end_statement(&P);
     }
     return prog;

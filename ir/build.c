@@ -22,7 +22,8 @@ struct Ev {
     DType dt;
     Ev *items; /* LIST, TUPLE, SLICE (3 items: start, stop, step; EV_NONE when absent) */
     int n;
-    bool inexact_div; /* a FLOAT made by int / int that did not divide */
+    bool inexact_div; /* a FLOAT made by int / int that did not divide: num / den */
+    int64_t num, den;
 };
 
 typedef enum { BIND_VALUE, BIND_CONST, BIND_DIM, BIND_ERROR } BindKind;
@@ -231,7 +232,8 @@ static bool convert_arg(Builder *B, const char *opname, const ParamSpec *p, cons
             return true;
         }
         if (e->inexact_div) {
-            diag_error(B->d, e->loc, "'/' must divide exactly here: the result is %g", e->f);
+            diag_error(B->d, e->loc, "'/' must divide exactly here: %lld / %lld = %g (use // to round down)",
+                       (long long)e->num, (long long)e->den, e->f);
             return false;
         }
         return param_error(B, e, opname, p, "an integer");
@@ -581,6 +583,8 @@ static Ev fold_numbers(Builder *B, const Ast *n, Ev l, Ev r) {
             out.kind = EV_FLOAT;
             out.f = (double)a / (double)b;
             out.inexact_div = true;
+            out.num = a;
+            out.den = b;
             return out;
         case TK_POW:
             if (b < 0) {
@@ -736,9 +740,25 @@ static bool eval_special_method(Builder *B, const Ast *n, const Ev *self, Ev *ou
     return false;
 }
 
+static bool is_module_prefix(Builder *B, const Ast *n) {
+    if (n->kind == AST_NAME)
+        return !lookup(B, n->name) && (!strcmp(n->name, "torch") || !strcmp(n->name, "F"));
+    if (n->kind == AST_ATTR)
+        return is_module_prefix(B, n->lhs) && (!strcmp(n->name, "nn") || !strcmp(n->name, "functional"));
+    return false;
+}
+
 static Ev eval_call(Builder *B, const Ast *n) {
     const Ev *self = NULL;
     Ev selfv;
+    /* torch.relu(x), F.softmax(x, dim=-1), torch.nn.functional.gelu(x): the
+     * module prefix names no value, so the call is the plain function. */
+    if (n->kind == AST_METHOD && is_module_prefix(B, n->lhs)) {
+        Ast plain = *n;
+        plain.kind = AST_CALL;
+        plain.lhs = NULL;
+        return eval_call(B, &plain);
+    }
     if (n->kind == AST_METHOD) {
         selfv = eval(B, n->lhs);
         if (selfv.kind == EV_ERR) return selfv;
@@ -768,6 +788,8 @@ static Ev eval_call(Builder *B, const Ast *n) {
 }
 
 static Ev eval_attr(Builder *B, const Ast *n) {
+    if (is_module_prefix(B, n->lhs) && dtype_from_name(n->name) != DT_NONE) /* torch.float16 */
+        return (Ev){.kind = EV_DTYPE, .dt = dtype_from_name(n->name), .loc = n->loc};
     Ev x = eval(B, n->lhs);
     if (x.kind == EV_ERR) return x;
     if (x.kind != EV_TENSOR) {
@@ -813,8 +835,17 @@ static Ev eval_attr(Builder *B, const Ast *n) {
 static Ev eval_index(Builder *B, const Ast *n) {
     Ev base = eval(B, n->lhs);
     if (base.kind == EV_ERR) return base;
-    Ev *items;
-    if (!eval_list(B, n->items, n->nitems, &items)) return ev_err();
+    Ev *items = ARENA_ARRAY(B->a, Ev, n->nitems ? n->nitems : 1);
+    bool items_ok = true;
+    for (int k = 0; k < n->nitems; k++) {
+        if (n->items[k]->kind == AST_SLICE) {
+            items[k] = (Ev){.kind = EV_SLICE, .loc = n->items[k]->loc};
+            continue;
+        }
+        items[k] = eval(B, n->items[k]);
+        items_ok &= items[k].kind != EV_ERR;
+    }
+    if (!items_ok) return ev_err();
     if (base.kind == EV_LIST) { /* x.shape[0] */
         if (n->nitems != 1 || items[0].kind != EV_INT) {
             diag_error(B->d, n->loc, "a list is indexed by one integer");
@@ -986,7 +1017,8 @@ static bool eval_dim(Builder *B, const Ast *n, int64_t *out, const char *what) {
     if (e.kind == EV_ERR) return false;
     if (e.kind != EV_INT) {
         if (e.inexact_div)
-            diag_error(B->d, n->loc, "'/' must divide exactly in %s: the result is %g", what, e.f);
+            diag_error(B->d, n->loc, "'/' must divide exactly in %s: %lld / %lld = %g (use // to round down)", what,
+                       (long long)e.num, (long long)e.den, e.f);
         else if (e.kind == EV_TENSOR)
             diag_error(B->d, n->loc, "%s must be known at compile time: an integer expression over the graph's dimensions, found a tensor", what);
         else
@@ -1116,6 +1148,10 @@ static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
         return true;
     }
 bad:
+    if (e->kind == AST_CALL || e->kind == AST_NAME) {
+        diag_error(B->d, e->name_loc, "unknown initialiser '%s': a param initialiser must be zeros, ones, full(VALUE), randn(std, seed), uniform(low, high, seed) or arange", e->name);
+        return false;
+    }
     diag_error(B->d, e->loc, "a param initialiser must be zeros, ones, full(VALUE), randn(std, seed), uniform(low, high, seed) or arange");
     return false;
 }
@@ -1281,6 +1317,11 @@ Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov
     declare_dims(&B, prog, overrides, noverrides);
     for (int i = 0; i < prog->nstmts && !diag_too_many(d); i++) {
         const Stmt *s = &prog->stmts[i];
+        if (s->broken) {
+            for (int k = 0; k < s->nnames; k++)
+                if (!lookup(&B, s->names[k])) bind(&B, s->names[k], s->name_locs[k], BIND_ERROR, ev_err());
+            continue;
+        }
         switch (s->kind) {
         case STMT_INPUT:
         case STMT_PARAM: stmt_leaf(&B, s); break;

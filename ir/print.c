@@ -67,7 +67,7 @@ void print_show_text(FILE *out, const Graph *g) {
         human_bytes(bytes, sizeof bytes, value_bytes(v));
         owned += value_bytes(v);
         const char *storage = v->is_view ? arena_printf(a, "view of %s", storage_name(a, v))
-                              : v->copy_reason ? "copy (see below)"
+                              : v->copy_reason && v->op != OP_TO ? "copy (see below)"
                                                : "own";
         fprintf(out, "%-14s %-11s %-5s %-18s %-18s %6lld  %-4s  %-26s %s%s%s\n", value_name(a, v), op_display_name(v),
                 dtype_name(v->dtype), shape_str(a, v->shape, v->ndim), shape_str(a, v->strides, v->ndim),

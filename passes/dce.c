@@ -19,6 +19,7 @@ void pass_dce(Graph *g, Diag *d) {
         if (v->dead && v->op != OP_INPUT && v->op != OP_PARAM)
             diag_warning(d, v->loc, "'%s' is computed but no output depends on it", v->name);
         v->order = n;
+        v->id = n; /* unnamed values print as %order */
         g->values[n++] = v;
     }
     g->nvalues = n;
