@@ -516,12 +516,13 @@ Program *parse_program(Arena *a, Diag *d, TokenList toks) {
             if (P.t[k].bad) P.failed = true;
         bool quiet = P.failed;
         Stmt s = {0};
-        bool ok = parse_stmt(&P, &s) && !quiet;
+        bool ok = parse_stmt(&P, &s);
+        end_statement(&P); /* trailing junk fails the statement too */
+        ok = ok && !quiet && !P.failed;
         /* A broken statement still declares its names, so later uses of
          * them do not cascade into "unknown name" errors. */
         if (!ok) s.broken = true;
         if (ok || s.nnames) ARENA_PUSH(a, prog->stmts, prog->nstmts, cap, s);
-        end_statement(&P);
     }
     return prog;
 }
