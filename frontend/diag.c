@@ -30,11 +30,23 @@ static void show_source(FILE *out, SrcLoc loc) {
     while (start > 0 && f->text[start - 1] != '\n') start--;
     int end = loc.off;
     while (end < f->len && f->text[end] != '\n') end++;
-    fprintf(out, "  %.*s\n  ", end - start, f->text + start);
-    for (int i = start; i < loc.off; i++) fputc(f->text[i] == '\t' ? '\t' : ' ', out);
-    fputc('^', out);
     int n = loc.len;
     if (loc.off + n > end) n = end - loc.off; /* a multi-line culprit: underline its first line */
+    /* Long lines are shown as a window around the culprit. */
+    enum { CONTEXT = 60, MAX_UNDERLINE = 80 };
+    const char *lead = "", *trail = "";
+    if (loc.off - start > CONTEXT) {
+        start = loc.off - CONTEXT;
+        lead = "...";
+    }
+    if (n > MAX_UNDERLINE) n = MAX_UNDERLINE;
+    if (end - (loc.off + n) > CONTEXT) {
+        end = loc.off + n + CONTEXT;
+        trail = "...";
+    }
+    fprintf(out, "  %s%.*s%s\n  %*s", lead, end - start, f->text + start, trail, (int)strlen(lead), "");
+    for (int i = start; i < loc.off; i++) fputc(f->text[i] == '\t' ? '\t' : ' ', out);
+    fputc('^', out);
     for (int i = 1; i < n; i++) fputc('~', out);
     fputc('\n', out);
 }

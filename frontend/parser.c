@@ -12,7 +12,12 @@ typedef struct Parser {
     Token *t;
     int pos, count;
     bool failed; /* the current statement already reported an error */
+    int nesting; /* recursion depth of the expression being parsed */
 } Parser;
+
+/* Deeper expressions than this are an error rather than a stack overflow,
+ * in the parser and in every later recursive walk of the tree. */
+enum { MAX_NESTING = 256 };
 
 static Token *peek(Parser *P) { return &P->t[P->pos]; }
 static Token *peek_at(Parser *P, int k) {
@@ -294,7 +299,20 @@ static Ast *parse_power(Parser *P) {
 }
 
 /* unary := ('-' | '+' | '~') unary | power */
+static Ast *parse_unary_inner(Parser *P);
+
 static Ast *parse_unary(Parser *P) {
+    if (P->nesting >= MAX_NESTING) {
+        parse_error(P, peek(P)->loc, "expression is nested too deeply (more than %d levels)", MAX_NESTING);
+        return NULL;
+    }
+    P->nesting++;
+    Ast *r = parse_unary_inner(P);
+    P->nesting--;
+    return r;
+}
+
+static Ast *parse_unary_inner(Parser *P) {
     Token *t = peek(P);
     if (t->kind == TK_MINUS || t->kind == TK_PLUS || t->kind == TK_TILDE) {
         next(P);
@@ -512,6 +530,7 @@ Program *parse_program(Arena *a, Diag *d, TokenList toks) {
     while (!at(&P, TK_EOF) && !diag_too_many(d)) {
         if (accept(&P, TK_NEWLINE)) continue;
         P.failed = false;
+        P.nesting = 0;
         for (int k = P.pos; k < P.count && P.t[k].kind != TK_NEWLINE && P.t[k].kind != TK_EOF; k++)
             if (P.t[k].bad) P.failed = true;
         bool quiet = P.failed;

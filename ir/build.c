@@ -41,7 +41,11 @@ typedef struct Builder {
     InferCtx ic;
     Binding *binds;
     int nbinds, cap;
+    int depth; /* recursion depth of eval(): long operator chains nest deeply */
+    bool too_deep; /* reported once per statement */
 } Builder;
+
+enum { MAX_EVAL_DEPTH = 2000 };
 
 static Ev ev_err(void) { return (Ev){.kind = EV_ERR}; }
 
@@ -983,7 +987,23 @@ static Ev eval_index(Builder *B, const Ast *n) {
     return cur;
 }
 
+static Ev eval_node(Builder *B, const Ast *n);
+
 static Ev eval(Builder *B, const Ast *n) {
+    if (B->depth >= MAX_EVAL_DEPTH) {
+        if (B->too_deep) return ev_err();
+        B->too_deep = true;
+        diag_error(B->d, n->loc, "expression is too deep (more than %d nested operations); split it into several statements",
+                   MAX_EVAL_DEPTH);
+        return ev_err();
+    }
+    B->depth++;
+    Ev r = eval_node(B, n);
+    B->depth--;
+    return r;
+}
+
+static Ev eval_node(Builder *B, const Ast *n) {
     switch (n->kind) {
     case AST_NAME: return eval_name(B, n);
     case AST_INT: return (Ev){.kind = EV_INT, .i = n->ival, .loc = n->loc};
@@ -1317,6 +1337,7 @@ Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov
     declare_dims(&B, prog, overrides, noverrides);
     for (int i = 0; i < prog->nstmts && !diag_too_many(d); i++) {
         const Stmt *s = &prog->stmts[i];
+        B.too_deep = false;
         if (s->broken) {
             for (int k = 0; k < s->nnames; k++)
                 if (!lookup(&B, s->names[k])) bind(&B, s->names[k], s->name_locs[k], BIND_ERROR, ev_err());

@@ -1,6 +1,7 @@
 /* Elementwise operations: broadcast shapes and PyTorch's dtype rules.
  * Number literals are weak (wrapped numbers) and 0-d tensors rank below
  * tensors with dims, as in c10's result_type. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/infer.h"
@@ -10,16 +11,18 @@ static bool broadcast_operands(InferCtx *c, Value *v, const int *idx, int n) {
     int64_t shape[TG_MAX_DIMS];
     int nd = 0;
     const char *names[3];
+    char before[64] = "";
     for (int k = 0; k < n; k++) {
         Arg *a = ARG(v, idx[k]);
         names[k] = op_info(v->op)->params[idx[k]].name;
+        if (k > 0) snprintf(before + strlen(before), sizeof before - strlen(before), "%s%s", k > 1 ? ", " : "", names[k - 1]);
         if (k == 0) {
             set_shape(v, a->t->shape, a->t->ndim);
             memcpy(shape, a->t->shape, sizeof shape);
             nd = a->t->ndim;
             continue;
         }
-        if (!broadcast_into(c, v, shape, &nd, a->t, v->loc, k == 1 ? names[0] : "the others", names[k]))
+        if (!broadcast_into(c, v, shape, &nd, a->t, v->loc, before, names[k]))
             return false;
     }
     set_shape(v, shape, nd);

@@ -135,7 +135,7 @@ bool infer_layer_norm(InferCtx *c, Value *v) {
     if (!need_float(c, v, x->dtype, NULL)) return false;
     if (ns->n == 0) return infer_error(c, ns->loc, "layer_norm: normalized_shape must have at least one dimension");
     if (!trailing_match(x, ns->ints, ns->n))
-        return infer_error(c, ns->loc, "Given normalized_shape=%s, expected input with shape [*, %s], but got input of size %s",
+        return infer_error(c, ns->loc, "Given normalized_shape=%s, expected input with shape [*, %s, but got input of size %s",
                            shape_str(a, ns->ints, ns->n), shape_str(a, ns->ints, ns->n) + 1,
                            shape_str(a, x->shape, x->ndim));
     for (int k = 2; k <= 3; k++) {

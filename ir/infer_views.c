@@ -78,6 +78,18 @@ bool infer_unflatten(InferCtx *c, Value *v) {
     int64_t sizes[TG_MAX_DIMS];
     memcpy(sizes, sz->ints, sizeof(int64_t) * (size_t)sz->n);
     int64_t dsize = x->ndim ? x->shape[da->i] : 1;
+    int64_t known = 1;
+    int minus = 0;
+    for (int k = 0; k < sz->n; k++) {
+        if (sizes[k] == -1) minus++;
+        else known *= sizes[k];
+    }
+    if ((minus == 0 && known != dsize) || (minus == 1 && (known == 0 || dsize % known)))
+        return infer_error(c, sz->loc,
+                           "unflatten: Provided sizes %s don't multiply up to the size of dim %lld (%lld) "
+                           "in the input tensor %s",
+                           shape_str(c->g->arena, sizes, sz->n), (long long)da->i, (long long)dsize,
+                           shape_str(c->g->arena, x->shape, x->ndim));
     if (!infer_size(c, sz->loc, sizes, sz->n, dsize)) return false;
     int64_t shape[TG_MAX_DIMS];
     int n = 0;
