@@ -11,7 +11,7 @@
 #include "frontend/diag.h"
 #include "ir/dtype.h"
 
-#define TG_MAX_DIMS 8
+#define TG_MAX_DIMS 12
 
 typedef enum {
 #define OP(id, name, sig, flags, infer, layout) OP_##id,

@@ -128,7 +128,8 @@ bool layout_expand(Value *v) {
     for (int i = n - 1; i >= 0; i--) {
         int d = i - (n - x->ndim);
         int64_t size = d >= 0 ? x->shape[d] : 1;
-        int64_t stride = d >= 0 ? x->strides[d] : (i + 1 < n ? v->shape[i + 1] * v->strides[i + 1] : 1);
+        /* A 0-d input has no stride to extend: PyTorch gives its new dims stride 0. */
+        int64_t stride = d >= 0 ? x->strides[d] : (i + 1 < n ? v->shape[i + 1] * v->strides[i + 1] : 0);
         if (size != v->shape[i]) stride = 0;
         v->strides[i] = stride;
     }

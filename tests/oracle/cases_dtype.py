@@ -16,10 +16,20 @@ PAIR_LINES = [
     "r_eq = a == b",
     "r_where = where(c, a, b)",
     "r_maximum = maximum(a, b)",
+    "r_minimum = minimum(a, b)",
+    "r_pow = a ** b",
+    "r_floordiv = a // b",
+    "r_mod = a % b",
+    "r_ge = a >= b",
+    "r_ne = ne(a, b)",
+    "r_add_fn = add(a, b)",
     "z_add = sa + b",
     "z_mul = a * sb",
     "z_both = sa + sb",
     "z_where = where(c, sa, b)",
+    "z_where_both = where(c, sa, sb)",
+    "z_div = sa / b",
+    "z_cmp = a > sb",
 ]
 
 LITERAL_LINES = [
@@ -35,6 +45,17 @@ LITERAL_LINES = [
     "l_ieq = x == 3",
     "l_fdiv = x / 0.5",
     "l_zero_d = sx * 2.5",
+    "l_zero_d_int = sx + 1",
+    "l_pow_f = x ** 0.5",
+    "l_floordiv = x // 2",
+    "l_mod = x % 2",
+    "l_neg_int = x * -1",
+    "l_small = x + 1e-5",
+    "l_inf = x + inf",
+    "l_false = x * false",
+    "l_rdiv = 1 / x",
+    "l_clamp = clamp(x, min=0)",
+    "l_where_int = where(c, 1, x)",
 ]
 
 

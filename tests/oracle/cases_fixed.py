@@ -284,6 +284,107 @@ c = x.T[idx.view(2, 2)]
 input x : f32[5, 3]
 y = x[x > 0]
 """, None, "spec_error"),
+    # ---- edge cases: empty tensors, size-1 dims, stride 0 ----------------------
+    ("empty_views", """
+input x : f32[6, 7]
+e = x[5:2]
+a = e.reshape(0, 14)
+b = e.view(7, 0)
+c = e.T
+d = e.unsqueeze(1)
+f = x[:, 3:3].flatten()
+g = x.narrow(1, 7, 0)
+h = e.expand(2, 0, 7)
+i = x[2:2].contiguous()
+j = e.view(-1)
+k = e.reshape(7, -1)
+"""),
+    ("empty_view_minus_one_is_error", """
+input x : f32[6, 7]
+y = x[5:2].view(0, -1)
+"""),
+    ("contiguous_slices_keep_identity", """
+input x : f32[4, 6]
+a = x[1:2]
+b = a.contiguous()
+c = x[1:3].contiguous()
+d = x[:, 1:2].contiguous()
+e = x[2].contiguous()
+f = x[:, 2].contiguous()
+g = x[1:2, ::2].contiguous()
+h = x.view(4, 1, 6).contiguous()
+i = x[None, 1:2, None].contiguous()
+"""),
+    ("size_one_dim_strides", """
+input x : f32[4, 6]
+a = x[:, 1:2]
+b = a.reshape(4)
+c = a.reshape(2, 2)
+d = a.view(2, 2, 1)
+e = a.T
+f = a.T.reshape(4)
+g = a.unsqueeze(0).transpose(0, 2)
+h = x[1:2].unsqueeze(1)
+i = x[1:2].view(6)
+j = x[1:2].T.view(1, 6)
+k = a.squeeze(1).unsqueeze(1)
+"""),
+    ("stride_zero_ops", """
+input x : f32[3, 1]
+input s : f32[]
+e = x.expand(3, 5)
+a = e.select(1, 2)
+b = e[:, 1:4:2]
+c = e.T.contiguous()
+d = e.diagonal()
+f = e.unsqueeze(1).expand(3, 2, 5)
+g = f.permute(2, 0, 1).narrow(0, 1, 2)
+h = s.expand(2, 3).T
+i = h.reshape(6)
+j = f.flatten(1)
+k = e.contiguous()
+"""),
+    ("reshape_merges_and_splits", """
+input x : f32[2, 3, 4, 5]
+p = x.permute(0, 1, 3, 2)
+a = p.reshape(6, 5, 4)
+b = p.reshape(2, 15, 4)
+c = p.reshape(2, 3, 20)
+d = x[:, :, 1:3].reshape(6, 2, 5)
+e = x[:, :, 1:3].reshape(6, 10)
+f = x[..., ::2].reshape(24, 3)
+g = x[..., ::2].reshape(2, 3, 4, 3, 1)
+h = x.transpose(0, 1).reshape(3, 2, 20)
+i = x.transpose(0, 1).reshape(6, 20)
+"""),
+    ("flatten_unflatten_roundtrip", """
+input x : f32[2, 3, 4]
+a = x.flatten(1).unflatten(1, [3, 4])
+b = x.transpose(1, 2).flatten(0, 1).unflatten(0, [2, 4])
+c = x[:, 1:].flatten(1)
+d = x[:, :, 1:].flatten(0, 1)
+e = x.flatten(0, -1)
+"""),
+    ("dropout_and_detach_of_views", """
+input x : f32[3, 4]
+a = dropout(x.T, p=0.0)
+b = x[1:].detach().T
+c = dropout(x[:, ::2])
+d = x.to(f32).to(f32).T
+"""),
+    ("many_heads_and_merge", """
+graph heads(b = 2, s = 8, nh = 4, hd = 8)
+input x : f32[b, s, nh * hd * 3]
+q, k, v = x.chunk(3, dim=-1)
+qh = q.unflatten(-1, [nh, hd]).permute(0, 2, 1, 3)
+kt = k.view(b, s, nh, hd).permute(0, 2, 3, 1)
+vh = v.reshape(b, s, nh, hd).swapaxes(1, 2)
+att = (qh @ kt).softmax(dim=-1)
+o = (att @ vh).transpose(1, 2)
+m1 = o.flatten(2)
+m2 = o.reshape(b * s, nh * hd)
+m3 = o.contiguous().view(b, s, -1)
+""", {"b": 1, "nh": 2}),
     # ---- compositions ------------------------------------------------------------
     ("views_of_views", """
 input x : f32[4, 6, 8]
@@ -398,6 +499,9 @@ e = s.reshape(-1)
 f = s[...]
 g = d.squeeze()
 h = s.view(-1)
+i = s.expand(1)
+j = s.expand(2, 1)
+k = s.expand(1, 1)
 """),
     ("symbolic_dims_override", """
 graph symdims(b = 2, s = 3, h = 4)
@@ -444,8 +548,48 @@ y = x.T.view(n * 6)
 ]
 
 
+# One-line graphs PyTorch rejects: tgc must exit 1 on each. (x : f32[4, 6],
+# s : f32[] are declared.)
+ERROR_LINES = [
+    "y = x.view(-1, -1)",
+    "y = x.view(5, -1)",
+    "y = x.reshape(-1, 5)",
+    "y = x.expand(-1, 4, 6)",
+    "y = x.expand(4)",
+    "y = x.permute(0, 0)",
+    "y = x.permute(1)",
+    "y = x.transpose(0, 2)",
+    "y = x.mT.mT[4]",
+    "y = x[1, 2, 3]",
+    "y = x[-5]",
+    "y = x.select(2, 0)",
+    "y = s.select(0, 0)",
+    "y = x.narrow(1, -7, 1)",
+    "y = x.narrow(0, 0, -1)",
+    "y = x.chunk(0)",
+    "y = x.split([2, 3], dim=0)",
+    "y = x.unflatten(1, [4, -1])",
+    "y = x.unflatten(1, [-1, -1])",
+    "y = x.diagonal(0, 0, 2)",
+    "y = s.diagonal()",
+    "y = x.squeeze(2)",
+    "y = x.unsqueeze(3)",
+    "y = x.flatten(1, 0)",
+    "y = x.flatten(0, 2)",
+    "y = x.T.view(2, 12)",
+    "y = x.expand(2, 4, 6).view(48)",
+    "y = x[::2].view(12)",
+    "a, b, c = x.split(3, dim=1)",
+    "y = x.unsqueeze(0).mT.view(24)",
+]
+
+
 def fixed_cases(Case):
     out = []
+    for i, line in enumerate(ERROR_LINES):
+        out.append(Case("rejected_%02d_is_error" % i,
+                        "input x : f32[4, 6]\ninput s : f32[]\n" + line + "\n",
+                        expect="error", group="fixed"))
     for entry in FIXED:
         name, src = entry[0], entry[1]
         defines = entry[2] if len(entry) > 2 else None

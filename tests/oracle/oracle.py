@@ -11,7 +11,8 @@ parenthesise `&`/`|`, whose Python precedence differs; lists, not tuples).
   - Symbolic dimensions become Python ints (with the `-D NAME=VALUE`
     overrides applied); `/` in dimension expressions divides exactly.
   - Inputs and params are created with the declared dtype and shape
-    (torch.randn for floating dtypes, torch.zeros for integers and bool), so
+    (torch.randn for floating dtypes, torch.ones for integers and bool:
+    valid indices, no integer division by zero), so
     they are contiguous and each owns its storage.
   - `true false None inf nan`, the dtype names (f32, ...) and their aliases
     (float = f32, int = i32, ...) are bound to the Python/torch values. Functions
@@ -182,7 +183,7 @@ def make_tensor(dt, shape):
     if td.is_floating_point:
         t = torch.randn(shape, dtype=torch.float32).to(td)
     else:
-        t = torch.zeros(shape, dtype=td)
+        t = torch.ones(shape, dtype=td)  # ones: no integer division by zero; valid indices
     return t.as_subclass(Ref)
 
 
@@ -375,7 +376,7 @@ def evaluate(src, defines=None):
             raise
         except Exception as e:  # PyTorch (or Python) rejected the statement
             msg = "line %d: %s: %s" % (lineno, st, str(e).splitlines()[0] if str(e) else type(e).__name__)
-            raise RefError(msg, skip="not implemented for" in str(e))
+            raise RefError(msg, skip="not implemented for" in str(e) or "ZeroDivision" in str(e))
     return graph_name, dims, records
 
 
@@ -387,8 +388,8 @@ class Case:
     def __init__(self, name, src, defines=None, expect="ok", group="fixed", add_outputs=True):
         self.name, self.defines, self.expect, self.group = name, defines or {}, expect, group
         src = src.strip("\n")
-        lines = src.splitlines()
-        if not lines or not lines[0].lstrip().startswith("graph"):
+        first = statements(src)[:1]
+        if not first or not first[0][1].startswith("graph"):
             src = "graph %s\n%s" % (re.sub(r"\W", "_", name), src)
         if add_outputs:
             declared = set(re.findall(r"^\s*output\s+(%s)" % IDENT, src, re.M))
@@ -512,6 +513,7 @@ def check_case(case, tgc, tmpdir, keep):
 # --------------------------------------------------------------------------
 
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from cases_fixed import fixed_cases  # noqa: E402
 from cases_random import random_cases  # noqa: E402
 from cases_dtype import dtype_cases  # noqa: E402
