@@ -23,4 +23,5 @@ Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file);
 void usage(FILE *out);
 int cmd_check(int argc, char **argv);
 int cmd_show(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 #endif

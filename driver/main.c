@@ -13,6 +13,7 @@ static const struct {
 } commands[] = {
     {"check", cmd_check, "parse and check a graph; print nothing when it is correct"},
     {"show", cmd_show, "print every value's shape, dtype, strides, and whether it is a view or a copy"},
+    {"report", cmd_report, "plan the memory; does the model fit a device, at which dtype and batch"},
 };
 
 void usage(FILE *out) {

@@ -1,0 +1,308 @@
+/* tgc report: memory planning and the memory-fit report. Parses report's
+ * own flags, hands the shared ones (-D, --json, FILE) to options_parse,
+ * builds the Report and, for --fit, re-plans the graph at other values of
+ * one symbolic dimension. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver/driver.h"
+#include "driver/report.h"
+
+void options_free(Options *o);
+
+#define FIT_CAP ((int64_t)1 << 31)
+
+static const char *USAGE =
+    "tgc report FILE [-D NAME=VALUE]... [--json] [--device NAME | --budget SIZE]\n"
+    "                  [--fit NAME] [--precision f32|f16|bf16] [--target cpu|cuda] [--html FILE]\n"
+    "       tgc report --list-devices [--json]";
+
+static void help(void) {
+    printf("usage: %s\n\n", USAGE);
+    printf("Plans the graph's memory and reports whether it fits, and with how much room.\n\n"
+           "  -D NAME=VALUE      set a symbolic dimension\n"
+           "  --json             one JSON object on stdout (keys in cli.md)\n"
+           "  --device NAME      a device preset (see --list-devices); a GPU implies --target cuda\n"
+           "  --budget SIZE      a memory budget: 24GiB, 24GB (10^9), 512MiB, or bytes\n"
+           "  --fit NAME         the largest value of dimension NAME whose peak fits the budget\n"
+           "  --precision P      store floating weights and activations in f32, f16 or bf16\n"
+           "  --target T         cpu (default) or cuda (adds the CUDA runtime's fixed needs)\n"
+           "  --html FILE        also write a self-contained HTML page with the charts\n"
+           "  --list-devices     print the device presets and their memory sizes\n");
+}
+
+typedef struct ReportOpts {
+    const char *device, *budget, *fit, *precision, *target, *html;
+    bool list_devices, json, help;
+} ReportOpts;
+
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "tgc report: %s%s%s\nusage: %s\n", msg, arg ? " " : "", arg ? arg : "", USAGE);
+    return 2;
+}
+
+/* Takes report's own flags out of argv (into ro) and leaves the rest, in
+ * order, in rest[] for options_parse. Returns 0 or an exit code. */
+static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *nrest) {
+    static const struct { const char *flag; size_t off; } valued[] = {
+        {"--device", offsetof(ReportOpts, device)},       {"--budget", offsetof(ReportOpts, budget)},
+        {"--fit", offsetof(ReportOpts, fit)},             {"--precision", offsetof(ReportOpts, precision)},
+        {"--target", offsetof(ReportOpts, target)},       {"--html", offsetof(ReportOpts, html)},
+    };
+    *nrest = 0;
+    rest[(*nrest)++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool taken = false;
+        for (size_t k = 0; k < sizeof valued / sizeof *valued && !taken; k++) {
+            size_t n = strlen(valued[k].flag);
+            if (strncmp(a, valued[k].flag, n) || (a[n] && a[n] != '=')) continue;
+            const char *v = a[n] == '=' ? a + n + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v) return usage_error("missing value after", valued[k].flag);
+            *(const char **)((char *)ro + valued[k].off) = v;
+            taken = true;
+        }
+        if (taken) continue;
+        if (!strcmp(a, "--list-devices")) {
+            ro->list_devices = true;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            ro->help = true;
+        } else {
+            if (!strcmp(a, "--json")) ro->json = true;
+            rest[(*nrest)++] = argv[i];
+            /* -D's value travels with it, even when it looks like a flag. */
+            if (!strcmp(a, "-D") && i + 1 < argc) rest[(*nrest)++] = argv[++i];
+        }
+    }
+    return 0;
+}
+
+typedef struct FitCtx {
+    const SrcFile *file;
+    const Options *o;
+    Precision prec;
+    Target target;
+    int64_t budget;
+    int64_t failed_value;
+    int evaluations;
+} FitCtx;
+
+/* The peak at DIM = value, from a fresh compilation and plan; -1 when the
+ * graph does not compile there (messages are not printed). */
+static int64_t peak_at(FitCtx *c, const char *dim, int64_t value) {
+    DimOverride *ov = calloc((size_t)c->o->ndims + 1, sizeof *ov);
+    int n = 0;
+    for (int i = 0; i < c->o->ndims; i++)
+        if (strcmp(c->o->dims[i].name, dim)) ov[n++] = c->o->dims[i];
+    ov[n++] = (DimOverride){dim, value};
+    Arena a = {0};
+    Diag d;
+    diag_init(&d, NULL);
+    Graph *g = tgc_frontend(&a, &d, c->file, ov, n);
+    int64_t peak = -1;
+    if (g && !d.errors) peak = report_build(&a, g, c->prec, c->target)->peak_bytes;
+    else if (!c->failed_value) c->failed_value = value;
+    arena_free(&a);
+    free(ov);
+    c->evaluations++;
+    return peak;
+}
+
+/* The peak at the first value in [v, limit) where the graph compiles,
+ * trying at most FIT_HOLE values (a dimension may only allow, say, even
+ * values); -1 when none compiles. *at is the value used. */
+#define FIT_HOLE 64
+static int64_t probe(FitCtx *c, const char *dim, int64_t v, int64_t limit, int64_t *at) {
+    for (int64_t k = v; k < limit && k < v + FIT_HOLE; k++) {
+        int64_t p = peak_at(c, dim, k);
+        if (p >= 0) {
+            *at = k;
+            return p;
+        }
+    }
+    return -1;
+}
+
+/* Doubling, then bisection: lo always fits, hi never does (too big, or no
+ * compilation there), so the answer fits and answer + 1 does not, even
+ * where the peak is not monotone. */
+static void fit_search(FitCtx *c, ReportFit *f) {
+    int64_t at = 1, p;
+    f->cap = FIT_CAP;
+    f->first_value = 1;
+    p = probe(c, f->dim, 1, FIT_HOLE + 1, &at);
+    if (p < 0 || p > c->budget) {
+        f->value = 0;
+        f->peak_at = -1;
+        f->peak_next = p;
+        f->first_value = p < 0 ? 0 : at;
+        return;
+    }
+    int64_t lo = at, lo_peak = p, hi, hi_peak = -1;
+    for (;;) {
+        hi = lo * 2;
+        if (hi > FIT_CAP) {
+            f->capped = true;
+            f->value = lo;
+            f->peak_at = lo_peak;
+            f->peak_next = -1;
+            return;
+        }
+        p = probe(c, f->dim, hi, hi + FIT_HOLE, &at);
+        if (p < 0) break;
+        if (p > c->budget) {
+            hi = at, hi_peak = p;
+            break;
+        }
+        lo = at, lo_peak = p;
+    }
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        p = probe(c, f->dim, mid, hi, &at);
+        if (p >= 0 && p <= c->budget) lo = at, lo_peak = p;
+        else if (p >= 0 && at == mid) hi = mid, hi_peak = p;
+        else hi = mid, hi_peak = -1; /* mid does not compile; larger ones do not fit or compile either */
+    }
+    f->value = lo;
+    f->peak_at = lo_peak;
+    f->peak_next = hi_peak;
+}
+
+static bool has_dim(const Graph *g, const char *name) {
+    for (int i = 0; i < g->ndims; i++)
+        if (!strcmp(g->dims[i].name, name)) return true;
+    return false;
+}
+
+static void list_dims(const Graph *g) {
+    if (!g->ndims) {
+        fprintf(stderr, "  graph '%s' declares no symbolic dimensions\n", g->name);
+        return;
+    }
+    fprintf(stderr, "  the graph's dimensions:");
+    for (int i = 0; i < g->ndims; i++) fprintf(stderr, " %s", g->dims[i].name);
+    fprintf(stderr, "\n");
+}
+
+/* Checks report's own flag values; fills in budget and target. */
+static int check_values(const ReportOpts *ro, Precision *prec, Target *target, const Device **dev, int64_t *budget) {
+    *prec = PREC_DECLARED;
+    if (ro->precision && !precision_parse(ro->precision, prec)) {
+        fprintf(stderr, "tgc report: error: --precision %s: expected f32, f16 or bf16\n", ro->precision);
+        return 1;
+    }
+    if (ro->target && strcmp(ro->target, "cpu") && strcmp(ro->target, "cuda")) {
+        fprintf(stderr, "tgc report: error: --target %s: expected cpu or cuda\n", ro->target);
+        return 1;
+    }
+    if (ro->device && ro->budget) return usage_error("give --device or --budget, not both", NULL);
+    *dev = NULL;
+    if (ro->device) {
+        *dev = devices_find(ro->device);
+        if (!*dev) {
+            fprintf(stderr, "tgc report: error: unknown device '%s'; known devices:", ro->device);
+            for (int i = 0; i < devices_count(); i++) fprintf(stderr, " %s", devices_get(i)->name);
+            fprintf(stderr, "\n  (tgc report --list-devices shows their sizes; --budget SIZE sets any other)\n");
+            return 1;
+        }
+        if ((*dev)->bytes <= 0) {
+            fprintf(stderr, "tgc report: error: cannot read this machine's memory size from /proc/meminfo\n");
+            return 1;
+        }
+        *budget = (*dev)->bytes;
+    }
+    if (ro->budget && !devices_parse_size(ro->budget, budget)) {
+        fprintf(stderr, "tgc report: error: --budget %s: expected a size such as 24GiB, 24GB (10^9 bytes), 512MiB "
+                        "or a number of bytes\n", ro->budget);
+        return 1;
+    }
+    if (ro->fit && !ro->device && !ro->budget) return usage_error("--fit needs --device NAME or --budget SIZE", NULL);
+    *target = ro->target ? (strcmp(ro->target, "cuda") ? TARGET_CPU : TARGET_CUDA)
+                         : (*dev && (*dev)->gpu ? TARGET_CUDA : TARGET_CPU);
+    return 0;
+}
+
+static int run(const ReportOpts *ro, const Options *o) {
+    Precision prec;
+    Target target;
+    const Device *dev;
+    int64_t budget = 0;
+    int rc = check_values(ro, &prec, &target, &dev, &budget);
+    if (rc) return rc;
+    Arena a = {0};
+    Diag d;
+    diag_init(&d, stderr);
+    SrcFile file;
+    Graph *g = load_graph(&a, &d, o, &file);
+    if (!g) {
+        if (d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
+        arena_free(&a);
+        return 1;
+    }
+    if (ro->fit && !has_dim(g, ro->fit)) {
+        fprintf(stderr, "tgc report: error: --fit %s: graph '%s' has no dimension '%s'\n", ro->fit, g->name, ro->fit);
+        list_dims(g);
+        arena_free(&a);
+        return 1;
+    }
+    Report *r = report_build(&a, g, prec, target);
+    if (ro->device || ro->budget) {
+        r->has_budget = true;
+        r->budget_bytes = budget;
+        r->budget_name = dev ? dev->name : "custom";
+        r->budget_label = dev ? dev->name : arena_printf(&a, "a budget of %s", ro->budget);
+    }
+    if (dev && ro->target && dev->gpu != (target == TARGET_CUDA))
+        r->note = dev->gpu ? "the device is a GPU but --target cpu was given: the CUDA runtime's fixed needs are not counted"
+                           : "--target cuda with the cpu device: the CUDA runtime's fixed needs are counted against RAM";
+    if (ro->fit) {
+        FitCtx c = {.file = &file, .o = o, .prec = prec, .target = target, .budget = budget};
+        r->fit.present = true;
+        r->fit.dim = ro->fit;
+        fit_search(&c, &r->fit);
+        r->fit.evaluations = c.evaluations;
+        r->fit.failed_value = c.failed_value;
+    }
+    if (ro->html && !report_html(ro->html, r)) {
+        fprintf(stderr, "tgc report: error: cannot write '%s': %s\n", ro->html, strerror(errno));
+        arena_free(&a);
+        return 1;
+    }
+    if (o->json) {
+        char *s = report_json(r);
+        puts(s);
+        free(s);
+    } else {
+        report_text(stdout, r);
+    }
+    arena_free(&a);
+    return 0;
+}
+
+int cmd_report(int argc, char **argv) {
+    ReportOpts ro = {0};
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0;
+    int rc = split_args(argc, argv, &ro, rest, &nrest);
+    if (rc || ro.help || ro.list_devices) {
+        if (!rc && ro.help) help();
+        else if (!rc && ro.json) {
+            char *s = devices_list_json();
+            puts(s);
+            free(s);
+        } else if (!rc) {
+            devices_list_text(stdout);
+        }
+        free(rest);
+        return rc;
+    }
+    Options o;
+    rc = options_parse(&o, nrest, rest, USAGE);
+    if (!rc) rc = run(&ro, &o);
+    else if (rc < 0) rc = 0;
+    options_free(&o);
+    free(rest);
+    return rc;
+}

@@ -1,0 +1,95 @@
+/* FLOP counts (the convention is in flops.h). */
+#include "passes/flops.h"
+
+#include <string.h>
+
+#include "passes/schedule.h"
+
+static bool touches_float(const Value *v) {
+    if (dtype_is_float(v->dtype)) return true;
+    for (int i = 0; i < v->nin; i++)
+        if (dtype_is_float(v->in[i]->dtype)) return true;
+    return false;
+}
+
+static int64_t last_dim(const Value *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
+
+/* Iteration space of an einsum: the output's elements times the sizes of
+ * the letters summed away (those missing from the output). */
+static int64_t einsum_points(const Value *v) {
+    const char *eq = v->nargs > 0 ? v->args[0].s : NULL;
+    if (!eq) return value_numel(v);
+    int64_t size[128];
+    int count[128] = {0};
+    for (int i = 0; i < 128; i++) size[i] = 1;
+    const char *arrow = strstr(eq, "->");
+    const char *p = eq;
+    for (int k = 0; k < v->nin && *p && (!arrow || p < arrow); k++) {
+        const Value *t = v->in[k];
+        /* Letters before an ellipsis count from the front, after it from the back. */
+        char letters[TG_MAX_DIMS * 2];
+        int nl = 0, ell_at = -1;
+        for (; *p && *p != ',' && (!arrow || p < arrow); p++) {
+            if (!strncmp(p, "...", 3)) {
+                ell_at = nl;
+                p += 2;
+            } else if (((*p | 32) >= 'a' && (*p | 32) <= 'z') && nl < TG_MAX_DIMS * 2) {
+                letters[nl++] = *p;
+            }
+        }
+        if (*p == ',') p++;
+        for (int i = 0; i < nl; i++) {
+            int dim = ell_at < 0 || i < ell_at ? i : t->ndim - (nl - i);
+            unsigned char l = (unsigned char)letters[i];
+            if (dim < 0 || dim >= t->ndim) continue;
+            count[l]++;
+            if (t->shape[dim] != 1) size[l] = t->shape[dim];
+        }
+    }
+    int64_t points = value_numel(v);
+    for (int l = 0; l < 128; l++) {
+        if (!count[l]) continue;
+        bool kept = arrow ? strchr(arrow + 2, l) != NULL : count[l] == 1;
+        if (!kept) points = sat_mul(points, size[l]);
+    }
+    return points;
+}
+
+int64_t flops_value(const Value *v) {
+    if (v->dead || v->is_view || (op_info(v->op)->flags & OPF_LEAF) || !touches_float(v)) return 0;
+    int64_t out = value_numel(v);
+    const Value *x = v->nin ? v->in[0] : NULL;
+    switch (v->op) {
+    case OP_MATMUL:
+    case OP_MM:
+    case OP_BMM:
+    case OP_MV: return sat_mul(sat_mul(2, out), last_dim(x));
+    case OP_LINEAR: {
+        int64_t f = sat_mul(sat_mul(2, out), last_dim(x));
+        return v->nargs > 2 && v->args[2].kind == ARG_TENSOR ? sat_add(f, out) : f;
+    }
+    case OP_OUTER: return out;
+    case OP_EINSUM: return sat_mul(einsum_points(v), v->nin > 1 ? 2 * (v->nin - 1) : 1);
+    case OP_GELU: return sat_mul(out, 8);
+    case OP_SILU: return sat_mul(out, 4);
+    case OP_SOFTMAX:
+    case OP_LOG_SOFTMAX: return sat_mul(out, 5);
+    case OP_LAYER_NORM: return sat_mul(out, 8);
+    case OP_RMS_NORM: return sat_mul(out, 5);
+    case OP_CAST: return 0;
+    case OP_VAR:
+    case OP_STD:
+    case OP_LOGSUMEXP: return x ? sat_mul(value_numel(x), 3) : 0;
+    default: break;
+    }
+    unsigned f = op_info(v->op)->flags;
+    if (f & OPF_ELEMENTWISE) return out;
+    if (f & OPF_REDUCTION) return x ? value_numel(x) : 0;
+    return 0;
+}
+
+int64_t flops_graph(const Graph *g) {
+    int64_t total = 0;
+    for (int i = 0; i < g->nvalues; i++) total = sat_add(total, flops_value(g->values[i]));
+    return total;
+}
