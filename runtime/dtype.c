@@ -1,0 +1,80 @@
+/* Element types and dense tensor descriptors: names, sizes, element counts
+ * with overflow checks, and the "f32[2, 784]" spelling used in messages. */
+#include "tgcrt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    size_t size;
+} info[RT_DTYPE_COUNT] = {
+    [RT_BOOL] = {"bool", 1}, [RT_U8] = {"u8", 1},   [RT_I8] = {"i8", 1},   [RT_I16] = {"i16", 2},
+    [RT_I32] = {"i32", 4},   [RT_I64] = {"i64", 8}, [RT_F16] = {"f16", 2}, [RT_BF16] = {"bf16", 2},
+    [RT_F32] = {"f32", 4},   [RT_F64] = {"f64", 8},
+};
+
+const char *rt_dtype_name(RtDType t) {
+    return t >= 0 && t < RT_DTYPE_COUNT ? info[t].name : "none";
+}
+size_t rt_dtype_size(RtDType t) {
+    return t >= 0 && t < RT_DTYPE_COUNT ? info[t].size : 0;
+}
+
+RtDType rt_dtype_from_name(const char *name) {
+    for (int t = 0; name && t < RT_DTYPE_COUNT; t++)
+        if (!strcmp(name, info[t].name)) return (RtDType)t;
+    return RT_DTYPE_NONE;
+}
+
+bool rt_desc_numel(const RtDesc *d, int64_t *numel) {
+    if (d->ndim < 0 || d->ndim > RT_MAX_DIMS) return false;
+    int64_t n = 1;
+    bool zero = false;
+    /* A zero dimension makes the product 0 whatever the others are, but the
+     * others must still be valid; overflow is only reported when no
+     * dimension is zero. */
+    for (int i = 0; i < d->ndim; i++) {
+        if (d->shape[i] < 0) return false;
+        if (d->shape[i] == 0) zero = true;
+    }
+    if (zero) {
+        *numel = 0;
+        return true;
+    }
+    for (int i = 0; i < d->ndim; i++) {
+        if (n > INT64_MAX / d->shape[i]) return false;
+        n *= d->shape[i];
+    }
+    *numel = n;
+    return true;
+}
+
+bool rt_desc_nbytes(const RtDesc *d, size_t *nbytes) {
+    int64_t n;
+    size_t es = rt_dtype_size(d->dtype);
+    if (!es || !rt_desc_numel(d, &n)) return false;
+    if ((uint64_t)n > SIZE_MAX / es) return false;
+    *nbytes = (size_t)n * es;
+    return true;
+}
+
+bool rt_desc_equal(const RtDesc *a, const RtDesc *b) {
+    if (a->dtype != b->dtype || a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim && i < RT_MAX_DIMS; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+char *rt_desc_format(const RtDesc *d, char *buf, size_t cap) {
+    if (!cap) return buf;
+    size_t at = 0;
+    int n = snprintf(buf, cap, "%s[", rt_dtype_name(d->dtype));
+    at = n > 0 ? (size_t)n : 0;
+    for (int i = 0; i < d->ndim && i < RT_MAX_DIMS && at < cap; i++) {
+        n = snprintf(buf + at, cap - at, "%s%lld", i ? ", " : "", (long long)d->shape[i]);
+        at += n > 0 ? (size_t)n : 0;
+    }
+    if (at < cap) snprintf(buf + at, cap - at, "]");
+    return buf;
+}

@@ -1,0 +1,233 @@
+/* libtgcrt: the runtime that programs compiled by tgc link against.
+ *
+ * It reads inputs (.npy) and weights (safetensors), writes outputs (.npy),
+ * runs parallel loops on a thread pool, allocates the activation arena and
+ * times runs for --bench. It never includes the compiler's headers, and it
+ * has no global mutable state: every function works on the objects it is
+ * given, so two contexts may run at once on different threads.
+ *
+ * Errors: a function that can fail returns an RtStatus and, when its RtError
+ * argument is not NULL, writes a message there that names the file (and the
+ * tensor) and says what was expected and what was found. See docs/runtime.md
+ * for the validation rules. */
+#ifndef TGCRT_H
+#define TGCRT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define RT_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define RT_PRINTF(f, a)
+#endif
+
+/* ---- status codes and messages (error.c) ---- */
+
+typedef enum RtStatus {
+    TGCRT_OK = 0,
+    TGCRT_ERR_IO,       /* a file could not be opened, read or written */
+    TGCRT_ERR_FORMAT,   /* a file is malformed (bad header, truncated...) */
+    TGCRT_ERR_SHAPE,    /* a shape differs from the declared one */
+    TGCRT_ERR_DTYPE,    /* an unknown dtype, or one that differs from the declared one */
+    TGCRT_ERR_MISSING,  /* a named tensor is not there */
+    TGCRT_ERR_NOMEM,    /* an allocation failed */
+    TGCRT_ERR_ARG,      /* a runtime function was called wrongly (a bug in the caller) */
+    TGCRT_ERR_INTERNAL, /* an invariant of the runtime broke (a bug in the runtime) */
+    TGCRT_STATUS_COUNT,
+} RtStatus;
+
+#define RT_ERROR_MSG_MAX 1024
+
+/* One per context (or per call site): the last error's code and message. */
+typedef struct RtError {
+    RtStatus status;
+    char msg[RT_ERROR_MSG_MAX];
+} RtError;
+
+void rt_error_clear(RtError *e);
+/* Records status and a printf-style message in e (when e is not NULL) and
+ * returns status, so that `return rt_error_set(e, ...)` reads well. */
+RtStatus rt_error_set(RtError *e, RtStatus status, const char *fmt, ...) RT_PRINTF(3, 4);
+const char *rt_status_name(RtStatus s); /* "ok", "io", "format", ... */
+/* The exit code the command-line contract gives a status: 0 ok, 1 the
+ * user's input is wrong (including out of memory for it), 3 a bug. */
+int rt_status_exit_code(RtStatus s);
+
+/* ---- element types and tensor descriptors (dtype.c) ---- */
+
+/* Same order and names as the compiler's dtypes (ir/dtype.h). */
+typedef enum RtDType {
+    RT_BOOL,
+    RT_U8,
+    RT_I8,
+    RT_I16,
+    RT_I32,
+    RT_I64,
+    RT_F16,
+    RT_BF16,
+    RT_F32,
+    RT_F64,
+    RT_DTYPE_COUNT,
+    RT_DTYPE_NONE = -1,
+} RtDType;
+
+/* numpy's NPY_MAXDIMS: every array numpy can write fits. */
+#define RT_MAX_DIMS 32
+
+/* A dense, C-ordered tensor's type: dtype and shape. */
+typedef struct RtDesc {
+    RtDType dtype;
+    int ndim;
+    int64_t shape[RT_MAX_DIMS];
+} RtDesc;
+
+const char *rt_dtype_name(RtDType t);         /* "f32", "bf16", ...; "none" if invalid */
+size_t rt_dtype_size(RtDType t);              /* bytes per element; 0 if invalid */
+RtDType rt_dtype_from_name(const char *name); /* tgc names; RT_DTYPE_NONE if unknown */
+
+/* Element count and byte size; false when a dimension is negative or the
+ * product overflows (int64 elements, size_t bytes). */
+bool rt_desc_numel(const RtDesc *d, int64_t *numel);
+bool rt_desc_nbytes(const RtDesc *d, size_t *nbytes);
+bool rt_desc_equal(const RtDesc *a, const RtDesc *b);
+/* Writes "f32[2, 784]" ("f32[]" for a scalar) into buf, truncating to cap;
+ * returns buf. */
+char *rt_desc_format(const RtDesc *d, char *buf, size_t cap);
+#define RT_DESC_STR_MAX 400 /* enough for 32 dims of 10 digits */
+
+/* ---- element conversions (convert.c) ---- */
+
+/* float32 -> bfloat16, rounded to nearest even as torch.Tensor.to(
+ * torch.bfloat16) does; every NaN becomes the quiet NaN 0x7fc0 (c10's
+ * round_to_nearest_even; torch's vectorised CPU path gives 0xffff, also a
+ * NaN). */
+uint16_t rt_f32_to_bf16(float x);
+float rt_bf16_to_f32(uint16_t x);
+float rt_f16_to_f32(uint16_t x); /* IEEE binary16, exact */
+void rt_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
+void rt_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
+
+/* ---- 64-byte aligned memory and the activation arena (arena.c) ---- */
+
+#define RT_ALIGN 64
+
+/* 64-byte aligned; size 0 still gives a unique pointer; NULL on failure. */
+void *rt_aligned_alloc(size_t size);
+void rt_aligned_free(void *p);
+
+/* The one buffer that holds every intermediate value at its planned offset. */
+typedef struct RtArena {
+    void *base;  /* 64-byte aligned */
+    size_t size; /* the requested size rounded up to a multiple of 64 */
+} RtArena;
+
+RtStatus rt_arena_init(RtArena *a, size_t size, RtError *err);
+void rt_arena_release(RtArena *a); /* safe on a zeroed or released arena */
+
+/* ---- .npy files (npy.c, npy_input.c) ---- */
+
+/* A tensor read from a file; owns data (64-byte aligned, rt_array_free). */
+typedef struct RtArray {
+    RtDesc desc;
+    void *data;
+    size_t nbytes;
+} RtArray;
+
+void rt_array_free(RtArray *a);
+
+/* Parses an .npy image held in memory (the whole file, len bytes); name is
+ * used in messages. On success *desc is the array's type and the data
+ * starts at buf + *data_offset, exactly the bytes the shape needs. */
+RtStatus rt_npy_parse(const void *buf, size_t len, const char *name, RtDesc *desc,
+                      size_t *data_offset, RtError *err);
+/* Reads a whole .npy file (format 1.0, 2.0 or 3.0, C order, little-endian;
+ * f8 f4 f2 i8 i4 i2 i1 u1 b1). */
+RtStatus rt_npy_read(const char *path, RtArray *out, RtError *err);
+/* Writes data (desc's type, C order) as a format 1.0 .npy file, padded as
+ * numpy pads it; bf16 is written as float32. The file is written to a
+ * temporary name in the same directory and renamed: it appears whole or
+ * not at all. */
+RtStatus rt_npy_write(const char *path, const RtDesc *desc, const void *data, RtError *err);
+
+/* Loads the graph input `input` from path into dst (caller-owned, of
+ * rt_desc_nbytes(declared) bytes). The file's dtype and shape must equal the declared ones,
+ * except that a bf16 input is read from a float32 array and rounded to
+ * nearest even. Mismatches are TGCRT_ERR_DTYPE / TGCRT_ERR_SHAPE with
+ * "input 'x' (x.npy): expected f32[2, 784], found f64[2, 784]". */
+RtStatus rt_npy_load_input(const char *path, const char *input, const RtDesc *declared, void *dst,
+                           RtError *err);
+
+/* ---- safetensors files (safetensors.c) ---- */
+
+typedef struct RtSafetensors RtSafetensors;
+
+typedef struct RtStTensor {
+    const char *name;
+    RtDesc desc;
+    const void *data; /* into the mapping or buffer: read-only, and aligned only
+                         as the file's layout makes it */
+    size_t nbytes;
+} RtStTensor;
+
+/* Maps path read-only and validates every field of its header. */
+RtStatus rt_st_open(const char *path, RtSafetensors **out, RtError *err);
+/* The same over a buffer the caller keeps alive until rt_st_close (weights
+ * embedded in an executable); name is used in messages. */
+RtStatus rt_st_open_memory(const void *buf, size_t len, const char *name, RtSafetensors **out,
+                           RtError *err);
+void rt_st_close(RtSafetensors *st); /* NULL is fine */
+const char *rt_st_name(const RtSafetensors *st);
+size_t rt_st_count(const RtSafetensors *st);
+const RtStTensor *rt_st_get(const RtSafetensors *st, size_t i);          /* header order */
+const RtStTensor *rt_st_find(const RtSafetensors *st, const char *name); /* NULL if absent */
+/* Finds `name` and checks it has the declared type: TGCRT_ERR_MISSING,
+ * TGCRT_ERR_DTYPE or TGCRT_ERR_SHAPE with a message naming the tensor. */
+RtStatus rt_st_expect(const RtSafetensors *st, const char *name, const RtDesc *declared,
+                      const RtStTensor **out, RtError *err);
+
+/* ---- the thread pool (threadpool.c) ---- */
+
+typedef struct RtPool RtPool;
+
+/* Called on [begin, end), a piece of the whole range, by thread `thread`
+ * (0 is the calling thread, 1..n-1 the workers): per-thread scratch can be
+ * indexed by it. */
+typedef void (*RtRangeFn)(void *ctx, int64_t begin, int64_t end, int thread);
+
+/* n threads in all, the caller included (n - 1 workers are started);
+ * n = 0 means one per online core. */
+RtStatus rt_pool_create(int n, RtPool **out, RtError *err);
+int rt_pool_threads(const RtPool *p); /* 1 for a NULL pool */
+/* Runs fn over [begin, end) split into pieces of at least `grain` indices,
+ * on the workers and the calling thread, and returns when all are done.
+ * A NULL pool, a range of one piece, or a call made while the pool is
+ * already running a loop (from inside fn, or from another thread) runs fn
+ * once over the whole range on the calling thread. */
+void rt_pool_parallel_for(RtPool *p, int64_t begin, int64_t end, int64_t grain, RtRangeFn fn,
+                          void *ctx);
+void rt_pool_destroy(RtPool *p); /* NULL is fine */
+
+/* ---- time (timer.c) ---- */
+
+int64_t rt_now_ns(void); /* CLOCK_MONOTONIC */
+int64_t rt_now_us(void);
+
+typedef struct RtBenchStats {
+    size_t runs;
+    double median_us, min_us, max_us;
+} RtBenchStats;
+
+/* Summarises per-run times (sorts samples in place). */
+RtBenchStats rt_bench_stats(double *samples_us, size_t n);
+/* "bench: runs=N median_us=M min_us=A max_us=B", the line --bench prints. */
+char *rt_bench_format(const RtBenchStats *s, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
