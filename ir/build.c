@@ -41,6 +41,8 @@ typedef struct Builder {
     InferCtx ic;
     Binding *binds;
     int nbinds, cap;
+    int *index; /* open-addressing hash of binding positions (+1; 0 = empty) */
+    int index_cap;
     int depth; /* recursion depth of eval(): long operator chains nest deeply */
     bool too_deep; /* reported once per statement */
 } Builder;
@@ -66,10 +68,29 @@ static const char *ev_kind_name(const Ev *e) {
     }
 }
 
+static unsigned hash_name(const char *s) {
+    unsigned h = 2166136261u; /* FNV-1a */
+    while (*s) h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h;
+}
+
+/* Names are bound once, so the index maps each name to its one binding. */
 static Binding *lookup(Builder *B, const char *name) {
-    for (int i = B->nbinds - 1; i >= 0; i--)
-        if (!strcmp(B->binds[i].name, name)) return &B->binds[i];
-    return NULL;
+    if (!B->index_cap) return NULL;
+    for (unsigned i = hash_name(name) & (unsigned)(B->index_cap - 1);; i = (i + 1) & (unsigned)(B->index_cap - 1)) {
+        int at = B->index[i];
+        if (!at) return NULL;
+        if (!strcmp(B->binds[at - 1].name, name)) return &B->binds[at - 1];
+    }
+}
+
+static void index_insert(Builder *B, int pos) {
+    unsigned mask = (unsigned)(B->index_cap - 1);
+    for (unsigned i = hash_name(B->binds[pos].name) & mask;; i = (i + 1) & mask)
+        if (!B->index[i]) {
+            B->index[i] = pos + 1;
+            return;
+        }
 }
 
 static int edit_distance(const char *a, const char *b) {
@@ -110,6 +131,13 @@ static const char *suggest(Builder *B, const char *name, bool ops) {
 static void bind(Builder *B, const char *name, SrcLoc loc, BindKind kind, Ev ev) {
     Binding b = {.name = name, .kind = kind, .ev = ev, .loc = loc};
     ARENA_PUSH(B->a, B->binds, B->nbinds, B->cap, b);
+    if (2 * B->nbinds > B->index_cap) { /* keep the load under one half */
+        B->index_cap = B->index_cap ? B->index_cap * 4 : 64;
+        B->index = ARENA_ARRAY(B->a, int, B->index_cap);
+        for (int i = 0; i < B->nbinds; i++) index_insert(B, i);
+    } else {
+        index_insert(B, B->nbinds - 1);
+    }
 }
 
 /* Checks a new name is free; reports the earlier binding otherwise. */
@@ -1200,7 +1228,14 @@ static Value *name_value(Builder *B, Value *v, const char *name, SrcLoc loc) {
 
 static void stmt_let(Builder *B, const Stmt *s, bool output) {
     bool names_ok = true;
-    for (int i = 0; i < s->nnames; i++) names_ok &= name_free(B, s->names[i], s->name_locs[i]);
+    for (int i = 0; i < s->nnames; i++) {
+        names_ok &= name_free(B, s->names[i], s->name_locs[i]);
+        for (int k = 0; k < i; k++)
+            if (!strcmp(s->names[k], s->names[i])) {
+                diag_error(B->d, s->name_locs[i], "'%s' appears twice in this binding; names are bound once", s->names[i]);
+                names_ok = false;
+            }
+    }
     Ev e = eval(B, s->expr);
     if (e.kind == EV_ERR || !names_ok) {
         for (int i = 0; i < s->nnames; i++)
