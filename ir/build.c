@@ -47,7 +47,8 @@ typedef struct Builder {
     bool too_deep; /* reported once per statement */
 } Builder;
 
-enum { MAX_EVAL_DEPTH = 2000 };
+/* Small enough that the recursion fits the stack under ASan, whose frames are large. */
+enum { MAX_EVAL_DEPTH = 256 };
 
 static Ev ev_err(void) { return (Ev){.kind = EV_ERR}; }
 
@@ -1104,13 +1105,9 @@ static bool eval_type(Builder *B, const TypeAst *ty, Value *v) {
         }
         ok &= eval_dim(B, ty->dims[i], &v->shape[i], "a dimension");
     }
-    if (ok) {
-        int64_t numel = 1;
-        for (int i = 0; i < v->ndim; i++)
-            if (__builtin_mul_overflow(numel, v->shape[i], &numel) || numel > ((int64_t)1 << 48)) {
-                diag_error(B->d, ty->loc, "tensor is too large (more than 2^48 elements)");
-                return false;
-            }
+    if (ok && shape_too_large(v->shape, v->ndim)) {
+        diag_error(B->d, ty->loc, "tensor is too large (more than 2^48 elements)");
+        return false;
     }
     return ok;
 }

@@ -39,11 +39,24 @@ void value_collect_inputs(Graph *g, Value *v) {
     }
 }
 
+bool shape_too_large(const int64_t *shape, int ndim) {
+    /* Counting size-0 dims as 1 bounds the strides too, not just the numel. */
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        if (__builtin_mul_overflow(n, shape[i] > 1 ? shape[i] : 1, &n) || n > TG_MAX_NUMEL) return true;
+    return false;
+}
+
 bool value_infer(InferCtx *c, Value *v) {
     value_collect_inputs(c->g, v);
     const OpInfo *info = op_info(v->op);
     if (!info->infer) return true;
-    return info->infer(c, v);
+    if (!info->infer(c, v)) return false;
+    /* Every later stage computes strides and sizes in int64 without checks. */
+    if (!v->ntuple && shape_too_large(v->shape, v->ndim))
+        return infer_error(c, v->loc, "%s gives a tensor of shape %s, which is too large (more than 2^48 elements)",
+                           op_info(v->op)->name, shape_str(c->g->arena, v->shape, v->ndim));
+    return true;
 }
 
 Value *value_make(InferCtx *c, OpCode op, SrcLoc loc, int nargs, Arg *args) {
@@ -205,8 +218,8 @@ bool infer_size(InferCtx *c, SrcLoc loc, int64_t *shape, int ndim, int64_t numel
             infer_at = i;
         } else if (shape[i] < 0) {
             return infer_error(c, loc, "invalid shape dimension %lld", (long long)shape[i]);
-        } else {
-            known *= shape[i];
+        } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+            return infer_error(c, loc, "shape '%s' is too large", shape_str(c->g->arena, shape, ndim));
         }
     }
     if (infer_at >= 0) {

@@ -140,7 +140,8 @@ bool infer_repeat(InferCtx *c, Value *v) {
     for (int i = 0; i < r->n; i++) {
         if (r->ints[i] < 0) return infer_error(c, r->loc, "repeat: repeats must be non-negative, found %lld", (long long)r->ints[i]);
         int d = i - (r->n - x->ndim);
-        v->shape[i] = (d >= 0 ? x->shape[d] : 1) * r->ints[i];
+        if (__builtin_mul_overflow(d >= 0 ? x->shape[d] : 1, r->ints[i], &v->shape[i]))
+            return infer_error(c, r->loc, "repeat: the result is too large");
     }
     return true;
 }

@@ -82,7 +82,8 @@ bool infer_unflatten(InferCtx *c, Value *v) {
     int minus = 0;
     for (int k = 0; k < sz->n; k++) {
         if (sizes[k] == -1) minus++;
-        else known *= sizes[k];
+        else if (sizes[k] < -1 || __builtin_mul_overflow(known, sizes[k], &known))
+            return infer_error(c, sz->loc, "unflatten: invalid sizes %s", shape_str(c->g->arena, sizes, sz->n));
     }
     if ((minus == 0 && known != dsize) || (minus == 1 && (known == 0 || dsize % known)))
         return infer_error(c, sz->loc,
@@ -228,7 +229,7 @@ bool infer_narrow(InferCtx *c, Value *v) {
                            (long long)-size, (long long)size, (long long)s->i);
     if (s->i < 0) s->i += size;
     if (l->i < 0) return infer_error(c, l->loc, "narrow(): length must be non-negative.");
-    if (s->i + l->i > size)
+    if (l->i > size - s->i)
         return infer_error(c, l->loc, "start (%lld) + length (%lld) exceeds dimension size (%lld).",
                            (long long)s->i, (long long)l->i, (long long)size);
     infer_identity(c, v);
@@ -261,6 +262,7 @@ bool infer_slice(InferCtx *c, Value *v) {
     if (x->ndim == 0) return infer_error(c, v->loc, "cannot slice a 0-dim tensor");
     if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
     if (st->i <= 0) return infer_error(c, st->loc, "slice step must be positive, found %lld", (long long)st->i);
+    if (st->i > ((int64_t)1 << 32)) return infer_error(c, st->loc, "slice step %lld is too large", (long long)st->i);
     int64_t size = x->shape[d->i];
     int64_t start = s->kind == ARG_ABSENT ? 0 : s->i;
     int64_t end = e->kind == ARG_ABSENT ? size : e->i;
@@ -302,7 +304,7 @@ static bool split_by_sizes(InferCtx *c, Value *v, int64_t dim, const int64_t *si
 
 static bool split_even(InferCtx *c, Value *v, int64_t dim, int64_t split_size) {
     int64_t dim_size = IN0(v)->shape[dim];
-    int64_t num = split_size ? (dim_size + split_size - 1) / split_size : 1;
+    int64_t num = split_size ? dim_size / split_size + (dim_size % split_size != 0) : 1;
     if (num < 1) num = 1;
     if (num > 4096) return infer_error(c, v->loc, "split into %lld pieces: at most 4096 are supported", (long long)num);
     int64_t *sizes = ARENA_ARRAY(c->g->arena, int64_t, num);
@@ -321,7 +323,7 @@ bool infer_chunk(InferCtx *c, Value *v) {
         return infer_error(c, n->loc, "chunk expects `chunks` to be greater than 0, got: %lld", (long long)n->i);
     if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
     int64_t size = x->shape[d->i];
-    int64_t split_size = (size + n->i - 1) / n->i;
+    int64_t split_size = size / n->i + (size % n->i != 0); /* ceil without overflow */
     if (split_size == 0 && size == 0) {
         int64_t *sizes = ARENA_ARRAY(c->g->arena, int64_t, n->i > 4096 ? 4096 : n->i);
         return split_by_sizes(c, v, d->i, sizes, (int)(n->i > 4096 ? 4096 : n->i));
@@ -346,7 +348,8 @@ bool infer_split(InferCtx *c, Value *v) {
         if (s->ints[i] < 0)
             return infer_error(c, s->loc, "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=%s",
                                shape_str(c->g->arena, s->ints, s->n));
-        sum += s->ints[i];
+        if (__builtin_add_overflow(sum, s->ints[i], &sum))
+            return infer_error(c, s->loc, "split_with_sizes: the sizes %s overflow", shape_str(c->g->arena, s->ints, s->n));
     }
     if (sum != size)
         return infer_error(c, s->loc,

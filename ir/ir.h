@@ -12,6 +12,7 @@
 #include "ir/dtype.h"
 
 #define TG_MAX_DIMS 12
+#define TG_MAX_NUMEL ((int64_t)1 << 48) /* elements of one tensor, size-0 dims counted as 1 */
 
 typedef enum {
 #define OP(id, name, sig, flags, infer, layout) OP_##id,
@@ -193,6 +194,7 @@ const char *value_name(Arena *a, const Value *v); /* name or %id */
 
 /* Shapes. */
 int64_t shape_numel(const int64_t *shape, int ndim);
+bool shape_too_large(const int64_t *shape, int ndim);
 void shape_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
 bool layout_is_contiguous(const Value *v); /* PyTorch's is_contiguous() */
 char *shape_str(Arena *a, const int64_t *shape, int ndim); /* "[2, 3]" */
