@@ -21,16 +21,17 @@ static const char *USAGE =
 
 static void help(void) {
     printf("usage: %s\n\n", USAGE);
-    printf("Plans the graph's memory and reports whether it fits, and with how much room.\n\n"
-           "  -D NAME=VALUE      set a symbolic dimension\n"
-           "  --json             one JSON object on stdout (keys in cli.md)\n"
-           "  --device NAME      a device preset (see --list-devices); a GPU implies --target cuda\n"
-           "  --budget SIZE      a memory budget: 24GiB, 24GB (10^9), 512MiB, or bytes\n"
-           "  --fit NAME         the largest value of dimension NAME whose peak fits the budget\n"
-           "  --precision P      store floating weights and activations in f32, f16 or bf16\n"
-           "  --target T         cpu (default) or cuda (adds the CUDA runtime's fixed needs)\n"
-           "  --html FILE        also write a self-contained HTML page with the charts\n"
-           "  --list-devices     print the device presets and their memory sizes\n");
+    printf(
+        "Plans the graph's memory and reports whether it fits, and with how much room.\n\n"
+        "  -D NAME=VALUE      set a symbolic dimension\n"
+        "  --json             one JSON object on stdout (keys in cli.md)\n"
+        "  --device NAME      a device preset (see --list-devices); a GPU implies --target cuda\n"
+        "  --budget SIZE      a memory budget: 24GiB, 24GB (10^9), 512MiB, or bytes\n"
+        "  --fit NAME         the largest value of dimension NAME whose peak fits the budget\n"
+        "  --precision P      store floating weights and activations in f32, f16 or bf16\n"
+        "  --target T         cpu (default) or cuda (adds the CUDA runtime's fixed needs)\n"
+        "  --html FILE        also write a self-contained HTML page with the charts\n"
+        "  --list-devices     print the device presets and their memory sizes\n");
 }
 
 typedef struct ReportOpts {
@@ -46,10 +47,16 @@ static int usage_error(const char *msg, const char *arg) {
 /* Takes report's own flags out of argv (into ro) and leaves the rest, in
  * order, in rest[] for options_parse. Returns 0 or an exit code. */
 static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *nrest) {
-    static const struct { const char *flag; size_t off; } valued[] = {
-        {"--device", offsetof(ReportOpts, device)},       {"--budget", offsetof(ReportOpts, budget)},
-        {"--fit", offsetof(ReportOpts, fit)},             {"--precision", offsetof(ReportOpts, precision)},
-        {"--target", offsetof(ReportOpts, target)},       {"--html", offsetof(ReportOpts, html)},
+    static const struct {
+        const char *flag;
+        size_t off;
+    } valued[] = {
+        {"--device", offsetof(ReportOpts, device)},
+        {"--budget", offsetof(ReportOpts, budget)},
+        {"--fit", offsetof(ReportOpts, fit)},
+        {"--precision", offsetof(ReportOpts, precision)},
+        {"--target", offsetof(ReportOpts, target)},
+        {"--html", offsetof(ReportOpts, html)},
     };
     *nrest = 0;
     rest[(*nrest)++] = argv[0];
@@ -102,8 +109,10 @@ static int64_t peak_at(FitCtx *c, const char *dim, int64_t value) {
     diag_init(&d, NULL);
     Graph *g = tgc_frontend(&a, &d, c->file, ov, n);
     int64_t peak = -1;
-    if (g && !d.errors) peak = report_build(&a, g, c->prec, c->target)->peak_bytes;
-    else if (!c->failed_value) c->failed_value = value;
+    if (g && !d.errors)
+        peak = report_build(&a, g, c->prec, c->target)->peak_bytes;
+    else if (!c->failed_value)
+        c->failed_value = value;
     arena_free(&a);
     free(ov);
     c->evaluations++;
@@ -161,9 +170,13 @@ static void fit_search(FitCtx *c, ReportFit *f) {
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
         p = probe(c, f->dim, mid, hi, &at);
-        if (p >= 0 && p <= c->budget) lo = at, lo_peak = p;
-        else if (p >= 0 && at == mid) hi = mid, hi_peak = p;
-        else hi = mid, hi_peak = -1; /* mid does not compile; larger ones do not fit or compile either */
+        if (p >= 0 && p <= c->budget)
+            lo = at, lo_peak = p;
+        else if (p >= 0 && at == mid)
+            hi = mid, hi_peak = p;
+        else
+            hi = mid,
+            hi_peak = -1; /* mid does not compile; larger ones do not fit or compile either */
     }
     f->value = lo;
     f->peak_at = lo_peak;
@@ -182,15 +195,18 @@ static void list_dims(const Graph *g) {
         return;
     }
     fprintf(stderr, "  the graph's dimensions:");
-    for (int i = 0; i < g->ndims; i++) fprintf(stderr, " %s", g->dims[i].name);
+    for (int i = 0; i < g->ndims; i++)
+        fprintf(stderr, " %s", g->dims[i].name);
     fprintf(stderr, "\n");
 }
 
 /* Checks report's own flag values; fills in budget and target. */
-static int check_values(const ReportOpts *ro, Precision *prec, Target *target, const Device **dev, int64_t *budget) {
+static int check_values(const ReportOpts *ro, Precision *prec, Target *target, const Device **dev,
+                        int64_t *budget) {
     *prec = PREC_DECLARED;
     if (ro->precision && !precision_parse(ro->precision, prec)) {
-        fprintf(stderr, "tgc report: error: --precision %s: expected f32, f16 or bf16\n", ro->precision);
+        fprintf(stderr, "tgc report: error: --precision %s: expected f32, f16 or bf16\n",
+                ro->precision);
         return 1;
     }
     if (ro->target && strcmp(ro->target, "cpu") && strcmp(ro->target, "cuda")) {
@@ -203,22 +219,30 @@ static int check_values(const ReportOpts *ro, Precision *prec, Target *target, c
         *dev = devices_find(ro->device);
         if (!*dev) {
             fprintf(stderr, "tgc report: error: unknown device '%s'; known devices:", ro->device);
-            for (int i = 0; i < devices_count(); i++) fprintf(stderr, " %s", devices_get(i)->name);
-            fprintf(stderr, "\n  (tgc report --list-devices shows their sizes; --budget SIZE sets any other)\n");
+            for (int i = 0; i < devices_count(); i++)
+                fprintf(stderr, " %s", devices_get(i)->name);
+            fprintf(stderr, "\n  (tgc report --list-devices shows their sizes; --budget SIZE sets "
+                            "any other)\n");
             return 1;
         }
         if ((*dev)->bytes <= 0) {
-            fprintf(stderr, "tgc report: error: cannot read this machine's memory size from /proc/meminfo\n");
+            fprintf(
+                stderr,
+                "tgc report: error: cannot read this machine's memory size from /proc/meminfo\n");
             return 1;
         }
         *budget = (*dev)->bytes;
     }
     if (ro->budget && !devices_parse_size(ro->budget, budget)) {
-        fprintf(stderr, "tgc report: error: --budget %s: expected a size such as 24GiB, 24GB (10^9 bytes), 512MiB "
-                        "or a number of bytes\n", ro->budget);
+        fprintf(stderr,
+                "tgc report: error: --budget %s: expected a size such as 24GiB, 24GB (10^9 bytes), "
+                "512MiB "
+                "or a number of bytes\n",
+                ro->budget);
         return 1;
     }
-    if (ro->fit && !ro->device && !ro->budget) return usage_error("--fit needs --device NAME or --budget SIZE", NULL);
+    if (ro->fit && !ro->device && !ro->budget)
+        return usage_error("--fit needs --device NAME or --budget SIZE", NULL);
     *target = ro->target ? (strcmp(ro->target, "cuda") ? TARGET_CPU : TARGET_CUDA)
                          : (*dev && (*dev)->gpu ? TARGET_CUDA : TARGET_CPU);
     return 0;
@@ -242,7 +266,8 @@ static int run(const ReportOpts *ro, const Options *o) {
         return 1;
     }
     if (ro->fit && !has_dim(g, ro->fit)) {
-        fprintf(stderr, "tgc report: error: --fit %s: graph '%s' has no dimension '%s'\n", ro->fit, g->name, ro->fit);
+        fprintf(stderr, "tgc report: error: --fit %s: graph '%s' has no dimension '%s'\n", ro->fit,
+                g->name, ro->fit);
         list_dims(g);
         arena_free(&a);
         return 1;
@@ -255,8 +280,10 @@ static int run(const ReportOpts *ro, const Options *o) {
         r->budget_label = dev ? dev->name : arena_printf(&a, "a budget of %s", ro->budget);
     }
     if (dev && ro->target && dev->gpu != (target == TARGET_CUDA))
-        r->note = dev->gpu ? "the device is a GPU but --target cpu was given: the CUDA runtime's fixed needs are not counted"
-                           : "--target cuda with the cpu device: the CUDA runtime's fixed needs are counted against RAM";
+        r->note = dev->gpu ? "the device is a GPU but --target cpu was given: the CUDA runtime's "
+                             "fixed needs are not counted"
+                           : "--target cuda with the cpu device: the CUDA runtime's fixed needs "
+                             "are counted against RAM";
     if (ro->fit) {
         FitCtx c = {.file = &file, .o = o, .prec = prec, .target = target, .budget = budget};
         r->fit.present = true;
@@ -287,7 +314,8 @@ int cmd_report(int argc, char **argv) {
     int nrest = 0;
     int rc = split_args(argc, argv, &ro, rest, &nrest);
     if (rc || ro.help || ro.list_devices) {
-        if (!rc && ro.help) help();
+        if (!rc && ro.help)
+            help();
         else if (!rc && ro.json) {
             char *s = devices_list_json();
             puts(s);
@@ -300,8 +328,10 @@ int cmd_report(int argc, char **argv) {
     }
     Options o;
     rc = options_parse(&o, nrest, rest, USAGE);
-    if (!rc) rc = run(&ro, &o);
-    else if (rc < 0) rc = 0;
+    if (!rc)
+        rc = run(&ro, &o);
+    else if (rc < 0)
+        rc = 0;
     options_free(&o);
     free(rest);
     return rc;

@@ -33,7 +33,9 @@ static int compile_and(int argc, char **argv, const char *usage_line, bool show)
     return g ? 0 : 1;
 }
 
-int cmd_check(int argc, char **argv) { return compile_and(argc, argv, "tgc check FILE [-D NAME=VALUE]...", false); }
+int cmd_check(int argc, char **argv) {
+    return compile_and(argc, argv, "tgc check FILE [-D NAME=VALUE]...", false);
+}
 
 int cmd_show(int argc, char **argv) {
     return compile_and(argc, argv, "tgc show FILE [-D NAME=VALUE]... [--json]", true);

@@ -45,7 +45,9 @@ static int64_t meminfo_total(void) {
     return kb > 0 ? (int64_t)kb * 1024 : 0;
 }
 
-int devices_count(void) { return NPRESETS; }
+int devices_count(void) {
+    return NPRESETS;
+}
 
 const Device *devices_get(int i) {
     Device *d = &presets[i];
@@ -56,8 +58,10 @@ const Device *devices_get(int i) {
 /* Compares ignoring case, '-', '_' and spaces. */
 static bool same_name(const char *a, const char *b) {
     for (;;) {
-        while (*a == '-' || *a == '_' || *a == ' ') a++;
-        while (*b == '-' || *b == '_' || *b == ' ') b++;
+        while (*a == '-' || *a == '_' || *a == ' ')
+            a++;
+        while (*b == '-' || *b == '_' || *b == ' ')
+            b++;
         if (!*a || !*b) return !*a && !*b;
         if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return false;
         a++, b++;
@@ -68,9 +72,12 @@ const Device *devices_find(const char *name) {
     for (int i = 0; i < NPRESETS; i++)
         if (same_name(presets[i].name, name)) return devices_get(i);
     /* A few spellings people use. */
-    static const struct { const char *alias, *name; } aliases[] = {
-        {"a100", "a100-80gb"}, {"a100-40", "a100-40gb"}, {"a100-80", "a100-80gb"}, {"h100-80gb", "h100"},
-        {"4090", "rtx4090"},   {"3090", "rtx3090"},       {"host", "cpu"},
+    static const struct {
+        const char *alias, *name;
+    } aliases[] = {
+        {"a100", "a100-80gb"}, {"a100-40", "a100-40gb"}, {"a100-80", "a100-80gb"},
+        {"h100-80gb", "h100"}, {"4090", "rtx4090"},      {"3090", "rtx3090"},
+        {"host", "cpu"},
     };
     for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
         if (same_name(aliases[i].alias, name)) return devices_find(aliases[i].name);
@@ -81,8 +88,8 @@ void devices_list_text(FILE *out) {
     fprintf(out, "%-10s %-48s %8s %16s %10s\n", "device", "product", "nominal", "bytes", "GiB");
     for (int i = 0; i < NPRESETS; i++) {
         const Device *d = devices_get(i);
-        fprintf(out, "%-10s %-48s %8s %16lld %10.2f\n", d->name, d->label, d->nominal, (long long)d->bytes,
-                (double)d->bytes / (double)(1 << 30));
+        fprintf(out, "%-10s %-48s %8s %16lld %10.2f\n", d->name, d->label, d->nominal,
+                (long long)d->bytes, (double)d->bytes / (double)(1 << 30));
     }
     fprintf(out, "\nGPU sizes are the memory.total nvidia-smi reports (the nominal size less the\n"
                  "driver's reservation); cpu is MemTotal from /proc/meminfo. For anything else\n"
@@ -108,10 +115,20 @@ char *devices_list_json(void) {
 }
 
 bool devices_parse_size(const char *s, int64_t *out) {
-    static const struct { const char *unit; double mul; } units[] = {
-        {"", 1},           {"b", 1},           {"kb", 1e3},          {"mb", 1e6},
-        {"gb", 1e9},       {"tb", 1e12},       {"kib", 1024.0},      {"mib", 1048576.0},
-        {"gib", 1073741824.0}, {"tib", 1099511627776.0},
+    static const struct {
+        const char *unit;
+        double mul;
+    } units[] = {
+        {"", 1},
+        {"b", 1},
+        {"kb", 1e3},
+        {"mb", 1e6},
+        {"gb", 1e9},
+        {"tb", 1e12},
+        {"kib", 1024.0},
+        {"mib", 1048576.0},
+        {"gib", 1073741824.0},
+        {"tib", 1099511627776.0},
     };
     if (!s || !*s || isspace((unsigned char)*s) || *s == '-' || *s == '+') return false;
     char *end;
@@ -121,7 +138,8 @@ bool devices_parse_size(const char *s, int64_t *out) {
     /* strtod also reads hex and "inf"; sizes are plain decimals. */
     for (const char *p = s; p < end; p++)
         if (!isdigit((unsigned char)*p) && *p != '.') return false;
-    while (*end == ' ') end++;
+    while (*end == ' ')
+        end++;
     for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
         if (strcasecmp(end, units[i].unit)) continue;
         double bytes = v * units[i].mul;

@@ -12,15 +12,19 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"check", cmd_check, "parse and check a graph; print nothing when it is correct"},
-    {"show", cmd_show, "print every value's shape, dtype, strides, and whether it is a view or a copy"},
-    {"report", cmd_report, "plan the memory; does the model fit a device, at which dtype and batch"},
+    {"show", cmd_show,
+     "print every value's shape, dtype, strides, and whether it is a view or a copy"},
+    {"report", cmd_report,
+     "plan the memory; does the model fit a device, at which dtype and batch"},
 };
 
 void usage(FILE *out) {
     fprintf(out, "usage: tgc <command> FILE [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nrun 'tgc COMMAND --help' for a command's options; 'tgc --version' for the version\n");
+    fprintf(
+        out,
+        "\nrun 'tgc COMMAND --help' for a command's options; 'tgc --version' for the version\n");
 }
 
 int main(int argc, char **argv) {

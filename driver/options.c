@@ -39,9 +39,11 @@ int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
         } else if (!strcmp(a, "-D") || !strncmp(a, "-D", 2)) {
             const char *def = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
             if (!def) return usage_error(o->command, usage_line, "-D needs NAME=VALUE%s", "");
-            if (o->ndims >= 64) return usage_error(o->command, usage_line, "too many -D options%s", "");
+            if (o->ndims >= 64)
+                return usage_error(o->command, usage_line, "too many -D options%s", "");
             if (!parse_define(def, &o->dims[o->ndims])) {
-                fprintf(stderr, "tgc %s: error: -D %s: expected NAME=VALUE with an integer VALUE\n", o->command, def);
+                fprintf(stderr, "tgc %s: error: -D %s: expected NAME=VALUE with an integer VALUE\n",
+                        o->command, def);
                 return 1;
             }
             o->ndims++;
@@ -50,7 +52,8 @@ int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
         } else if (!o->file) {
             o->file = a;
         } else {
-            return usage_error(o->command, usage_line, "unexpected argument '%s' (one FILE only)", a);
+            return usage_error(o->command, usage_line, "unexpected argument '%s' (one FILE only)",
+                               a);
         }
     }
     if (!o->file) return usage_error(o->command, usage_line, "missing FILE%s", "");
@@ -58,7 +61,8 @@ int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
 }
 
 void options_free(Options *o) {
-    for (int i = 0; i < o->ndims; i++) free((void *)o->dims[i].name);
+    for (int i = 0; i < o->ndims; i++)
+        free((void *)o->dims[i].name);
 }
 
 static char *read_file(const char *path, int *len) {
@@ -102,8 +106,10 @@ static bool check_nul(Diag *d, const SrcFile *f) {
     if (!p) return true;
     int off = (int)(p - f->text), line = 1, col = 1;
     for (int i = 0; i < off; i++) {
-        if (f->text[i] == '\n') line++, col = 1;
-        else col++;
+        if (f->text[i] == '\n')
+            line++, col = 1;
+        else
+            col++;
     }
     SrcLoc loc = {f, line, col, off, 1};
     diag_error(d, loc, "unexpected NUL byte: is this a binary file?");

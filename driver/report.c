@@ -7,7 +7,9 @@
 
 #include "passes/flops.h"
 
-const char *report_target_name(Target t) { return t == TARGET_CUDA ? "cuda" : "cpu"; }
+const char *report_target_name(Target t) {
+    return t == TARGET_CUDA ? "cuda" : "cpu";
+}
 
 /* The precision to show when the graph keeps its declared dtypes: the one
  * floating dtype it uses, or "mixed". */
@@ -16,8 +18,10 @@ static const char *declared_precision(const Graph *g) {
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];
         if (v->dead || v->op == OP_SCALAR || !dtype_is_float(v->dtype)) continue;
-        if (seen == DT_NONE) seen = v->dtype;
-        else if (seen != v->dtype) return "mixed";
+        if (seen == DT_NONE)
+            seen = v->dtype;
+        else if (seen != v->dtype)
+            return "mixed";
     }
     return seen == DT_NONE ? "declared" : dtype_name(seen);
 }
@@ -44,7 +48,9 @@ static void quant_rows(Report *r) {
                 bytes = sat_mul(numel, (int64_t)dtype_size(dtype_from_name(names[q])));
             } else if (q >= 3 && is_float && v->ndim >= 2) {
                 int64_t rows = v->shape[0], last = v->shape[v->ndim - 1];
-                int64_t scales = q == 3 ? sat_mul(rows, 4) : sat_mul(sat_mul(numel / (last ? last : 1), (last + 127) / 128), 4);
+                int64_t scales =
+                    q == 3 ? sat_mul(rows, 4)
+                           : sat_mul(sat_mul(numel / (last ? last : 1), (last + 127) / 128), 4);
                 if (numel == 0) scales = 0;
                 bytes = q == 3 ? numel : sat_add(numel, 1) / 2;
                 row->scale_bytes = sat_add(row->scale_bytes, scales);
@@ -84,12 +90,15 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
     for (int i = 0; i < g->noutputs; i++) {
         const Value *v = g->outputs[i];
         int64_t n = 1;
-        for (int k = 0; k < v->ndim; k++) n = sat_mul(n, v->shape[k]);
+        for (int k = 0; k < v->ndim; k++)
+            n = sat_mul(n, v->shape[k]);
         r->noutputs++;
-        r->outputs_bytes = sat_add(r->outputs_bytes, sat_mul(n, (int64_t)dtype_size(r->dt[v->order])));
+        r->outputs_bytes =
+            sat_add(r->outputs_bytes, sat_mul(n, (int64_t)dtype_size(r->dt[v->order])));
     }
     r->fixed_bytes = t == TARGET_CUDA ? CUDA_CONTEXT_BYTES + CUDA_WORKSPACE_BYTES : 0;
-    r->peak_bytes = sat_add(sat_add(sat_add(r->params_bytes, r->inputs_bytes), sat_add(r->outputs_bytes, r->plan->arena_bytes)),
+    r->peak_bytes = sat_add(sat_add(sat_add(r->params_bytes, r->inputs_bytes),
+                                    sat_add(r->outputs_bytes, r->plan->arena_bytes)),
                             r->fixed_bytes);
     r->flops = flops_graph(g);
     quant_rows(r);
@@ -98,33 +107,46 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
 
 const char **report_assumptions(const Report *r) {
     static const char *common[] = {
-        "counted: weights (every declared param), inputs and outputs (caller-owned buffers, resident for the "
+        "counted: weights (every declared param), inputs and outputs (caller-owned buffers, "
+        "resident for the "
         "whole run), and the arena that holds every intermediate value",
-        "views (transpose, slices, expand, reshape that can view...) allocate nothing; a view keeps its "
+        "views (transpose, slices, expand, reshape that can view...) allocate nothing; a view "
+        "keeps its "
         "storage alive until its last use",
-        "the arena is planned once: offsets aligned to 64 bytes, greedy by size (Pisarchyk & Lee 2020), "
+        "the arena is planned once: offsets aligned to 64 bytes, greedy by size (Pisarchyk & Lee "
+        "2020), "
         "in-place reuse of an elementwise operand that dies there with the output's size",
-        "lower bound: the largest sum of (64-byte rounded) intermediate sizes live at one step; unplanned: "
+        "lower bound: the largest sum of (64-byte rounded) intermediate sizes live at one step; "
+        "unplanned: "
         "every intermediate allocated once",
-        "one step per materialising operation in file order (no fusion yet); number literals are folded "
+        "one step per materialising operation in file order (no fusion yet); number literals are "
+        "folded "
         "into the code (0 bytes)",
-        "not counted: the executable's code, stacks, the BLAS library's thread buffers, the allocator's own "
+        "not counted: the executable's code, stacks, the BLAS library's thread buffers, the "
+        "allocator's own "
         "overhead, and weights kept twice while loading",
-        "precision f16/bf16 stores every floating weight and activation in that dtype (integers and bools "
+        "precision f16/bf16 stores every floating weight and activation in that dtype (integers "
+        "and bools "
         "unchanged); reductions and norms still accumulate in f32 inside their kernels",
-        "FLOPs: 2*m*k*n per matrix product (+1 per output for a bias), 1 per element for elementwise ops, "
-        "gelu 8, silu 4, softmax 5, layer_norm 8, rms_norm 5 per element, reductions 1 per input element "
+        "FLOPs: 2*m*k*n per matrix product (+1 per output for a bias), 1 per element for "
+        "elementwise ops, "
+        "gelu 8, silu 4, softmax 5, layer_norm 8, rms_norm 5 per element, reductions 1 per input "
+        "element "
         "(var/std 3); copies and integer ops 0",
-        "int8 weights: 1 byte + one f32 scale per row; int4: 0.5 byte + an f16 scale and zero point per "
+        "int8 weights: 1 byte + one f32 scale per row; int4: 0.5 byte + an f16 scale and zero "
+        "point per "
         "group of 128; vectors (biases, norms) keep the report's dtype",
         NULL,
     };
     static const char *cuda[] = {
-        "cuda: a fixed 544 MiB for the CUDA context with its loaded kernels (512 MiB) and the cuBLAS "
+        "cuda: a fixed 544 MiB for the CUDA context with its loaded kernels (512 MiB) and the "
+        "cuBLAS "
         "workspace (32 MiB); weights, arena, inputs and outputs live in device memory",
-        "cuda: host pinned memory holds one staging copy of the inputs and outputs; weights are uploaded "
+        "cuda: host pinned memory holds one staging copy of the inputs and outputs; weights are "
+        "uploaded "
         "once from pageable memory",
-        "cuda: transfer times are bytes / effective bandwidth (PCIe 4.0 x16: 25 GB/s, 5.0 x16: 50 GB/s, "
+        "cuda: transfer times are bytes / effective bandwidth (PCIe 4.0 x16: 25 GB/s, 5.0 x16: 50 "
+        "GB/s, "
         "one direction), without per-transfer latency",
         NULL,
     };
@@ -134,9 +156,11 @@ const char **report_assumptions(const Report *r) {
     };
     int n = 0;
     const char **all = ARENA_ARRAY(r->a, const char *, 16);
-    for (int i = 0; common[i]; i++) all[n++] = common[i];
+    for (int i = 0; common[i]; i++)
+        all[n++] = common[i];
     const char **extra = r->target == TARGET_CUDA ? cuda : cpu;
-    for (int i = 0; extra[i]; i++) all[n++] = extra[i];
+    for (int i = 0; extra[i]; i++)
+        all[n++] = extra[i];
     all[n] = NULL;
     return all;
 }
@@ -169,17 +193,24 @@ int report_live_at(const Report *r, int step, int *out, int max) {
     return n;
 }
 
-const Value *report_step_value(const Report *r, int step) { return r->sched->steps[step].writes[0]; }
+const Value *report_step_value(const Report *r, int step) {
+    return r->sched->steps[step].writes[0];
+}
 
 void report_fmt_bytes(char *buf, size_t n, int64_t b) {
     double x = (double)b;
     if (b < 0) x = -x;
     const char *sign = b < 0 ? "-" : "";
-    if (x >= 1099511627776.0) snprintf(buf, n, "%s%.2f TiB", sign, x / 1099511627776.0);
-    else if (x >= 1073741824.0) snprintf(buf, n, "%s%.2f GiB", sign, x / 1073741824.0);
-    else if (x >= 1048576.0) snprintf(buf, n, "%s%.2f MiB", sign, x / 1048576.0);
-    else if (x >= 1024.0) snprintf(buf, n, "%s%.1f KiB", sign, x / 1024.0);
-    else snprintf(buf, n, "%s%lld B", sign, (long long)x);
+    if (x >= 1099511627776.0)
+        snprintf(buf, n, "%s%.2f TiB", sign, x / 1099511627776.0);
+    else if (x >= 1073741824.0)
+        snprintf(buf, n, "%s%.2f GiB", sign, x / 1073741824.0);
+    else if (x >= 1048576.0)
+        snprintf(buf, n, "%s%.2f MiB", sign, x / 1048576.0);
+    else if (x >= 1024.0)
+        snprintf(buf, n, "%s%.1f KiB", sign, x / 1024.0);
+    else
+        snprintf(buf, n, "%s%lld B", sign, (long long)x);
 }
 
 void report_fmt_count(char *buf, size_t n, int64_t v) {
@@ -197,7 +228,10 @@ void report_fmt_flops(char *buf, size_t n, int64_t f) {
     static const char *units[] = {"", "K", "M", "G", "T", "P", "E"};
     double x = (double)f;
     int u = 0;
-    while (x >= 1000.0 && u < 6) x /= 1000.0, u++;
-    if (u == 0) snprintf(buf, n, "%lld FLOP", (long long)f);
-    else snprintf(buf, n, "%.2f %sFLOP", x, units[u]);
+    while (x >= 1000.0 && u < 6)
+        x /= 1000.0, u++;
+    if (u == 0)
+        snprintf(buf, n, "%lld FLOP", (long long)f);
+    else
+        snprintf(buf, n, "%.2f %sFLOP", x, units[u]);
 }

@@ -36,7 +36,8 @@ typedef struct Report {
     Arena *a;
     const Graph *g;
     Precision prec;
-    const char *prec_name; /* the figure's precision: f32, f16, bf16, or a declared dtype / "mixed" */
+    const char
+        *prec_name; /* the figure's precision: f32, f16, bf16, or a declared dtype / "mixed" */
     Target target;
     const DType *dt; /* storage dtype by Value.order */
     Schedule *sched;

@@ -5,8 +5,12 @@
 #include "driver/report.h"
 #include "passes/flops.h"
 
-static cJSON *num(int64_t v) { return cJSON_CreateNumber((double)v); }
-static void add(cJSON *o, const char *k, int64_t v) { cJSON_AddItemToObject(o, k, num(v)); }
+static cJSON *num(int64_t v) {
+    return cJSON_CreateNumber((double)v);
+}
+static void add(cJSON *o, const char *k, int64_t v) {
+    cJSON_AddItemToObject(o, k, num(v));
+}
 
 static cJSON *budget_json(const Report *r) {
     cJSON *b = cJSON_CreateObject();
@@ -23,7 +27,8 @@ static cJSON *fit_json(const Report *r) {
     cJSON_AddStringToObject(o, "dim", f->dim);
     add(o, "value", f->value);
     cJSON_AddItemToObject(o, "peak_bytes", f->value > 0 ? num(f->peak_at) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "next_peak_bytes", f->peak_next >= 0 && !f->capped ? num(f->peak_next) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "next_peak_bytes",
+                          f->peak_next >= 0 && !f->capped ? num(f->peak_next) : cJSON_CreateNull());
     cJSON_AddBoolToObject(o, "capped", f->capped);
     add(o, "search_cap", f->cap);
     add(o, "evaluations", f->evaluations);
@@ -34,7 +39,8 @@ static cJSON *fit_json(const Report *r) {
 
 static cJSON *names(const Report *r, Value **vs, int n) {
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateString(value_name(r->a, vs[i])));
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(value_name(r->a, vs[i])));
     return a;
 }
 
@@ -49,9 +55,11 @@ static cJSON *steps_json(const Report *r) {
         cJSON_AddItemToObject(o, "inputs", names(r, s->reads, s->nreads));
         add(o, "live_bytes", r->plan->step_live[i]);
         int64_t fl = 0;
-        for (int k = 0; k < s->nwrites; k++) fl += flops_value(s->writes[k]);
+        for (int k = 0; k < s->nwrites; k++)
+            fl += flops_value(s->writes[k]);
         add(o, "flops", fl);
-        add(o, "total_live_bytes", r->peak_bytes - r->plan->arena_bytes - r->fixed_bytes + r->plan->step_live[i]);
+        add(o, "total_live_bytes",
+            r->peak_bytes - r->plan->arena_bytes - r->fixed_bytes + r->plan->step_live[i]);
         cJSON_AddItemToArray(a, o);
     }
     return a;
@@ -74,7 +82,8 @@ static cJSON *buffers_json(const Report *r) {
         add(o, "slot", r->plan->slot[i]);
         int from = r->plan->inplace_of[i];
         cJSON_AddItemToObject(o, "inplace_of",
-                              from >= 0 ? cJSON_CreateString(value_name(r->a, s->bufs[from].owner)) : cJSON_CreateNull());
+                              from >= 0 ? cJSON_CreateString(value_name(r->a, s->bufs[from].owner))
+                                        : cJSON_CreateNull());
         cJSON_AddItemToArray(a, o);
     }
     return a;
@@ -111,7 +120,8 @@ char *report_json(const Report *r) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "graph", g->name);
     cJSON *dims = cJSON_AddObjectToObject(root, "dims");
-    for (int i = 0; i < g->ndims; i++) add(dims, g->dims[i].name, g->dims[i].value);
+    for (int i = 0; i < g->ndims; i++)
+        add(dims, g->dims[i].name, g->dims[i].value);
     cJSON_AddStringToObject(root, "target", report_target_name(r->target));
     cJSON_AddStringToObject(root, "precision", r->prec_name);
     cJSON *params = cJSON_AddObjectToObject(root, "params");
@@ -151,7 +161,9 @@ char *report_json(const Report *r) {
         int *live = ARENA_ARRAY(r->a, int, r->sched->nbufs + 1);
         int n = report_live_at(r, p->peak_step, live, r->sched->nbufs);
         cJSON *l = cJSON_AddArrayToObject(ps, "live");
-        for (int i = 0; i < n; i++) cJSON_AddItemToArray(l, cJSON_CreateString(value_name(r->a, r->sched->bufs[live[i]].owner)));
+        for (int i = 0; i < n; i++)
+            cJSON_AddItemToArray(
+                l, cJSON_CreateString(value_name(r->a, r->sched->bufs[live[i]].owner)));
     } else {
         cJSON_AddNullToObject(root, "peak_step");
     }
@@ -161,7 +173,8 @@ char *report_json(const Report *r) {
     if (r->note) cJSON_AddStringToObject(root, "note", r->note);
     cJSON *as = cJSON_AddArrayToObject(root, "assumptions");
     const char **a = report_assumptions(r);
-    for (int i = 0; a[i]; i++) cJSON_AddItemToArray(as, cJSON_CreateString(a[i]));
+    for (int i = 0; a[i]; i++)
+        cJSON_AddItemToArray(as, cJSON_CreateString(a[i]));
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return s;

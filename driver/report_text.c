@@ -15,9 +15,12 @@ static const char *B(char *buf, int64_t b) {
 }
 
 static void fmt_seconds(char *buf, size_t n, double s) {
-    if (s < 1e-3) snprintf(buf, n, "%.1f us", s * 1e6);
-    else if (s < 1.0) snprintf(buf, n, "%.2f ms", s * 1e3);
-    else snprintf(buf, n, "%.2f s", s);
+    if (s < 1e-3)
+        snprintf(buf, n, "%.1f us", s * 1e6);
+    else if (s < 1.0)
+        snprintf(buf, n, "%.2f ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.2f s", s);
 }
 
 static void print_dims(FILE *out, const Graph *g) {
@@ -31,47 +34,55 @@ static void print_verdict(FILE *out, const Report *r) {
     fprintf(out, "%s", r->g->name);
     print_dims(out, r->g);
     if (!r->has_budget) {
-        fprintf(out, ": peak %s (target %s, precision %s)\n", B(b1, r->peak_bytes), report_target_name(r->target),
-                r->prec_name);
-        fprintf(out, "  give --device NAME or --budget SIZE for a fit verdict (tgc report --list-devices)\n");
+        fprintf(out, ": peak %s (target %s, precision %s)\n", B(b1, r->peak_bytes),
+                report_target_name(r->target), r->prec_name);
+        fprintf(out, "  give --device NAME or --budget SIZE for a fit verdict (tgc report "
+                     "--list-devices)\n");
     } else {
         bool fits = r->peak_bytes <= r->budget_bytes;
         int64_t head = r->budget_bytes - r->peak_bytes;
         fprintf(out, " on %s: %s\n", r->budget_label, fits ? "FITS" : "DOES NOT FIT");
         double share = (double)r->peak_bytes / (double)r->budget_bytes;
         char why[48];
-        if (fits) snprintf(why, sizeof why, "%.1f%% free", 100.0 * (1.0 - share));
-        else if (share < 2.0) snprintf(why, sizeof why, "%.1f%% over", 100.0 * (share - 1.0));
-        else snprintf(why, sizeof why, "needs %.1fx the budget", share);
-        fprintf(out, "  peak %s of %s; %s %s (%s)  [target %s, precision %s]\n", B(b1, r->peak_bytes),
-                B(b2, r->budget_bytes), fits ? "headroom" : "short by", B(b3, fits ? head : -head), why,
-                report_target_name(r->target), r->prec_name);
+        if (fits)
+            snprintf(why, sizeof why, "%.1f%% free", 100.0 * (1.0 - share));
+        else if (share < 2.0)
+            snprintf(why, sizeof why, "%.1f%% over", 100.0 * (share - 1.0));
+        else
+            snprintf(why, sizeof why, "needs %.1fx the budget", share);
+        fprintf(out, "  peak %s of %s; %s %s (%s)  [target %s, precision %s]\n",
+                B(b1, r->peak_bytes), B(b2, r->budget_bytes), fits ? "headroom" : "short by",
+                B(b3, fits ? head : -head), why, report_target_name(r->target), r->prec_name);
     }
     const ReportFit *f = &r->fit;
     if (f->present) {
         if (f->value == 0 && f->first_value == 0) {
             fprintf(out, "  %s: the graph does not compile at any of %s=1..64\n", f->dim, f->dim);
         } else if (f->value == 0) {
-            fprintf(out, "  %s: does not fit at %s=%lld (peak %s)\n", f->dim, f->dim, (long long)f->first_value,
-                    B(b1, f->peak_next));
+            fprintf(out, "  %s: does not fit at %s=%lld (peak %s)\n", f->dim, f->dim,
+                    (long long)f->first_value, B(b1, f->peak_next));
         } else {
             char c1[32], c2[32];
             report_fmt_count(c1, sizeof c1, f->peak_at);
-            fprintf(out, "  largest %s that fits: %lld (peak %s, %s B); ", f->dim, (long long)f->value,
-                    B(b1, f->peak_at), c1);
+            fprintf(out, "  largest %s that fits: %lld (peak %s, %s B); ", f->dim,
+                    (long long)f->value, B(b1, f->peak_at), c1);
             if (f->capped) {
                 fprintf(out, "the search stopped at %lld, which still fits\n", (long long)f->cap);
             } else if (f->peak_next >= 0) {
                 report_fmt_count(c2, sizeof c2, f->peak_next);
-                fprintf(out, "%s=%lld needs %s, %s B\n", f->dim, (long long)f->value + 1, B(b2, f->peak_next), c2);
-            }
-            else {
-                fprintf(out, "the graph does not compile at %s=%lld\n", f->dim, (long long)f->value + 1);
+                fprintf(out, "%s=%lld needs %s, %s B\n", f->dim, (long long)f->value + 1,
+                        B(b2, f->peak_next), c2);
+            } else {
+                fprintf(out, "the graph does not compile at %s=%lld\n", f->dim,
+                        (long long)f->value + 1);
             }
         }
         if (f->failed_value)
-            fprintf(out, "  note: the graph does not compile at every value of %s (e.g. %s=%lld); the search steps over "
-                         "such values\n", f->dim, f->dim, (long long)f->failed_value);
+            fprintf(out,
+                    "  note: the graph does not compile at every value of %s (e.g. %s=%lld); the "
+                    "search steps over "
+                    "such values\n",
+                    f->dim, f->dim, (long long)f->failed_value);
     }
     if (r->note) fprintf(out, "  note: %s\n", r->note);
 }
@@ -79,21 +90,27 @@ static void print_verdict(FILE *out, const Report *r) {
 static void print_summary(FILE *out, const Report *r) {
     char b[32], c[32];
     const MemPlan *p = r->plan;
-    fprintf(out, "\nsummary (target %s, precision %s)\n", report_target_name(r->target), r->prec_name);
+    fprintf(out, "\nsummary (target %s, precision %s)\n", report_target_name(r->target),
+            r->prec_name);
     report_fmt_count(c, sizeof c, r->params_count);
-    fprintf(out, "  %-14s %12s   %d tensors, %s elements\n", "params", B(b, r->params_bytes), r->nparams, c);
+    fprintf(out, "  %-14s %12s   %d tensors, %s elements\n", "params", B(b, r->params_bytes),
+            r->nparams, c);
     fprintf(out, "  %-14s %12s   %d, caller-owned\n", "inputs", B(b, r->inputs_bytes), r->ninputs);
-    fprintf(out, "  %-14s %12s   %d, caller-owned\n", "outputs", B(b, r->outputs_bytes), r->noutputs);
-    double ratio = p->lower_bound_bytes ? (double)p->arena_bytes / (double)p->lower_bound_bytes : 1.0;
+    fprintf(out, "  %-14s %12s   %d, caller-owned\n", "outputs", B(b, r->outputs_bytes),
+            r->noutputs);
+    double ratio =
+        p->lower_bound_bytes ? (double)p->arena_bytes / (double)p->lower_bound_bytes : 1.0;
     fprintf(out, "  %-14s %12s   planned (%s), %.3f x lower bound, %d in place\n", "arena",
             B(b, p->arena_bytes), p->strategy, ratio, p->ninplace);
-    fprintf(out, "  %-14s %12s   largest sum live at one step\n", "lower bound", B(b, p->lower_bound_bytes));
+    fprintf(out, "  %-14s %12s   largest sum live at one step\n", "lower bound",
+            B(b, p->lower_bound_bytes));
     fprintf(out, "  %-14s %12s   every intermediate allocated once\n", "unplanned sum",
             B(b, p->unplanned_bytes));
     if (r->fixed_bytes)
-        fprintf(out, "  %-14s %12s   CUDA context + cuBLAS workspace\n", "fixed (cuda)", B(b, r->fixed_bytes));
-    fprintf(out, "  %-14s %12s   params + inputs + outputs + arena%s\n", "peak", B(b, r->peak_bytes),
-            r->fixed_bytes ? " + fixed" : "");
+        fprintf(out, "  %-14s %12s   CUDA context + cuBLAS workspace\n", "fixed (cuda)",
+                B(b, r->fixed_bytes));
+    fprintf(out, "  %-14s %12s   params + inputs + outputs + arena%s\n", "peak",
+            B(b, r->peak_bytes), r->fixed_bytes ? " + fixed" : "");
     report_fmt_flops(b, sizeof b, r->flops);
     fprintf(out, "  %-14s %12s   one run\n", "FLOPs", b);
 }
@@ -106,22 +123,27 @@ static void print_peak(FILE *out, const Report *r) {
         return;
     }
     if (p->lower_bound_bytes == 0) {
-        fprintf(out, "\nthe arena is empty: every step writes an output (or an empty tensor) directly\n");
+        fprintf(
+            out,
+            "\nthe arena is empty: every step writes an output (or an empty tensor) directly\n");
         return;
     }
     const Value *v = report_step_value(r, p->peak_step);
     fprintf(out, "\nmemory peaks at step %d of %d (%s -> %s): %s live in the arena\n", p->peak_step,
-            r->sched->nsteps, r->sched->steps[p->peak_step].op, value_name(r->a, v), B(b, p->lower_bound_bytes));
+            r->sched->nsteps, r->sched->steps[p->peak_step].op, value_name(r->a, v),
+            B(b, p->lower_bound_bytes));
     int *live = ARENA_ARRAY(r->a, int, r->sched->nbufs + 1);
     int n = report_live_at(r, p->peak_step, live, r->sched->nbufs);
-    fprintf(out, "  %-16s %-12s %-5s %-20s %12s  %s\n", "value", "op", "dtype", "shape", "bytes", "live steps");
+    fprintf(out, "  %-16s %-12s %-5s %-20s %12s  %s\n", "value", "op", "dtype", "shape", "bytes",
+            "live steps");
     for (int i = 0; i < n && i < PEAK_LIST; i++) {
         const SchedBuffer *sb = &r->sched->bufs[live[i]];
         const Value *o = sb->owner;
         int from = r->plan->inplace_of[live[i]];
-        fprintf(out, "  %-16s %-12s %-5s %-20s %12s  %d-%d%s%s\n", value_name(r->a, o), op_display_name(o),
-                dtype_name(r->dt[o->order]), shape_str(r->a, o->shape, o->ndim), B(b, sb->bytes), sb->first, sb->last,
-                from >= 0 ? ", in place of " : "", from >= 0 ? value_name(r->a, r->sched->bufs[from].owner) : "");
+        fprintf(out, "  %-16s %-12s %-5s %-20s %12s  %d-%d%s%s\n", value_name(r->a, o),
+                op_display_name(o), dtype_name(r->dt[o->order]), shape_str(r->a, o->shape, o->ndim),
+                B(b, sb->bytes), sb->first, sb->last, from >= 0 ? ", in place of " : "",
+                from >= 0 ? value_name(r->a, r->sched->bufs[from].owner) : "");
     }
     if (n > PEAK_LIST) fprintf(out, "  ... and %d more\n", n - PEAK_LIST);
     fprintf(out, "  (plus the weights, inputs and outputs, resident for the whole run)\n");
@@ -135,8 +157,10 @@ static void print_timeline(FILE *out, const Report *r) {
     char b[32];
     int64_t max = p->lower_bound_bytes > 0 ? p->lower_bound_bytes : 1;
     fprintf(out, "\ntimeline: arena bytes live at each step%s (one # = %s)\n",
-            per > 1 ? arena_printf(r->a, ", the largest of every %d", per) : "", B(b, (max + BAR_WIDTH - 1) / BAR_WIDTH));
-    fprintf(out, "  %-11s %-12s %-16s %-*s %s\n", per > 1 ? "steps" : "step", "op", "writes", BAR_WIDTH, "", "live");
+            per > 1 ? arena_printf(r->a, ", the largest of every %d", per) : "",
+            B(b, (max + BAR_WIDTH - 1) / BAR_WIDTH));
+    fprintf(out, "  %-11s %-12s %-16s %-*s %s\n", per > 1 ? "steps" : "step", "op", "writes",
+            BAR_WIDTH, "", "live");
     for (int s0 = 0; s0 < n; s0 += per) {
         int s1 = s0 + per - 1 < n ? s0 + per - 1 : n - 1, at = s0;
         for (int s = s0; s <= s1; s++)
@@ -148,8 +172,10 @@ static void print_timeline(FILE *out, const Report *r) {
         memset(bar + len, '.', (size_t)(BAR_WIDTH - len));
         bar[BAR_WIDTH] = 0;
         char steps[24];
-        if (s1 > s0) snprintf(steps, sizeof steps, "%d-%d", s0, s1);
-        else snprintf(steps, sizeof steps, "%d", s0);
+        if (s1 > s0)
+            snprintf(steps, sizeof steps, "%d-%d", s0, s1);
+        else
+            snprintf(steps, sizeof steps, "%d", s0);
         fprintf(out, "  %-11s %-12s %-16s %s %s%s\n", steps, r->sched->steps[at].op,
                 value_name(r->a, report_step_value(r, at)), bar, B(b, p->step_live[at]),
                 at == p->peak_step ? "  <- peak" : "");
@@ -159,11 +185,14 @@ static void print_timeline(FILE *out, const Report *r) {
 static void print_by_dtype(FILE *out, const Report *r) {
     char b1[32], b2[32];
     fprintf(out, "\nweights by storage dtype (activations stay %s)\n", r->prec_name);
-    fprintf(out, "  %-6s %12s %12s %s %s\n", "dtype", "weights", "peak", r->has_budget ? " fits " : "", "scheme");
+    fprintf(out, "  %-6s %12s %12s %s %s\n", "dtype", "weights", "peak",
+            r->has_budget ? " fits " : "", "scheme");
     for (int q = 0; q < REPORT_NQUANT; q++) {
         const ReportQuant *row = &r->quant[q];
-        fprintf(out, "  %-6s %12s %12s %s %s\n", row->dtype, B(b1, row->params_bytes), B(b2, row->peak_bytes),
-                r->has_budget ? (row->peak_bytes <= r->budget_bytes ? " yes  " : " no   ") : "", row->scheme);
+        fprintf(out, "  %-6s %12s %12s %s %s\n", row->dtype, B(b1, row->params_bytes),
+                B(b2, row->peak_bytes),
+                r->has_budget ? (row->peak_bytes <= r->budget_bytes ? " yes  " : " no   ") : "",
+                row->scheme);
     }
 }
 
@@ -172,16 +201,19 @@ static void print_cuda(FILE *out, const Report *r) {
     char b1[32], b2[32], b3[32], b4[32], t1[32], t2[32];
     int64_t io = r->inputs_bytes + r->outputs_bytes;
     fprintf(out, "\ncuda\n");
-    fprintf(out, "  device memory  %s = weights %s + arena %s + inputs/outputs %s + fixed %s\n", B(b1, r->peak_bytes),
-            B(b2, r->params_bytes), B(b3, r->plan->arena_bytes), B(b4, io), B(t1, r->fixed_bytes));
+    fprintf(out, "  device memory  %s = weights %s + arena %s + inputs/outputs %s + fixed %s\n",
+            B(b1, r->peak_bytes), B(b2, r->params_bytes), B(b3, r->plan->arena_bytes), B(b4, io),
+            B(t1, r->fixed_bytes));
     fprintf(out, "  host pinned    %s (staging for the inputs and outputs)\n", B(b1, io));
-    fprintf(out, "  per run        host->device %s, device->host %s\n", B(b1, r->inputs_bytes), B(b2, r->outputs_bytes));
+    fprintf(out, "  per run        host->device %s, device->host %s\n", B(b1, r->inputs_bytes),
+            B(b2, r->outputs_bytes));
     for (int l = 0; l < 2; l++) {
         const Link *k = &devices_links[l];
         fmt_seconds(t1, sizeof t1, (double)r->inputs_bytes / k->bytes_per_s);
         fmt_seconds(t2, sizeof t2, (double)r->outputs_bytes / k->bytes_per_s);
         fmt_seconds(b3, sizeof b3, (double)r->params_bytes / k->bytes_per_s);
-        fprintf(out, "    %-13s (%2.0f GB/s): in %s, out %s; weights once %s\n", k->name, k->bytes_per_s / 1e9, t1, t2, b3);
+        fprintf(out, "    %-13s (%2.0f GB/s): in %s, out %s; weights once %s\n", k->name,
+                k->bytes_per_s / 1e9, t1, t2, b3);
     }
 }
 
@@ -194,5 +226,6 @@ void report_text(FILE *out, const Report *r) {
     print_cuda(out, r);
     fprintf(out, "\nassumptions\n");
     const char **as = report_assumptions(r);
-    for (int i = 0; as[i]; i++) fprintf(out, "  - %s\n", as[i]);
+    for (int i = 0; as[i]; i++)
+        fprintf(out, "  - %s\n", as[i]);
 }

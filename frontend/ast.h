@@ -7,11 +7,11 @@
 #include "frontend/lexer.h"
 
 typedef enum {
-    AST_NAME,     /* name */
-    AST_INT,      /* ival */
-    AST_FLOAT,    /* fval */
-    AST_STR,      /* str */
-    AST_BOOL,     /* ival */
+    AST_NAME,  /* name */
+    AST_INT,   /* ival */
+    AST_FLOAT, /* fval */
+    AST_STR,   /* str */
+    AST_BOOL,  /* ival */
     AST_NONE,
     AST_ELLIPSIS, /* ... inside an index */
     AST_LIST,     /* [a, b] or (a, b): items */

@@ -10,7 +10,9 @@ void diag_init(Diag *d, FILE *out) {
     d->max_errors = 20;
 }
 
-bool diag_too_many(const Diag *d) { return d->errors >= d->max_errors; }
+bool diag_too_many(const Diag *d) {
+    return d->errors >= d->max_errors;
+}
 
 SrcLoc loc_span(SrcLoc a, SrcLoc b) {
     if (!a.file || !a.line) return b;
@@ -27,9 +29,11 @@ static void show_source(FILE *out, SrcLoc loc) {
     const SrcFile *f = loc.file;
     if (!f || !f->text || loc.line <= 0 || loc.off < 0 || loc.off > f->len) return;
     int start = loc.off;
-    while (start > 0 && f->text[start - 1] != '\n') start--;
+    while (start > 0 && f->text[start - 1] != '\n')
+        start--;
     int end = loc.off;
-    while (end < f->len && f->text[end] != '\n') end++;
+    while (end < f->len && f->text[end] != '\n')
+        end++;
     int n = loc.len;
     if (loc.off + n > end) n = end - loc.off; /* a multi-line culprit: underline its first line */
     /* Long lines are shown as a window around the culprit. */
@@ -44,10 +48,13 @@ static void show_source(FILE *out, SrcLoc loc) {
         end = loc.off + n + CONTEXT;
         trail = "...";
     }
-    fprintf(out, "  %s%.*s%s\n  %*s", lead, end - start, f->text + start, trail, (int)strlen(lead), "");
-    for (int i = start; i < loc.off; i++) fputc(f->text[i] == '\t' ? '\t' : ' ', out);
+    fprintf(out, "  %s%.*s%s\n  %*s", lead, end - start, f->text + start, trail, (int)strlen(lead),
+            "");
+    for (int i = start; i < loc.off; i++)
+        fputc(f->text[i] == '\t' ? '\t' : ' ', out);
     fputc('^', out);
-    for (int i = 1; i < n; i++) fputc('~', out);
+    for (int i = 1; i < n; i++)
+        fputc('~', out);
     fputc('\n', out);
 }
 
@@ -71,8 +78,7 @@ void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) {
     va_start(ap, fmt);
     vreport(d, loc, "error", fmt, ap);
     va_end(ap);
-    if (d->errors == d->max_errors && d->out)
-        fprintf(d->out, "tgc: too many errors, stopping\n");
+    if (d->errors == d->max_errors && d->out) fprintf(d->out, "tgc: too many errors, stopping\n");
 }
 
 void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...) {

@@ -20,25 +20,40 @@ static const struct {
     const char *word;
     TokKind kind;
 } keywords[] = {
-    {"graph", TK_GRAPH}, {"input", TK_INPUT}, {"param", TK_PARAM}, {"output", TK_OUTPUT},
-    {"true", TK_TRUE},   {"false", TK_FALSE}, {"None", TK_NONE},
+    {"graph", TK_GRAPH},
+    {"input", TK_INPUT},
+    {"param", TK_PARAM},
+    {"output", TK_OUTPUT},
+    {"true", TK_TRUE},
+    {"false", TK_FALSE},
+    {"None", TK_NONE},
     /* Python's spelling, which PyTorch users type by habit. */
-    {"True", TK_TRUE},   {"False", TK_FALSE},
+    {"True", TK_TRUE},
+    {"False", TK_FALSE},
 };
 
 const char *tok_kind_name(TokKind k) {
     static const char *names[] = {
-        [TK_EOF] = "end of file", [TK_NEWLINE] = "end of line", [TK_IDENT] = "a name",
-        [TK_INT] = "an integer", [TK_FLOAT] = "a number", [TK_STRING] = "a string",
-        [TK_GRAPH] = "'graph'", [TK_INPUT] = "'input'", [TK_PARAM] = "'param'",
-        [TK_OUTPUT] = "'output'", [TK_TRUE] = "'true'", [TK_FALSE] = "'false'",
-        [TK_NONE] = "'None'", [TK_LPAREN] = "'('", [TK_RPAREN] = "')'", [TK_LBRACKET] = "'['",
-        [TK_RBRACKET] = "']'", [TK_COMMA] = "','", [TK_COLON] = "':'", [TK_ASSIGN] = "'='",
-        [TK_DOT] = "'.'", [TK_ELLIPSIS] = "'...'", [TK_PLUS] = "'+'", [TK_MINUS] = "'-'",
-        [TK_STAR] = "'*'", [TK_SLASH] = "'/'", [TK_POW] = "'**'", [TK_PERCENT] = "'%'",
-        [TK_FLOORDIV] = "'//'", [TK_AT] = "'@'", [TK_LT] = "'<'", [TK_LE] = "'<='",
-        [TK_GT] = "'>'", [TK_GE] = "'>='", [TK_EQ] = "'=='", [TK_NE] = "'!='", [TK_AMP] = "'&'",
-        [TK_PIPE] = "'|'", [TK_TILDE] = "'~'", [TK_ERROR] = "an invalid character",
+        [TK_EOF] = "end of file", [TK_NEWLINE] = "end of line",
+        [TK_IDENT] = "a name",    [TK_INT] = "an integer",
+        [TK_FLOAT] = "a number",  [TK_STRING] = "a string",
+        [TK_GRAPH] = "'graph'",   [TK_INPUT] = "'input'",
+        [TK_PARAM] = "'param'",   [TK_OUTPUT] = "'output'",
+        [TK_TRUE] = "'true'",     [TK_FALSE] = "'false'",
+        [TK_NONE] = "'None'",     [TK_LPAREN] = "'('",
+        [TK_RPAREN] = "')'",      [TK_LBRACKET] = "'['",
+        [TK_RBRACKET] = "']'",    [TK_COMMA] = "','",
+        [TK_COLON] = "':'",       [TK_ASSIGN] = "'='",
+        [TK_DOT] = "'.'",         [TK_ELLIPSIS] = "'...'",
+        [TK_PLUS] = "'+'",        [TK_MINUS] = "'-'",
+        [TK_STAR] = "'*'",        [TK_SLASH] = "'/'",
+        [TK_POW] = "'**'",        [TK_PERCENT] = "'%'",
+        [TK_FLOORDIV] = "'//'",   [TK_AT] = "'@'",
+        [TK_LT] = "'<'",          [TK_LE] = "'<='",
+        [TK_GT] = "'>'",          [TK_GE] = "'>='",
+        [TK_EQ] = "'=='",         [TK_NE] = "'!='",
+        [TK_AMP] = "'&'",         [TK_PIPE] = "'|'",
+        [TK_TILDE] = "'~'",       [TK_ERROR] = "an invalid character",
     };
     return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "a token";
 }
@@ -60,19 +75,22 @@ static bool lex_number(Lexer *L) {
     const char *s = L->f->text;
     int start = L->pos, n = L->f->len;
     bool is_float = false;
-    while (L->pos < n && isdigit((unsigned char)s[L->pos])) L->pos++;
+    while (L->pos < n && isdigit((unsigned char)s[L->pos]))
+        L->pos++;
     if (L->pos < n && s[L->pos] == '.' &&
         !(L->pos + 1 < n && s[L->pos + 1] == '.')) { /* "3." but not "3..." */
         is_float = true;
         L->pos++;
-        while (L->pos < n && isdigit((unsigned char)s[L->pos])) L->pos++;
+        while (L->pos < n && isdigit((unsigned char)s[L->pos]))
+            L->pos++;
     }
     if (L->pos < n && (s[L->pos] == 'e' || s[L->pos] == 'E')) {
         int save = L->pos++;
         if (L->pos < n && (s[L->pos] == '+' || s[L->pos] == '-')) L->pos++;
         if (L->pos < n && isdigit((unsigned char)s[L->pos])) {
             is_float = true;
-            while (L->pos < n && isdigit((unsigned char)s[L->pos])) L->pos++;
+            while (L->pos < n && isdigit((unsigned char)s[L->pos]))
+                L->pos++;
         } else {
             L->pos = save;
         }
@@ -103,7 +121,8 @@ static void lex_string(Lexer *L) {
     const char *s = L->f->text;
     char quote = s[L->pos];
     int start = L->pos++;
-    while (L->pos < L->f->len && s[L->pos] != quote && s[L->pos] != '\n') L->pos++;
+    while (L->pos < L->f->len && s[L->pos] != quote && s[L->pos] != '\n')
+        L->pos++;
     if (L->pos >= L->f->len || s[L->pos] != quote) {
         Token *t = push(L, TK_STRING, start);
         t->text = "";
@@ -122,13 +141,13 @@ static TokKind punct(const char *s, int avail, int *len) {
         const char *p;
         TokKind k;
     } ops[] = {
-        {"...", TK_ELLIPSIS}, {"**", TK_POW}, {"//", TK_FLOORDIV}, {"<=", TK_LE}, {">=", TK_GE},
-        {"==", TK_EQ},        {"!=", TK_NE},  {"(", TK_LPAREN},    {")", TK_RPAREN},
-        {"[", TK_LBRACKET},   {"]", TK_RBRACKET}, {",", TK_COMMA},  {":", TK_COLON},
-        {"=", TK_ASSIGN},     {".", TK_DOT},  {"+", TK_PLUS},      {"-", TK_MINUS},
-        {"*", TK_STAR},       {"/", TK_SLASH}, {"%", TK_PERCENT},  {"@", TK_AT},
-        {"<", TK_LT},         {">", TK_GT},   {"&", TK_AMP},       {"|", TK_PIPE},
-        {"~", TK_TILDE},
+        {"...", TK_ELLIPSIS}, {"**", TK_POW},     {"//", TK_FLOORDIV}, {"<=", TK_LE},
+        {">=", TK_GE},        {"==", TK_EQ},      {"!=", TK_NE},       {"(", TK_LPAREN},
+        {")", TK_RPAREN},     {"[", TK_LBRACKET}, {"]", TK_RBRACKET},  {",", TK_COMMA},
+        {":", TK_COLON},      {"=", TK_ASSIGN},   {".", TK_DOT},       {"+", TK_PLUS},
+        {"-", TK_MINUS},      {"*", TK_STAR},     {"/", TK_SLASH},     {"%", TK_PERCENT},
+        {"@", TK_AT},         {"<", TK_LT},       {">", TK_GT},        {"&", TK_AMP},
+        {"|", TK_PIPE},       {"~", TK_TILDE},
     };
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         int l = (int)strlen(ops[i].p);
@@ -160,7 +179,8 @@ TokenList lex(Arena *a, Diag *d, const SrcFile *file) {
             continue;
         }
         if (c == '#') {
-            while (L.pos < n && s[L.pos] != '\n') L.pos++;
+            while (L.pos < n && s[L.pos] != '\n')
+                L.pos++;
             continue;
         }
         if (c == '\\' && L.pos + 1 < n && s[L.pos + 1] == '\n') { /* explicit line joining */
@@ -176,7 +196,8 @@ TokenList lex(Arena *a, Diag *d, const SrcFile *file) {
         }
         if (isalpha((unsigned char)c) || c == '_') {
             int start = L.pos;
-            while (L.pos < n && (isalnum((unsigned char)s[L.pos]) || s[L.pos] == '_')) L.pos++;
+            while (L.pos < n && (isalnum((unsigned char)s[L.pos]) || s[L.pos] == '_'))
+                L.pos++;
             size_t len = (size_t)(L.pos - start);
             TokKind kind = TK_IDENT;
             for (size_t i = 0; i < sizeof keywords / sizeof *keywords; i++)
@@ -208,7 +229,8 @@ TokenList lex(Arena *a, Diag *d, const SrcFile *file) {
         }
         int start = L.pos++;
         /* Skip the rest of a UTF-8 sequence so the caret sits under one character. */
-        while (L.pos < n && ((unsigned char)s[L.pos] & 0xC0) == 0x80) L.pos++;
+        while (L.pos < n && ((unsigned char)s[L.pos] & 0xC0) == 0x80)
+            L.pos++;
         Token *bad = push(&L, TK_ERROR, start);
         bad->bad = true;
         SrcLoc loc = bad->loc;

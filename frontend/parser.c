@@ -19,12 +19,16 @@ typedef struct Parser {
  * in the parser and in every later recursive walk of the tree. */
 enum { MAX_NESTING = 256 };
 
-static Token *peek(Parser *P) { return &P->t[P->pos]; }
+static Token *peek(Parser *P) {
+    return &P->t[P->pos];
+}
 static Token *peek_at(Parser *P, int k) {
     int i = P->pos + k;
     return &P->t[i < P->count ? i : P->count - 1];
 }
-static bool at(Parser *P, TokKind k) { return peek(P)->kind == k; }
+static bool at(Parser *P, TokKind k) {
+    return peek(P)->kind == k;
+}
 static Token *next(Parser *P) {
     Token *t = peek(P);
     if (t->kind != TK_EOF) P->pos++;
@@ -40,7 +44,9 @@ static void describe(Token *t, char *buf, size_t n) {
     switch (t->kind) {
     case TK_IDENT: snprintf(buf, n, "name '%s'", t->text); break;
     case TK_INT:
-    case TK_FLOAT: snprintf(buf, n, "number '%.*s'", t->loc.len, t->loc.file->text + t->loc.off); break;
+    case TK_FLOAT:
+        snprintf(buf, n, "number '%.*s'", t->loc.len, t->loc.file->text + t->loc.off);
+        break;
     case TK_STRING: snprintf(buf, n, "a string"); break;
     default: snprintf(buf, n, "%s", tok_kind_name(t->kind));
     }
@@ -54,7 +60,8 @@ static void syntax_error(Parser *P, Token *t, const char *expected) {
     diag_error(P->d, t->loc, "expected %s, found %s", expected, found);
 }
 
-static void parse_error(Parser *P, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void parse_error(Parser *P, SrcLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void parse_error(Parser *P, SrcLoc loc, const char *fmt, ...) {
     if (P->failed) return;
     P->failed = true;
@@ -80,7 +87,9 @@ static Ast *new_ast(Parser *P, AstKind kind, SrcLoc loc) {
     return n;
 }
 
-static SrcLoc prev_loc(Parser *P) { return P->t[P->pos > 0 ? P->pos - 1 : 0].loc; }
+static SrcLoc prev_loc(Parser *P) {
+    return P->t[P->pos > 0 ? P->pos - 1 : 0].loc;
+}
 
 static Ast *parse_expr(Parser *P);
 
@@ -289,7 +298,8 @@ static Ast *binary(Parser *P, TokKind op, Ast *l, Ast *r, SrcLoc op_loc) {
     return n;
 }
 
-/* power := postfix ['**' unary]   (right-associative, binds tighter than unary minus on its left) */
+/* power := postfix ['**' unary]   (right-associative, binds tighter than unary minus on its left)
+ */
 static Ast *parse_power(Parser *P) {
     Ast *base = parse_postfix(P);
     if (!base || !at(P, TK_POW)) return base;
@@ -303,7 +313,8 @@ static Ast *parse_unary_inner(Parser *P);
 
 static Ast *parse_unary(Parser *P) {
     if (P->nesting >= MAX_NESTING) {
-        parse_error(P, peek(P)->loc, "expression is nested too deeply (more than %d levels)", MAX_NESTING);
+        parse_error(P, peek(P)->loc, "expression is nested too deeply (more than %d levels)",
+                    MAX_NESTING);
         return NULL;
     }
     P->nesting++;
@@ -416,7 +427,8 @@ static bool parse_type(Parser *P, TypeAst *ty) {
 
 static void end_statement(Parser *P) {
     if (!P->failed && !at(P, TK_NEWLINE) && !at(P, TK_EOF)) syntax_error(P, peek(P), "end of line");
-    while (!at(P, TK_NEWLINE) && !at(P, TK_EOF)) next(P);
+    while (!at(P, TK_NEWLINE) && !at(P, TK_EOF))
+        next(P);
     accept(P, TK_NEWLINE);
 }
 
@@ -465,7 +477,8 @@ static bool parse_stmt(Parser *P, Stmt *s) {
     if (t->kind == TK_INPUT || t->kind == TK_PARAM) {
         next(P);
         s->kind = t->kind == TK_INPUT ? STMT_INPUT : STMT_PARAM;
-        Token *name = expect(P, TK_IDENT, t->kind == TK_INPUT ? "the input's name" : "the param's name");
+        Token *name =
+            expect(P, TK_IDENT, t->kind == TK_INPUT ? "the input's name" : "the param's name");
         if (!name) return false;
         add_name(P, s, name, &c1, &c2);
         if (!expect(P, TK_COLON, "':' and a type such as f32[batch, 784]")) return false;
@@ -506,7 +519,8 @@ static bool parse_stmt(Parser *P, Stmt *s) {
         add_name(P, s, name, &c1, &c2);
         if (!accept(P, TK_COMMA)) break;
     }
-    if (!expect(P, TK_ASSIGN, s->nnames > 1 ? "'='" : "'=' (a statement binds a name: NAME = expression)"))
+    if (!expect(P, TK_ASSIGN,
+                s->nnames > 1 ? "'='" : "'=' (a statement binds a name: NAME = expression)"))
         return false;
     s->expr = parse_expr(P);
     return s->expr != NULL;
@@ -516,14 +530,16 @@ Program *parse_program(Arena *a, Diag *d, TokenList toks) {
     Parser P = {.a = a, .d = d, .t = toks.toks, .count = toks.count};
     Program *prog = ARENA_NEW(a, Program);
     int cap = 0;
-    while (accept(&P, TK_NEWLINE)) {}
+    while (accept(&P, TK_NEWLINE)) {
+    }
     if (at(&P, TK_GRAPH)) {
         parse_graph(&P, prog);
         end_statement(&P);
     } else {
         Token *t = peek(&P);
         if (t->kind == TK_EOF)
-            diag_error(d, t->loc, "expected 'graph NAME' as the first statement, found an empty file");
+            diag_error(d, t->loc,
+                       "expected 'graph NAME' as the first statement, found an empty file");
         else
             diag_error(d, t->loc, "expected 'graph NAME' as the first statement");
     }

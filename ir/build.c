@@ -9,7 +9,20 @@
 
 #include "ir/infer.h"
 
-typedef enum { EV_ERR, EV_TENSOR, EV_INT, EV_FLOAT, EV_BOOL, EV_STR, EV_NONE, EV_DTYPE, EV_LIST, EV_TUPLE, EV_ELLIPSIS, EV_SLICE } EvKind;
+typedef enum {
+    EV_ERR,
+    EV_TENSOR,
+    EV_INT,
+    EV_FLOAT,
+    EV_BOOL,
+    EV_STR,
+    EV_NONE,
+    EV_DTYPE,
+    EV_LIST,
+    EV_TUPLE,
+    EV_ELLIPSIS,
+    EV_SLICE
+} EvKind;
 
 typedef struct Ev Ev;
 struct Ev {
@@ -43,14 +56,16 @@ typedef struct Builder {
     int nbinds, cap;
     int *index; /* open-addressing hash of binding positions (+1; 0 = empty) */
     int index_cap;
-    int depth; /* recursion depth of eval(): long operator chains nest deeply */
+    int depth;     /* recursion depth of eval(): long operator chains nest deeply */
     bool too_deep; /* reported once per statement */
 } Builder;
 
 /* Small enough that the recursion fits the stack under ASan, whose frames are large. */
 enum { MAX_EVAL_DEPTH = 256 };
 
-static Ev ev_err(void) { return (Ev){.kind = EV_ERR}; }
+static Ev ev_err(void) {
+    return (Ev){.kind = EV_ERR};
+}
 
 static const char *ev_kind_name(const Ev *e) {
     switch (e->kind) {
@@ -71,14 +86,16 @@ static const char *ev_kind_name(const Ev *e) {
 
 static unsigned hash_name(const char *s) {
     unsigned h = 2166136261u; /* FNV-1a */
-    while (*s) h = (h ^ (unsigned char)*s++) * 16777619u;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 16777619u;
     return h;
 }
 
 /* Names are bound once, so the index maps each name to its one binding. */
 static Binding *lookup(Builder *B, const char *name) {
     if (!B->index_cap) return NULL;
-    for (unsigned i = hash_name(name) & (unsigned)(B->index_cap - 1);; i = (i + 1) & (unsigned)(B->index_cap - 1)) {
+    for (unsigned i = hash_name(name) & (unsigned)(B->index_cap - 1);;
+         i = (i + 1) & (unsigned)(B->index_cap - 1)) {
         int at = B->index[i];
         if (!at) return NULL;
         if (!strcmp(B->binds[at - 1].name, name)) return &B->binds[at - 1];
@@ -98,8 +115,10 @@ static int edit_distance(const char *a, const char *b) {
     int la = (int)strlen(a), lb = (int)strlen(b);
     if (la > 32 || lb > 32) return 99;
     int d[33][33];
-    for (int i = 0; i <= la; i++) d[i][0] = i;
-    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (int j = 0; j <= lb; j++)
+        d[0][j] = j;
     for (int i = 1; i <= la; i++)
         for (int j = 1; j <= lb; j++) {
             int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
@@ -135,7 +154,8 @@ static void bind(Builder *B, const char *name, SrcLoc loc, BindKind kind, Ev ev)
     if (2 * B->nbinds > B->index_cap) { /* keep the load under one half */
         B->index_cap = B->index_cap ? B->index_cap * 4 : 64;
         B->index = ARENA_ARRAY(B->a, int, B->index_cap);
-        for (int i = 0; i < B->nbinds; i++) index_insert(B, i);
+        for (int i = 0; i < B->nbinds; i++)
+            index_insert(B, i);
     } else {
         index_insert(B, B->nbinds - 1);
     }
@@ -152,9 +172,11 @@ static bool name_free(Builder *B, const char *name, SrcLoc loc) {
         return true;
     }
     if (old->kind == BIND_DIM)
-        diag_error(B->d, loc, "'%s' is already a dimension of the graph; names are bound once", name);
+        diag_error(B->d, loc, "'%s' is already a dimension of the graph; names are bound once",
+                   name);
     else
-        diag_error(B->d, loc, "'%s' is already bound; names are bound once (no reassignment)", name);
+        diag_error(B->d, loc, "'%s' is already bound; names are bound once (no reassignment)",
+                   name);
     if (old->loc.line) diag_note(B->d, old->loc, "'%s' was bound here", name);
     return false;
 }
@@ -187,10 +209,14 @@ static Ev eval(Builder *B, const Ast *n);
 
 /* ---- argument binding ------------------------------------------------- */
 
-static bool is_number(const Ev *e) { return e->kind == EV_INT || e->kind == EV_FLOAT || e->kind == EV_BOOL; }
+static bool is_number(const Ev *e) {
+    return e->kind == EV_INT || e->kind == EV_FLOAT || e->kind == EV_BOOL;
+}
 
-static bool param_error(Builder *B, const Ev *e, const char *opname, const ParamSpec *p, const char *expected) {
-    diag_error(B->d, e->loc, "argument '%s' of %s must be %s, found %s", p->name, opname, expected, ev_kind_name(e));
+static bool param_error(Builder *B, const Ev *e, const char *opname, const ParamSpec *p,
+                        const char *expected) {
+    diag_error(B->d, e->loc, "argument '%s' of %s must be %s, found %s", p->name, opname, expected,
+               ev_kind_name(e));
     return false;
 }
 
@@ -200,14 +226,16 @@ static bool ev_to_ints(Builder *B, const Ev *e, Arg *out, const char *opname, co
     out->n = e->n;
     out->ints = ARENA_ARRAY(B->a, int64_t, e->n ? e->n : 1);
     for (int i = 0; i < e->n; i++) {
-        if (e->items[i].kind != EV_INT) return param_error(B, &e->items[i], opname, p, "a list of integers");
+        if (e->items[i].kind != EV_INT)
+            return param_error(B, &e->items[i], opname, p, "a list of integers");
         out->ints[i] = e->items[i].i;
     }
     return true;
 }
 
 /* Flattens a nested numeric list for tensor(...), checking it is rectangular. */
-static bool flatten_data(Builder *B, const Ev *e, Arg *out, int depth, double **buf, int *count, int *cap) {
+static bool flatten_data(Builder *B, const Ev *e, Arg *out, int depth, double **buf, int *count,
+                         int *cap) {
     if (is_number(e)) {
         if (depth != out->data_ndim) goto ragged;
         double x = e->kind == EV_FLOAT ? e->f : (double)e->i;
@@ -217,7 +245,9 @@ static bool flatten_data(Builder *B, const Ev *e, Arg *out, int depth, double **
         return true;
     }
     if (e->kind != EV_LIST) {
-        diag_error(B->d, e->loc, "tensor(): data must be numbers or nested lists of numbers, found %s", ev_kind_name(e));
+        diag_error(B->d, e->loc,
+                   "tensor(): data must be numbers or nested lists of numbers, found %s",
+                   ev_kind_name(e));
         return false;
     }
     if (depth >= TG_MAX_DIMS) {
@@ -234,7 +264,9 @@ static bool flatten_data(Builder *B, const Ev *e, Arg *out, int depth, double **
         if (!flatten_data(B, &e->items[i], out, depth + 1, buf, count, cap)) return false;
     return true;
 ragged:
-    diag_error(B->d, e->loc, "tensor(): expected a rectangular nested list (sequences of equal lengths at each level)");
+    diag_error(
+        B->d, e->loc,
+        "tensor(): expected a rectangular nested list (sequences of equal lengths at each level)");
     return false;
 }
 
@@ -265,7 +297,8 @@ static bool convert_arg(Builder *B, const char *opname, const ParamSpec *p, cons
             return true;
         }
         if (e->inexact_div) {
-            diag_error(B->d, e->loc, "'/' must divide exactly here: %lld / %lld = %g (use // to round down)",
+            diag_error(B->d, e->loc,
+                       "'/' must divide exactly here: %lld / %lld = %g (use // to round down)",
                        (long long)e->num, (long long)e->den, e->f);
             return false;
         }
@@ -320,7 +353,8 @@ static bool convert_arg(Builder *B, const char *opname, const ParamSpec *p, cons
             out->n = e->n;
             out->ts = ARENA_ARRAY(B->a, Value *, e->n ? e->n : 1);
             for (int i = 0; i < e->n; i++) {
-                if (e->items[i].kind != EV_TENSOR) return param_error(B, &e->items[i], opname, p, "a list of tensors");
+                if (e->items[i].kind != EV_TENSOR)
+                    return param_error(B, &e->items[i], opname, p, "a list of tensors");
                 out->ts[i] = e->items[i].t;
             }
             return true;
@@ -387,8 +421,9 @@ static char *signature_text(Builder *B, const OpInfo *info) {
     int n = snprintf(buf, sizeof buf, "%s(", info->name);
     for (int i = 0; i < info->nparams && n < (int)sizeof buf - 40; i++) {
         const ParamSpec *p = &info->params[i];
-        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%s%s%s%s", i ? ", " : "", p->variadic ? "*" : "",
-                      p->name, p->has_default ? "=" : "", p->has_default ? p->default_text : "");
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%s%s%s%s", i ? ", " : "",
+                      p->variadic ? "*" : "", p->name, p->has_default ? "=" : "",
+                      p->has_default ? p->default_text : "");
     }
     snprintf(buf + n, sizeof buf - (size_t)n, ")");
     return arena_strdup(B->a, buf);
@@ -429,10 +464,13 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
     int pi = 0;
     for (int k = 0; k < ca->npos; k++) {
         if (ca->pos[k].kind == EV_ERR) return ev_err();
-        while (pi < info->nparams && info->params[pi].variadic && var_param >= 0 && var_param != pi) pi++;
+        while (pi < info->nparams && info->params[pi].variadic && var_param >= 0 && var_param != pi)
+            pi++;
         if (pi >= info->nparams) {
-            diag_error(B->d, ca->pos[k].loc, "%s takes at most %d positional argument%s, found %d; its signature is %s",
-                       info->name, info->nparams, info->nparams == 1 ? "" : "s", ca->npos, signature_text(B, info));
+            diag_error(B->d, ca->pos[k].loc,
+                       "%s takes at most %d positional argument%s, found %d; its signature is %s",
+                       info->name, info->nparams, info->nparams == 1 ? "" : "s", ca->npos,
+                       signature_text(B, info));
             return ev_err();
         }
         if (info->params[pi].variadic) {
@@ -454,12 +492,14 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
                 if (!strcmp(info->params[i].name, "dim")) found = i;
         }
         if (found < 0) {
-            diag_error(B->d, ca->kw_locs[k], "%s got an unexpected keyword argument '%s'; its signature is %s",
+            diag_error(B->d, ca->kw_locs[k],
+                       "%s got an unexpected keyword argument '%s'; its signature is %s",
                        info->name, ca->kw[k], signature_text(B, info));
             return ev_err();
         }
         if (slot[found] || found == var_param) {
-            diag_error(B->d, ca->kw_locs[k], "%s got multiple values for argument '%s'", info->name, ca->kw[k]);
+            diag_error(B->d, ca->kw_locs[k], "%s got multiple values for argument '%s'", info->name,
+                       ca->kw[k]);
             return ev_err();
         }
         if (info->params[found].variadic) { /* zeros(size=[2, 3]) */
@@ -483,19 +523,24 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
                     default_arg(p, out, loc);
                     continue;
                 }
-                diag_error(B->d, name_loc, "%s is missing argument '%s'; its signature is %s", info->name, p->name,
-                           signature_text(B, info));
+                diag_error(B->d, name_loc, "%s is missing argument '%s'; its signature is %s",
+                           info->name, p->name, signature_text(B, info));
                 return ev_err();
             }
             Ev list;
             if (nvar == 1 && (var_items[0].kind == EV_LIST)) {
                 list = var_items[0];
             } else {
-                list = (Ev){.kind = EV_LIST, .loc = loc_span(var_items[0].loc, var_items[nvar - 1].loc), .items = var_items, .n = nvar};
+                list = (Ev){.kind = EV_LIST,
+                            .loc = loc_span(var_items[0].loc, var_items[nvar - 1].loc),
+                            .items = var_items,
+                            .n = nvar};
             }
-            if (p->type == PT_INTS && nvar == 1 && var_items[0].kind == EV_INT) list = (Ev){.kind = EV_LIST, .loc = var_items[0].loc, .items = var_items, .n = 1};
+            if (p->type == PT_INTS && nvar == 1 && var_items[0].kind == EV_INT)
+                list = (Ev){.kind = EV_LIST, .loc = var_items[0].loc, .items = var_items, .n = 1};
             ok &= convert_arg(B, info->name, p, &list, out);
-            if (ok && p->type == PT_INTS && out->kind == ARG_INT) { /* keep the list form for varargs */
+            if (ok && p->type == PT_INTS &&
+                out->kind == ARG_INT) { /* keep the list form for varargs */
                 int64_t one = out->i;
                 *out = arg_ints(B->a, &one, 1, out->loc);
             }
@@ -503,8 +548,8 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
         }
         if (!slot[i]) {
             if (!p->has_default && !p->optional) {
-                diag_error(B->d, name_loc, "%s is missing argument '%s'; its signature is %s", info->name, p->name,
-                           signature_text(B, info));
+                diag_error(B->d, name_loc, "%s is missing argument '%s'; its signature is %s",
+                           info->name, p->name, signature_text(B, info));
                 return ev_err();
             }
             default_arg(p, out, loc);
@@ -536,7 +581,8 @@ static Ev eval_name(Builder *B, const Ast *n) {
     if (dt != DT_NONE) return (Ev){.kind = EV_DTYPE, .dt = dt, .loc = n->loc};
     const char *s = suggest(B, n->name, false);
     if (op_lookup(n->name) != OP_COUNT)
-        diag_error(B->d, n->loc, "'%s' is an operation, not a value; call it: %s(...)", n->name, n->name);
+        diag_error(B->d, n->loc, "'%s' is an operation, not a value; call it: %s(...)", n->name,
+                   n->name);
     else if (s)
         diag_error(B->d, n->loc, "unknown name '%s'; did you mean '%s'?", n->name, s);
     else
@@ -579,13 +625,20 @@ static Ev fold_numbers(Builder *B, const Ast *n, Ev l, Ev r) {
     double lf = l.kind == EV_FLOAT ? l.f : (double)l.i, rf = r.kind == EV_FLOAT ? r.f : (double)r.i;
     TokKind op = n->op;
     if (op == TK_LT || op == TK_LE || op == TK_GT || op == TK_GE || op == TK_EQ || op == TK_NE) {
-        bool v = op == TK_LT ? lf < rf : op == TK_LE ? lf <= rf : op == TK_GT ? lf > rf : op == TK_GE ? lf >= rf : op == TK_EQ ? lf == rf : lf != rf;
+        bool v = op == TK_LT   ? lf < rf
+                 : op == TK_LE ? lf <= rf
+                 : op == TK_GT ? lf > rf
+                 : op == TK_GE ? lf >= rf
+                 : op == TK_EQ ? lf == rf
+                               : lf != rf;
         return (Ev){.kind = EV_BOOL, .i = v, .loc = n->loc};
     }
     if (op == TK_AT || op == TK_AMP || op == TK_PIPE) {
         if (op != TK_AT && l.kind == EV_BOOL && r.kind == EV_BOOL)
-            return (Ev){.kind = EV_BOOL, .i = op == TK_AMP ? (l.i & r.i) : (l.i | r.i), .loc = n->loc};
-        diag_error(B->d, n->name_loc, "'%s' needs tensor operands, found %s and %s", tok_kind_name(op), ev_kind_name(&l), ev_kind_name(&r));
+            return (Ev){
+                .kind = EV_BOOL, .i = op == TK_AMP ? (l.i & r.i) : (l.i | r.i), .loc = n->loc};
+        diag_error(B->d, n->name_loc, "'%s' needs tensor operands, found %s and %s",
+                   tok_kind_name(op), ev_kind_name(&l), ev_kind_name(&r));
         return ev_err();
     }
     if ((op == TK_SLASH || op == TK_FLOORDIV || op == TK_PERCENT) && rf == 0) {
@@ -600,15 +653,22 @@ static Ev fold_numbers(Builder *B, const Ast *n, Ev l, Ev r) {
         case TK_MINUS: of = __builtin_sub_overflow(a, b, &v); break;
         case TK_STAR: of = __builtin_mul_overflow(a, b, &v); break;
         case TK_FLOORDIV:
-            if (a == INT64_MIN && b == -1) of = true;
-            else v = floordiv_i(a, b);
+            if (a == INT64_MIN && b == -1)
+                of = true;
+            else
+                v = floordiv_i(a, b);
             break;
         case TK_PERCENT:
-            if (a == INT64_MIN && b == -1) v = 0;
-            else v = a - floordiv_i(a, b) * b;
+            if (a == INT64_MIN && b == -1)
+                v = 0;
+            else
+                v = a - floordiv_i(a, b) * b;
             break;
         case TK_SLASH:
-            if (a == INT64_MIN && b == -1) { of = true; break; }
+            if (a == INT64_MIN && b == -1) {
+                of = true;
+                break;
+            }
             if (a % b == 0) {
                 v = a / b;
                 break;
@@ -626,7 +686,8 @@ static Ev fold_numbers(Builder *B, const Ast *n, Ev l, Ev r) {
                 return out;
             }
             v = 1;
-            for (int64_t k = 0; k < b && !of; k++) of = __builtin_mul_overflow(v, a, &v);
+            for (int64_t k = 0; k < b && !of; k++)
+                of = __builtin_mul_overflow(v, a, &v);
             break;
         default: v = 0;
         }
@@ -662,7 +723,8 @@ static Ev eval_binary(Builder *B, const Ast *n) {
         return call_op(B, binary_op(n->op), n->loc, n->name_loc, &ca);
     }
     const Ev *bad = (l.kind == EV_TENSOR || is_number(&l)) ? &r : &l;
-    diag_error(B->d, bad->loc, "operator %s needs tensors or numbers, found %s", tok_kind_name(n->op), ev_kind_name(bad));
+    diag_error(B->d, bad->loc, "operator %s needs tensors or numbers, found %s",
+               tok_kind_name(n->op), ev_kind_name(bad));
     return ev_err();
 }
 
@@ -682,10 +744,13 @@ static Ev eval_unary(Builder *B, const Ast *n) {
         x.loc = n->loc;
         return x;
     }
-    if (n->op == TK_TILDE && x.kind == EV_BOOL) return (Ev){.kind = EV_BOOL, .i = !x.i, .loc = n->loc};
-    if (n->op == TK_TILDE && x.kind == EV_INT) return (Ev){.kind = EV_INT, .i = ~x.i, .loc = n->loc};
+    if (n->op == TK_TILDE && x.kind == EV_BOOL)
+        return (Ev){.kind = EV_BOOL, .i = !x.i, .loc = n->loc};
+    if (n->op == TK_TILDE && x.kind == EV_INT)
+        return (Ev){.kind = EV_INT, .i = ~x.i, .loc = n->loc};
     if (x.kind != EV_TENSOR) {
-        diag_error(B->d, x.loc, "operator %s needs a tensor or a number, found %s", tok_kind_name(n->op), ev_kind_name(&x));
+        diag_error(B->d, x.loc, "operator %s needs a tensor or a number, found %s",
+                   tok_kind_name(n->op), ev_kind_name(&x));
         return ev_err();
     }
     return call_simple(B, n->op == TK_MINUS ? OP_NEG : OP_BITWISE_NOT, n->loc, 1, &x);
@@ -724,7 +789,8 @@ static bool eval_special_method(Builder *B, const Ast *n, const Ev *self, Ev *ou
         const char *name;
         DType dt;
     } casts[] = {{"float", DT_F32}, {"half", DT_F16}, {"double", DT_F64}, {"bfloat16", DT_BF16},
-                 {"long", DT_I64}, {"int", DT_I32}, {"short", DT_I16}, {"bool", DT_BOOL}, {"byte", DT_U8}, {"char", DT_I8}};
+                 {"long", DT_I64},  {"int", DT_I32},  {"short", DT_I16},  {"bool", DT_BOOL},
+                 {"byte", DT_U8},   {"char", DT_I8}};
     Value *t = self->t;
     for (size_t i = 0; i < sizeof casts / sizeof *casts; i++)
         if (!strcmp(n->name, casts[i].name)) {
@@ -745,7 +811,8 @@ static bool eval_special_method(Builder *B, const Ast *n, const Ev *self, Ev *ou
                 return true;
             }
             if (d.kind != EV_INT) {
-                diag_error(B->d, d.loc, "size(dim): dim must be an integer, found %s", ev_kind_name(&d));
+                diag_error(B->d, d.loc, "size(dim): dim must be an integer, found %s",
+                           ev_kind_name(&d));
                 *out = ev_err();
                 return true;
             }
@@ -761,11 +828,14 @@ static bool eval_special_method(Builder *B, const Ast *n, const Ev *self, Ev *ou
             *out = ev_err();
             return true;
         }
-        if (!strcmp(n->name, "dim")) *out = (Ev){.kind = EV_INT, .i = t->ndim, .loc = n->loc};
-        else if (!strcmp(n->name, "numel")) *out = (Ev){.kind = EV_INT, .i = value_numel(t), .loc = n->loc};
+        if (!strcmp(n->name, "dim"))
+            *out = (Ev){.kind = EV_INT, .i = t->ndim, .loc = n->loc};
+        else if (!strcmp(n->name, "numel"))
+            *out = (Ev){.kind = EV_INT, .i = value_numel(t), .loc = n->loc};
         else {
             Ev *items = ARENA_ARRAY(B->a, Ev, t->ndim ? t->ndim : 1);
-            for (int i = 0; i < t->ndim; i++) items[i] = (Ev){.kind = EV_INT, .i = t->shape[i], .loc = n->loc};
+            for (int i = 0; i < t->ndim; i++)
+                items[i] = (Ev){.kind = EV_INT, .i = t->shape[i], .loc = n->loc};
             *out = (Ev){.kind = EV_LIST, .items = items, .n = t->ndim, .loc = n->loc};
         }
         return true;
@@ -777,7 +847,8 @@ static bool is_module_prefix(Builder *B, const Ast *n) {
     if (n->kind == AST_NAME)
         return !lookup(B, n->name) && (!strcmp(n->name, "torch") || !strcmp(n->name, "F"));
     if (n->kind == AST_ATTR)
-        return is_module_prefix(B, n->lhs) && (!strcmp(n->name, "nn") || !strcmp(n->name, "functional"));
+        return is_module_prefix(B, n->lhs) &&
+               (!strcmp(n->name, "nn") || !strcmp(n->name, "functional"));
     return false;
 }
 
@@ -796,7 +867,8 @@ static Ev eval_call(Builder *B, const Ast *n) {
         selfv = eval(B, n->lhs);
         if (selfv.kind == EV_ERR) return selfv;
         if (selfv.kind != EV_TENSOR) {
-            diag_error(B->d, n->lhs->loc, "methods are called on tensors; this is %s", ev_kind_name(&selfv));
+            diag_error(B->d, n->lhs->loc, "methods are called on tensors; this is %s",
+                       ev_kind_name(&selfv));
             return ev_err();
         }
         self = &selfv;
@@ -808,7 +880,8 @@ static Ev eval_call(Builder *B, const Ast *n) {
         Binding *b = lookup(B, n->name);
         const char *s = suggest(B, n->name, true);
         if (b && n->kind == AST_CALL)
-            diag_error(B->d, n->name_loc, "'%s' is a value, not an operation; it cannot be called", n->name);
+            diag_error(B->d, n->name_loc, "'%s' is a value, not an operation; it cannot be called",
+                       n->name);
         else if (s)
             diag_error(B->d, n->name_loc, "unknown operation '%s'; did you mean '%s'?", n->name, s);
         else
@@ -826,16 +899,19 @@ static Ev eval_attr(Builder *B, const Ast *n) {
     Ev x = eval(B, n->lhs);
     if (x.kind == EV_ERR) return x;
     if (x.kind != EV_TENSOR) {
-        diag_error(B->d, n->lhs->loc, "attribute .%s needs a tensor, found %s", n->name, ev_kind_name(&x));
+        diag_error(B->d, n->lhs->loc, "attribute .%s needs a tensor, found %s", n->name,
+                   ev_kind_name(&x));
         return ev_err();
     }
     Value *t = x.t;
     if (!strcmp(n->name, "T")) {
         int64_t perm[TG_MAX_DIMS];
-        for (int i = 0; i < t->ndim; i++) perm[i] = t->ndim - 1 - i;
+        for (int i = 0; i < t->ndim; i++)
+            perm[i] = t->ndim - 1 - i;
         Ev pos[2] = {x, {.kind = EV_LIST, .loc = n->name_loc}};
         Ev *items = ARENA_ARRAY(B->a, Ev, t->ndim ? t->ndim : 1);
-        for (int i = 0; i < t->ndim; i++) items[i] = (Ev){.kind = EV_INT, .i = perm[i], .loc = n->name_loc};
+        for (int i = 0; i < t->ndim; i++)
+            items[i] = (Ev){.kind = EV_INT, .i = perm[i], .loc = n->name_loc};
         pos[1].items = items;
         pos[1].n = t->ndim;
         Ev r = call_simple(B, OP_PERMUTE, n->loc, 2, pos);
@@ -844,22 +920,29 @@ static Ev eval_attr(Builder *B, const Ast *n) {
     }
     if (!strcmp(n->name, "mT")) {
         if (t->ndim < 2) {
-            diag_error(B->d, n->name_loc, "tensor.mT is only supported on matrices or batches of matrices. Got %d-D tensor.", t->ndim);
+            diag_error(
+                B->d, n->name_loc,
+                "tensor.mT is only supported on matrices or batches of matrices. Got %d-D tensor.",
+                t->ndim);
             return ev_err();
         }
-        Ev pos[3] = {x, {.kind = EV_INT, .i = -2, .loc = n->name_loc}, {.kind = EV_INT, .i = -1, .loc = n->name_loc}};
+        Ev pos[3] = {x,
+                     {.kind = EV_INT, .i = -2, .loc = n->name_loc},
+                     {.kind = EV_INT, .i = -1, .loc = n->name_loc}};
         Ev r = call_simple(B, OP_TRANSPOSE, n->loc, 3, pos);
         if (r.kind == EV_TENSOR) r.t->label = "mT";
         return r;
     }
     if (!strcmp(n->name, "shape")) {
         Ev *items = ARENA_ARRAY(B->a, Ev, t->ndim ? t->ndim : 1);
-        for (int i = 0; i < t->ndim; i++) items[i] = (Ev){.kind = EV_INT, .i = t->shape[i], .loc = n->loc};
+        for (int i = 0; i < t->ndim; i++)
+            items[i] = (Ev){.kind = EV_INT, .i = t->shape[i], .loc = n->loc};
         return (Ev){.kind = EV_LIST, .items = items, .n = t->ndim, .loc = n->loc};
     }
     if (!strcmp(n->name, "ndim")) return (Ev){.kind = EV_INT, .i = t->ndim, .loc = n->loc};
     if (!strcmp(n->name, "dtype")) return (Ev){.kind = EV_DTYPE, .dt = t->dtype, .loc = n->loc};
-    diag_error(B->d, n->name_loc, "unknown attribute '.%s' (tensors have .T, .mT, .shape, .ndim, .dtype)", n->name);
+    diag_error(B->d, n->name_loc,
+               "unknown attribute '.%s' (tensors have .T, .mT, .shape, .ndim, .dtype)", n->name);
     return ev_err();
 }
 
@@ -886,13 +969,15 @@ static Ev eval_index(Builder *B, const Ast *n) {
         }
         int64_t i = items[0].i;
         if (i < -base.n || i >= base.n) {
-            diag_error(B->d, items[0].loc, "list index %lld out of range for a list of %d", (long long)i, base.n);
+            diag_error(B->d, items[0].loc, "list index %lld out of range for a list of %d",
+                       (long long)i, base.n);
             return ev_err();
         }
         return base.items[i < 0 ? i + base.n : i];
     }
     if (base.kind != EV_TENSOR) {
-        diag_error(B->d, n->lhs->loc, "only tensors and lists can be indexed; this is %s", ev_kind_name(&base));
+        diag_error(B->d, n->lhs->loc, "only tensors and lists can be indexed; this is %s",
+                   ev_kind_name(&base));
         return ev_err();
     }
     int consumed = 0, ellipses = 0;
@@ -913,22 +998,26 @@ static Ev eval_index(Builder *B, const Ast *n) {
         }
         if (it->kind == EV_NONE) continue;
         if (it->kind == EV_TENSOR && it->t->dtype == DT_BOOL) {
-            diag_error(B->d, it->loc,
-                       "boolean-mask indexing gives a shape that depends on the data, which tgc cannot "
-                       "compile; use where(mask, x, other) or x.masked_fill(~mask, value) instead");
+            diag_error(
+                B->d, it->loc,
+                "boolean-mask indexing gives a shape that depends on the data, which tgc cannot "
+                "compile; use where(mask, x, other) or x.masked_fill(~mask, value) instead");
             return ev_err();
         }
         if (it->kind == EV_INT || it->kind == EV_TENSOR) {
             consumed++;
             continue;
         }
-        diag_error(B->d, it->loc, "an index must be an integer, a slice, None, '...' or an integer tensor; found %s",
-                   ev_kind_name(it));
+        diag_error(
+            B->d, it->loc,
+            "an index must be an integer, a slice, None, '...' or an integer tensor; found %s",
+            ev_kind_name(it));
         return ev_err();
     }
     Value *x = base.t;
     if (consumed > x->ndim) {
-        diag_error(B->d, n->loc, "too many indices for tensor of dimension %d (%d given)", x->ndim, consumed);
+        diag_error(B->d, n->loc, "too many indices for tensor of dimension %d (%d given)", x->ndim,
+                   consumed);
         return ev_err();
     }
     Ev cur = base;
@@ -953,7 +1042,9 @@ static Ev eval_index(Builder *B, const Ast *n) {
             if (r.kind == EV_TENSOR) r.t->label = "index";
         } else if (it->kind == EV_TENSOR) {
             if (tensor_dim >= 0) {
-                diag_error(B->d, it->loc, "indexing with more than one tensor is not supported; use gather or index_select");
+                diag_error(B->d, it->loc,
+                           "indexing with more than one tensor is not supported; use gather or "
+                           "index_select");
                 return ev_err();
             }
             tensor_dim = dim++;
@@ -969,11 +1060,15 @@ static Ev eval_index(Builder *B, const Ast *n) {
                 Ev e = eval(B, ia->slice[s]);
                 if (e.kind == EV_ERR) return e;
                 if (e.kind != EV_INT && e.kind != EV_NONE) {
-                    diag_error(B->d, e.loc, "slice bounds must be integers, found %s", ev_kind_name(&e));
+                    diag_error(B->d, e.loc, "slice bounds must be integers, found %s",
+                               ev_kind_name(&e));
                     return ev_err();
                 }
                 if (s == 2 && e.kind == EV_INT && e.i <= 0) {
-                    diag_error(B->d, e.loc, e.i == 0 ? "slice step cannot be zero" : "step must be greater than zero (negative steps are not supported; use flip)");
+                    diag_error(B->d, e.loc,
+                               e.i == 0 ? "slice step cannot be zero"
+                                        : "step must be greater than zero (negative steps are not "
+                                          "supported; use flip)");
                     return ev_err();
                 }
                 if (s == 2 && e.kind == EV_NONE) e = (Ev){.kind = EV_INT, .i = 1, .loc = e.loc};
@@ -1022,7 +1117,9 @@ static Ev eval(Builder *B, const Ast *n) {
     if (B->depth >= MAX_EVAL_DEPTH) {
         if (B->too_deep) return ev_err();
         B->too_deep = true;
-        diag_error(B->d, n->loc, "expression is too deep (more than %d nested operations); split it into several statements",
+        diag_error(B->d, n->loc,
+                   "expression is too deep (more than %d nested operations); split it into several "
+                   "statements",
                    MAX_EVAL_DEPTH);
         return ev_err();
     }
@@ -1066,10 +1163,14 @@ static bool eval_dim(Builder *B, const Ast *n, int64_t *out, const char *what) {
     if (e.kind == EV_ERR) return false;
     if (e.kind != EV_INT) {
         if (e.inexact_div)
-            diag_error(B->d, n->loc, "'/' must divide exactly in %s: %lld / %lld = %g (use // to round down)", what,
-                       (long long)e.num, (long long)e.den, e.f);
+            diag_error(B->d, n->loc,
+                       "'/' must divide exactly in %s: %lld / %lld = %g (use // to round down)",
+                       what, (long long)e.num, (long long)e.den, e.f);
         else if (e.kind == EV_TENSOR)
-            diag_error(B->d, n->loc, "%s must be known at compile time: an integer expression over the graph's dimensions, found a tensor", what);
+            diag_error(B->d, n->loc,
+                       "%s must be known at compile time: an integer expression over the graph's "
+                       "dimensions, found a tensor",
+                       what);
         else
             diag_error(B->d, n->loc, "%s must be an integer, found %s", what, ev_kind_name(&e));
         return false;
@@ -1086,11 +1187,14 @@ static bool eval_type(Builder *B, const TypeAst *ty, Value *v) {
     DType dt = dtype_from_name(ty->dtype);
     bool ok = true;
     if (dt == DT_NONE) {
-        diag_error(B->d, ty->dtype_loc, "unknown dtype '%s' (expected one of f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool)", ty->dtype);
+        diag_error(B->d, ty->dtype_loc,
+                   "unknown dtype '%s' (expected one of f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool)",
+                   ty->dtype);
         ok = false;
     }
     if (ty->ndims > TG_MAX_DIMS) {
-        diag_error(B->d, ty->loc, "at most %d dimensions are supported, found %d", TG_MAX_DIMS, ty->ndims);
+        diag_error(B->d, ty->loc, "at most %d dimensions are supported, found %d", TG_MAX_DIMS,
+                   ty->ndims);
         return false;
     }
     v->dtype = dt;
@@ -1098,7 +1202,8 @@ static bool eval_type(Builder *B, const TypeAst *ty, Value *v) {
     for (int i = 0; i < ty->ndims; i++) {
         Binding *b = ty->dims[i]->kind == AST_NAME ? lookup(B, ty->dims[i]->name) : NULL;
         if (ty->dims[i]->kind == AST_NAME && !b && dtype_from_name(ty->dims[i]->name) == DT_NONE) {
-            diag_error(B->d, ty->dims[i]->loc, "unknown dimension '%s'; declare it in the graph line: graph NAME(%s = ...)",
+            diag_error(B->d, ty->dims[i]->loc,
+                       "unknown dimension '%s'; declare it in the graph line: graph NAME(%s = ...)",
                        ty->dims[i]->name, ty->dims[i]->name);
             ok = false;
             continue;
@@ -1118,9 +1223,12 @@ static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
         InitKind kind;
         const char *params[3];
     } inits[] = {
-        {"zeros", INIT_ZEROS, {0}},          {"ones", INIT_ONES, {0}},
-        {"full", INIT_FULL, {"value"}},      {"randn", INIT_RANDN, {"std", "seed"}},
-        {"uniform", INIT_UNIFORM, {"low", "high", "seed"}}, {"arange", INIT_ARANGE, {0}},
+        {"zeros", INIT_ZEROS, {0}},
+        {"ones", INIT_ONES, {0}},
+        {"full", INIT_FULL, {"value"}},
+        {"randn", INIT_RANDN, {"std", "seed"}},
+        {"uniform", INIT_UNIFORM, {"low", "high", "seed"}},
+        {"arange", INIT_ARANGE, {0}},
     };
     if (e->kind != AST_CALL && e->kind != AST_NAME) goto bad;
     for (size_t k = 0; k < sizeof inits / sizeof *inits; k++) {
@@ -1130,7 +1238,8 @@ static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
         in->a = in->kind == INIT_RANDN ? 1.0 : 0.0;
         in->b = 1.0;
         int np = 0;
-        while (np < 3 && inits[k].params[np]) np++;
+        while (np < 3 && inits[k].params[np])
+            np++;
         if (e->kind == AST_NAME) {
             if (in->kind == INIT_FULL) {
                 diag_error(B->d, e->loc, "full needs a value: full(VALUE)");
@@ -1142,7 +1251,8 @@ static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
         bool given[3] = {0};
         if (in->kind == INIT_UNIFORM) vals[0] = 0.0, vals[1] = 1.0;
         if (e->nitems > np) {
-            diag_error(B->d, e->items[np]->loc, "%s takes at most %d argument%s", e->name, np, np == 1 ? "" : "s");
+            diag_error(B->d, e->items[np]->loc, "%s takes at most %d argument%s", e->name, np,
+                       np == 1 ? "" : "s");
             return false;
         }
         for (int i = 0; i < e->nitems + e->nkw; i++) {
@@ -1153,18 +1263,21 @@ static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
                 for (int p = 0; p < np; p++)
                     if (!strcmp(inits[k].params[p], e->kw_names[i - e->nitems])) slot = p;
                 if (slot < 0) {
-                    diag_error(B->d, e->kw_locs[i - e->nitems], "%s has no argument '%s'", e->name, e->kw_names[i - e->nitems]);
+                    diag_error(B->d, e->kw_locs[i - e->nitems], "%s has no argument '%s'", e->name,
+                               e->kw_names[i - e->nitems]);
                     return false;
                 }
             }
             if (given[slot]) {
-                diag_error(B->d, a->loc, "%s got multiple values for '%s'", e->name, inits[k].params[slot]);
+                diag_error(B->d, a->loc, "%s got multiple values for '%s'", e->name,
+                           inits[k].params[slot]);
                 return false;
             }
             Ev x = eval(B, a);
             if (x.kind == EV_ERR) return false;
             if (!is_number(&x)) {
-                diag_error(B->d, x.loc, "%s: '%s' must be a number, found %s", e->name, inits[k].params[slot], ev_kind_name(&x));
+                diag_error(B->d, x.loc, "%s: '%s' must be a number, found %s", e->name,
+                           inits[k].params[slot], ev_kind_name(&x));
                 return false;
             }
             bool is_seed = !strcmp(inits[k].params[slot], "seed");
@@ -1194,10 +1307,15 @@ static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
     }
 bad:
     if (e->kind == AST_CALL || e->kind == AST_NAME) {
-        diag_error(B->d, e->name_loc, "unknown initialiser '%s': a param initialiser must be zeros, ones, full(VALUE), randn(std, seed), uniform(low, high, seed) or arange", e->name);
+        diag_error(B->d, e->name_loc,
+                   "unknown initialiser '%s': a param initialiser must be zeros, ones, "
+                   "full(VALUE), randn(std, seed), uniform(low, high, seed) or arange",
+                   e->name);
         return false;
     }
-    diag_error(B->d, e->loc, "a param initialiser must be zeros, ones, full(VALUE), randn(std, seed), uniform(low, high, seed) or arange");
+    diag_error(B->d, e->loc,
+               "a param initialiser must be zeros, ones, full(VALUE), randn(std, seed), "
+               "uniform(low, high, seed) or arange");
     return false;
 }
 
@@ -1229,26 +1347,34 @@ static void stmt_let(Builder *B, const Stmt *s, bool output) {
         names_ok &= name_free(B, s->names[i], s->name_locs[i]);
         for (int k = 0; k < i; k++)
             if (!strcmp(s->names[k], s->names[i])) {
-                diag_error(B->d, s->name_locs[i], "'%s' appears twice in this binding; names are bound once", s->names[i]);
+                diag_error(B->d, s->name_locs[i],
+                           "'%s' appears twice in this binding; names are bound once", s->names[i]);
                 names_ok = false;
             }
     }
     Ev e = eval(B, s->expr);
     if (e.kind == EV_ERR || !names_ok) {
         for (int i = 0; i < s->nnames; i++)
-            if (!lookup(B, s->names[i])) bind(B, s->names[i], s->name_locs[i], BIND_ERROR, ev_err());
+            if (!lookup(B, s->names[i]))
+                bind(B, s->names[i], s->name_locs[i], BIND_ERROR, ev_err());
         return;
     }
     if (s->nnames > 1 || e.kind == EV_TUPLE) {
         if (e.kind != EV_TUPLE && e.kind != EV_LIST) {
-            diag_error(B->d, s->expr->loc, "cannot unpack %s into %d names", ev_kind_name(&e), s->nnames);
-            for (int i = 0; i < s->nnames; i++) bind(B, s->names[i], s->name_locs[i], BIND_ERROR, ev_err());
+            diag_error(B->d, s->expr->loc, "cannot unpack %s into %d names", ev_kind_name(&e),
+                       s->nnames);
+            for (int i = 0; i < s->nnames; i++)
+                bind(B, s->names[i], s->name_locs[i], BIND_ERROR, ev_err());
             return;
         }
         if (e.n != s->nnames) {
-            diag_error(B->d, s->nnames > 1 ? loc_span(s->name_locs[0], s->name_locs[s->nnames - 1]) : s->name_locs[0],
-                       "%d name%s bound, but the expression gives %d values", s->nnames, s->nnames == 1 ? "" : "s", e.n);
-            for (int i = 0; i < s->nnames; i++) bind(B, s->names[i], s->name_locs[i], BIND_ERROR, ev_err());
+            diag_error(B->d,
+                       s->nnames > 1 ? loc_span(s->name_locs[0], s->name_locs[s->nnames - 1])
+                                     : s->name_locs[0],
+                       "%d name%s bound, but the expression gives %d values", s->nnames,
+                       s->nnames == 1 ? "" : "s", e.n);
+            for (int i = 0; i < s->nnames; i++)
+                bind(B, s->names[i], s->name_locs[i], BIND_ERROR, ev_err());
             return;
         }
         for (int i = 0; i < s->nnames; i++) {
@@ -1292,7 +1418,8 @@ static void stmt_leaf(Builder *B, const Stmt *s) {
         return;
     }
     add_value(B, v);
-    bind(B, s->names[0], s->name_locs[0], BIND_VALUE, (Ev){.kind = EV_TENSOR, .t = v, .loc = s->name_locs[0]});
+    bind(B, s->names[0], s->name_locs[0], BIND_VALUE,
+         (Ev){.kind = EV_TENSOR, .t = v, .loc = s->name_locs[0]});
 }
 
 static void stmt_output(Builder *B, const Stmt *s) {
@@ -1304,7 +1431,8 @@ static void stmt_output(Builder *B, const Stmt *s) {
     if (!b) {
         const char *sug = suggest(B, s->names[0], false);
         if (sug)
-            diag_error(B->d, s->name_locs[0], "unknown name '%s' in output; did you mean '%s'?", s->names[0], sug);
+            diag_error(B->d, s->name_locs[0], "unknown name '%s' in output; did you mean '%s'?",
+                       s->names[0], sug);
         else
             diag_error(B->d, s->name_locs[0], "unknown name '%s' in output", s->names[0]);
         return;
@@ -1338,9 +1466,12 @@ static void declare_dims(Builder *B, const Program *prog, const DimOverride *ov,
         }
         if (d->value < 1) {
             if (from_cli)
-                diag_plain_error(B->d, "-D %s=%lld: a dimension must be at least 1", d->name, (long long)d->value);
+                diag_plain_error(B->d, "-D %s=%lld: a dimension must be at least 1", d->name,
+                                 (long long)d->value);
             else
-                diag_error(B->d, prog->dim_defaults[i]->loc, "dimension '%s' must be at least 1, found %lld", d->name, (long long)d->value);
+                diag_error(B->d, prog->dim_defaults[i]->loc,
+                           "dimension '%s' must be at least 1, found %lld", d->name,
+                           (long long)d->value);
             bind(B, d->name, d->loc, BIND_ERROR, ev_err());
             continue;
         }
@@ -1349,19 +1480,23 @@ static void declare_dims(Builder *B, const Program *prog, const DimOverride *ov,
     }
     for (int k = 0; k < nov; k++) {
         bool known = false;
-        for (int i = 0; i < prog->ndims; i++) known |= !strcmp(prog->dim_names[i], ov[k].name);
+        for (int i = 0; i < prog->ndims; i++)
+            known |= !strcmp(prog->dim_names[i], ov[k].name);
         if (!known) {
             char list[256] = "";
             int n = 0;
             for (int i = 0; i < prog->ndims && n < 200; i++)
-                n += snprintf(list + n, sizeof list - (size_t)n, "%s%s", i ? ", " : "", prog->dim_names[i]);
-            diag_plain_error(B->d, "-D %s=%lld: the graph '%s' has no dimension '%s' (%s%s)", ov[k].name, (long long)ov[k].value,
-                             prog->name ? prog->name : "?", ov[k].name, prog->ndims ? "it declares: " : "it declares none", list);
+                n += snprintf(list + n, sizeof list - (size_t)n, "%s%s", i ? ", " : "",
+                              prog->dim_names[i]);
+            diag_plain_error(B->d, "-D %s=%lld: the graph '%s' has no dimension '%s' (%s%s)",
+                             ov[k].name, (long long)ov[k].value, prog->name ? prog->name : "?",
+                             ov[k].name, prog->ndims ? "it declares: " : "it declares none", list);
         }
     }
 }
 
-Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *overrides, int noverrides) {
+Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *overrides,
+                   int noverrides) {
     Builder B = {.a = a, .d = d};
     B.g = graph_new(a);
     B.ic = (InferCtx){.g = B.g, .d = d};
@@ -1372,7 +1507,8 @@ Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov
         B.too_deep = false;
         if (s->broken) {
             for (int k = 0; k < s->nnames; k++)
-                if (!lookup(&B, s->names[k])) bind(&B, s->names[k], s->name_locs[k], BIND_ERROR, ev_err());
+                if (!lookup(&B, s->names[k]))
+                    bind(&B, s->names[k], s->name_locs[k], BIND_ERROR, ev_err());
             continue;
         }
         switch (s->kind) {
@@ -1383,6 +1519,8 @@ Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov
         }
     }
     if (prog->has_graph && B.g->noutputs == 0 && d->errors == 0)
-        diag_error(d, prog->name_loc, "graph '%s' has no outputs: mark at least one value with 'output NAME'", B.g->name);
+        diag_error(d, prog->name_loc,
+                   "graph '%s' has no outputs: mark at least one value with 'output NAME'",
+                   B.g->name);
     return B.g;
 }

@@ -11,5 +11,6 @@ typedef struct DimOverride {
     int64_t value;
 } DimOverride;
 
-Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *overrides, int noverrides);
+Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *overrides,
+                   int noverrides);
 #endif

@@ -6,26 +6,33 @@ static const struct {
     const char *name;
     size_t size;
 } info[DT_COUNT] = {
-    [DT_BOOL] = {"bool", 1}, [DT_U8] = {"u8", 1},    [DT_I8] = {"i8", 1},
-    [DT_I16] = {"i16", 2},   [DT_I32] = {"i32", 4},  [DT_I64] = {"i64", 8},
-    [DT_F16] = {"f16", 2},   [DT_BF16] = {"bf16", 2}, [DT_F32] = {"f32", 4},
-    [DT_F64] = {"f64", 8},
+    [DT_BOOL] = {"bool", 1}, [DT_U8] = {"u8", 1},   [DT_I8] = {"i8", 1},   [DT_I16] = {"i16", 2},
+    [DT_I32] = {"i32", 4},   [DT_I64] = {"i64", 8}, [DT_F16] = {"f16", 2}, [DT_BF16] = {"bf16", 2},
+    [DT_F32] = {"f32", 4},   [DT_F64] = {"f64", 8},
 };
 
-const char *dtype_name(DType t) { return t >= 0 && t < DT_COUNT ? info[t].name : "none"; }
-size_t dtype_size(DType t) { return t >= 0 && t < DT_COUNT ? info[t].size : 0; }
-bool dtype_is_float(DType t) { return t == DT_F16 || t == DT_BF16 || t == DT_F32 || t == DT_F64; }
-bool dtype_is_int(DType t) { return t >= DT_U8 && t <= DT_I64; }
+const char *dtype_name(DType t) {
+    return t >= 0 && t < DT_COUNT ? info[t].name : "none";
+}
+size_t dtype_size(DType t) {
+    return t >= 0 && t < DT_COUNT ? info[t].size : 0;
+}
+bool dtype_is_float(DType t) {
+    return t == DT_F16 || t == DT_BF16 || t == DT_F32 || t == DT_F64;
+}
+bool dtype_is_int(DType t) {
+    return t >= DT_U8 && t <= DT_I64;
+}
 
 DType dtype_from_name(const char *name) {
     static const struct {
         const char *alias;
         DType t;
     } aliases[] = {
-        {"float32", DT_F32}, {"float", DT_F32},   {"float16", DT_F16}, {"half", DT_F16},
-        {"bfloat16", DT_BF16}, {"float64", DT_F64}, {"double", DT_F64}, {"int64", DT_I64},
-        {"long", DT_I64},    {"int32", DT_I32},   {"int", DT_I32},     {"int16", DT_I16},
-        {"short", DT_I16},   {"int8", DT_I8},     {"uint8", DT_U8},
+        {"float32", DT_F32},   {"float", DT_F32},   {"float16", DT_F16}, {"half", DT_F16},
+        {"bfloat16", DT_BF16}, {"float64", DT_F64}, {"double", DT_F64},  {"int64", DT_I64},
+        {"long", DT_I64},      {"int32", DT_I32},   {"int", DT_I32},     {"int16", DT_I16},
+        {"short", DT_I16},     {"int8", DT_I8},     {"uint8", DT_U8},
     };
     for (int t = 0; t < DT_COUNT; t++)
         if (!strcmp(name, info[t].name)) return (DType)t;
@@ -53,7 +60,9 @@ DType dtype_promote(DType a, DType b) {
     return a > b ? a : b;
 }
 
-void dtype_state_init(DTypeState *s) { s->dim = s->zero = s->wrapped = DT_NONE; }
+void dtype_state_init(DTypeState *s) {
+    s->dim = s->zero = s->wrapped = DT_NONE;
+}
 
 void dtype_state_add(DTypeState *s, DType t, int ndim, bool weak) {
     if (weak) {

@@ -35,7 +35,8 @@ void value_collect_inputs(Graph *g, Value *v) {
         Arg *a = &v->args[i];
         if (a->kind == ARG_TENSOR) ARENA_PUSH(g->arena, v->in, v->nin, cap, a->t);
         if (a->kind == ARG_TENSORS)
-            for (int k = 0; k < a->n; k++) ARENA_PUSH(g->arena, v->in, v->nin, cap, a->ts[k]);
+            for (int k = 0; k < a->n; k++)
+                ARENA_PUSH(g->arena, v->in, v->nin, cap, a->ts[k]);
     }
 }
 
@@ -43,7 +44,8 @@ bool shape_too_large(const int64_t *shape, int ndim) {
     /* Counting size-0 dims as 1 bounds the strides too, not just the numel. */
     int64_t n = 1;
     for (int i = 0; i < ndim; i++)
-        if (__builtin_mul_overflow(n, shape[i] > 1 ? shape[i] : 1, &n) || n > TG_MAX_NUMEL) return true;
+        if (__builtin_mul_overflow(n, shape[i] > 1 ? shape[i] : 1, &n) || n > TG_MAX_NUMEL)
+            return true;
     return false;
 }
 
@@ -54,8 +56,10 @@ bool value_infer(InferCtx *c, Value *v) {
     if (!info->infer(c, v)) return false;
     /* Every later stage computes strides and sizes in int64 without checks. */
     if (!v->ntuple && shape_too_large(v->shape, v->ndim))
-        return infer_error(c, v->loc, "%s gives a tensor of shape %s, which is too large (more than 2^48 elements)",
-                           op_info(v->op)->name, shape_str(c->g->arena, v->shape, v->ndim));
+        return infer_error(
+            c, v->loc,
+            "%s gives a tensor of shape %s, which is too large (more than 2^48 elements)",
+            op_info(v->op)->name, shape_str(c->g->arena, v->shape, v->ndim));
     return true;
 }
 
@@ -64,15 +68,23 @@ Value *value_make(InferCtx *c, OpCode op, SrcLoc loc, int nargs, Arg *args) {
     const OpInfo *info = op_info(op);
     v->nargs = info->nparams > nargs ? info->nparams : nargs;
     v->args = ARENA_ARRAY(c->g->arena, Arg, v->nargs);
-    for (int i = 0; i < nargs; i++) v->args[i] = args[i];
-    for (int i = nargs; i < v->nargs; i++) v->args[i].loc = loc;
+    for (int i = 0; i < nargs; i++)
+        v->args[i] = args[i];
+    for (int i = nargs; i < v->nargs; i++)
+        v->args[i].loc = loc;
     if (!value_infer(c, v)) return NULL;
     return v;
 }
 
-Arg arg_tensor(Value *t, SrcLoc loc) { return (Arg){.kind = ARG_TENSOR, .t = t, .loc = loc}; }
-Arg arg_int(int64_t i, SrcLoc loc) { return (Arg){.kind = ARG_INT, .i = i, .loc = loc}; }
-Arg arg_dtype(DType t, SrcLoc loc) { return (Arg){.kind = ARG_DTYPE, .dt = t, .loc = loc}; }
+Arg arg_tensor(Value *t, SrcLoc loc) {
+    return (Arg){.kind = ARG_TENSOR, .t = t, .loc = loc};
+}
+Arg arg_int(int64_t i, SrcLoc loc) {
+    return (Arg){.kind = ARG_INT, .i = i, .loc = loc};
+}
+Arg arg_dtype(DType t, SrcLoc loc) {
+    return (Arg){.kind = ARG_DTYPE, .dt = t, .loc = loc};
+}
 Arg arg_ints(Arena *a, const int64_t *v, int n, SrcLoc loc) {
     Arg r = {.kind = ARG_INTS, .n = n, .loc = loc};
     r.ints = arena_dup(a, v, sizeof(int64_t) * (size_t)n);
@@ -85,11 +97,14 @@ const char *value_name(Arena *a, const Value *v) {
 
 int64_t shape_numel(const int64_t *shape, int ndim) {
     int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
+    for (int i = 0; i < ndim; i++)
+        n *= shape[i];
     return n;
 }
 
-int64_t value_numel(const Value *v) { return shape_numel(v->shape, v->ndim); }
+int64_t value_numel(const Value *v) {
+    return shape_numel(v->shape, v->ndim);
+}
 
 int64_t value_bytes(const Value *v) {
     if (v->is_view || v->storage != v) return 0;
@@ -120,7 +135,8 @@ char *shape_str(Arena *a, const int64_t *shape, int ndim) {
     char buf[TG_MAX_DIMS * 24 + 4];
     int n = snprintf(buf, sizeof buf, "[");
     for (int i = 0; i < ndim; i++)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+        n +=
+            snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", i ? ", " : "", (long long)shape[i]);
     snprintf(buf + n, sizeof buf - (size_t)n, "]");
     return arena_strdup(a, buf);
 }
@@ -144,7 +160,8 @@ bool infer_error(InferCtx *c, SrcLoc loc, const char *fmt, ...) {
 
 void set_shape(Value *v, const int64_t *shape, int ndim) {
     v->ndim = ndim;
-    for (int i = 0; i < ndim; i++) v->shape[i] = shape[i];
+    for (int i = 0; i < ndim; i++)
+        v->shape[i] = shape[i];
 }
 
 bool norm_dim(InferCtx *c, SrcLoc loc, int64_t *dim, int ndim) {
@@ -171,8 +188,9 @@ bool broadcast_into(InferCtx *c, Value *v, int64_t *shape, int *ndim, const Valu
             return infer_error(c, loc,
                                "shapes %s (%s) and %s (%s) do not broadcast: dimension %d is %lld "
                                "in the first and %lld in the second (sizes must be equal or 1)",
-                               shape_str(ar, shape, *ndim), what_a, shape_str(ar, b->shape, b->ndim),
-                               what_b, i - n, (long long)sa, (long long)sb);
+                               shape_str(ar, shape, *ndim), what_a,
+                               shape_str(ar, b->shape, b->ndim), what_b, i - n, (long long)sa,
+                               (long long)sb);
         }
         out[i] = sa == 1 ? sb : sa;
     }
@@ -185,14 +203,16 @@ bool reduce_shape(InferCtx *c, Value *v, Arg *dims, bool keepdim, bool reduced[T
     Value *x = IN0(v);
     memset(reduced, 0, sizeof(bool) * TG_MAX_DIMS);
     if (dims->kind == ARG_ABSENT || (dims->kind == ARG_INTS && dims->n == 0)) {
-        for (int i = 0; i < x->ndim; i++) reduced[i] = true;
+        for (int i = 0; i < x->ndim; i++)
+            reduced[i] = true;
     } else {
         int n = dims->kind == ARG_INT ? 1 : dims->n;
         for (int k = 0; k < n; k++) {
             int64_t d = dims->kind == ARG_INT ? dims->i : dims->ints[k];
             if (!norm_dim(c, dims->loc, &d, x->ndim)) return false;
             if (x->ndim && reduced[d])
-                return infer_error(c, dims->loc, "dim %lld appears multiple times in the list of dims",
+                return infer_error(c, dims->loc,
+                                   "dim %lld appears multiple times in the list of dims",
                                    (long long)d);
             if (x->ndim) reduced[d] = true;
         }
@@ -214,12 +234,14 @@ bool infer_size(InferCtx *c, SrcLoc loc, int64_t *shape, int ndim, int64_t numel
     int64_t known = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] == -1) {
-            if (infer_at >= 0) return infer_error(c, loc, "only one dimension can be inferred (-1)");
+            if (infer_at >= 0)
+                return infer_error(c, loc, "only one dimension can be inferred (-1)");
             infer_at = i;
         } else if (shape[i] < 0) {
             return infer_error(c, loc, "invalid shape dimension %lld", (long long)shape[i]);
         } else if (__builtin_mul_overflow(known, shape[i], &known)) {
-            return infer_error(c, loc, "shape '%s' is too large", shape_str(c->g->arena, shape, ndim));
+            return infer_error(c, loc, "shape '%s' is too large",
+                               shape_str(c->g->arena, shape, ndim));
         }
     }
     if (infer_at >= 0) {
@@ -234,4 +256,6 @@ bool infer_size(InferCtx *c, SrcLoc loc, int64_t *shape, int ndim, int64_t numel
                        shape_str(c->g->arena, shape, ndim), (long long)numel);
 }
 
-const char *dtype_list_str(DType t) { return dtype_name(t); }
+const char *dtype_list_str(DType t) {
+    return dtype_name(t);
+}

@@ -4,26 +4,28 @@
 #define TGC_INFER_H
 #include "ir/ir.h"
 
-#define INFER_FNS(X)                                                                               \
-    X(infer_identity) X(infer_cast) X(infer_slice) X(infer_index_tensor) X(infer_reshape)          \
-    X(infer_flatten) X(infer_unflatten) X(infer_transpose) X(infer_permute) X(infer_squeeze)       \
-    X(infer_unsqueeze) X(infer_expand) X(infer_expand_as) X(infer_narrow) X(infer_select)          \
-    X(infer_chunk) X(infer_split) X(infer_diagonal) X(infer_to) X(infer_dropout) X(infer_cat)      \
-    X(infer_stack) X(infer_gather) X(infer_index_select) X(infer_embedding) X(infer_repeat)        \
-    X(infer_flip) X(infer_tri) X(infer_add_sub) X(infer_arith) X(infer_div) X(infer_compare)       \
-    X(infer_bitwise) X(infer_where) X(infer_masked_fill) X(infer_clamp)                            \
-    X(infer_unary_keep_nobool) X(infer_unary_keep) X(infer_square) X(infer_unary_float)            \
-    X(infer_gelu) X(infer_float_only) X(infer_logical_not) X(infer_bitwise_not)                    \
-    X(infer_sum_prod) X(infer_mean) X(infer_amax) X(infer_argmax) X(infer_var)                     \
-    X(infer_logsumexp) X(infer_all_any) X(infer_max_min) X(infer_softmax) X(infer_layer_norm)      \
-    X(infer_rms_norm) X(infer_linear) X(infer_matmul) X(infer_mm) X(infer_bmm) X(infer_mv)         \
-    X(infer_outer) X(infer_einsum) X(infer_fill_shape) X(infer_full) X(infer_arange)               \
+/* clang-format off */
+#define INFER_FNS(X) \
+    X(infer_identity) X(infer_cast) X(infer_slice) X(infer_index_tensor) X(infer_reshape) \
+    X(infer_flatten) X(infer_unflatten) X(infer_transpose) X(infer_permute) X(infer_squeeze) \
+    X(infer_unsqueeze) X(infer_expand) X(infer_expand_as) X(infer_narrow) X(infer_select) \
+    X(infer_chunk) X(infer_split) X(infer_diagonal) X(infer_to) X(infer_dropout) X(infer_cat) \
+    X(infer_stack) X(infer_gather) X(infer_index_select) X(infer_embedding) X(infer_repeat) \
+    X(infer_flip) X(infer_tri) X(infer_add_sub) X(infer_arith) X(infer_div) X(infer_compare) \
+    X(infer_bitwise) X(infer_where) X(infer_masked_fill) X(infer_clamp) \
+    X(infer_unary_keep_nobool) X(infer_unary_keep) X(infer_square) X(infer_unary_float) \
+    X(infer_gelu) X(infer_float_only) X(infer_logical_not) X(infer_bitwise_not) \
+    X(infer_sum_prod) X(infer_mean) X(infer_amax) X(infer_argmax) X(infer_var) \
+    X(infer_logsumexp) X(infer_all_any) X(infer_max_min) X(infer_softmax) X(infer_layer_norm) \
+    X(infer_rms_norm) X(infer_linear) X(infer_matmul) X(infer_mm) X(infer_bmm) X(infer_mv) \
+    X(infer_outer) X(infer_einsum) X(infer_fill_shape) X(infer_full) X(infer_arange) \
     X(infer_eye) X(infer_tensor) X(infer_fill_like) X(infer_full_like)
 
-#define LAYOUT_FNS(X)                                                                              \
-    X(layout_identity) X(layout_slice) X(layout_reshape) X(layout_transpose) X(layout_permute)     \
-    X(layout_squeeze) X(layout_unsqueeze) X(layout_expand) X(layout_narrow) X(layout_select)       \
+#define LAYOUT_FNS(X) \
+    X(layout_identity) X(layout_slice) X(layout_reshape) X(layout_transpose) X(layout_permute) \
+    X(layout_squeeze) X(layout_unsqueeze) X(layout_expand) X(layout_narrow) X(layout_select) \
     X(layout_diagonal) X(layout_contiguous) X(layout_to)
+/* clang-format on */
 
 #define DECLARE_INFER(fn) bool fn(InferCtx *c, Value *v);
 #define DECLARE_LAYOUT(fn) bool fn(Value *v);
@@ -35,7 +37,8 @@ LAYOUT_FNS(DECLARE_LAYOUT)
 /* Helpers shared by the inference files. */
 #define ARG(v, i) (&(v)->args[i])
 #define IN0(v) ((v)->args[0].t)
-bool infer_error(InferCtx *c, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool infer_error(InferCtx *c, SrcLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void set_shape(Value *v, const int64_t *shape, int ndim);
 /* Broadcasts b into (shape, ndim) in place; false and a report when they do not broadcast. */
 bool broadcast_into(InferCtx *c, Value *v, int64_t *shape, int *ndim, const Value *b, SrcLoc loc,

@@ -7,16 +7,20 @@
 static bool shape_from(InferCtx *c, Value *v, Arg *s) {
     int n = s->kind == ARG_INT ? 1 : s->n;
     const int64_t *dims = s->kind == ARG_INT ? &s->i : s->ints;
-    if (n > TG_MAX_DIMS) return infer_error(c, s->loc, "at most %d dimensions are supported", TG_MAX_DIMS);
+    if (n > TG_MAX_DIMS)
+        return infer_error(c, s->loc, "at most %d dimensions are supported", TG_MAX_DIMS);
     for (int i = 0; i < n; i++)
         if (dims[i] < 0)
-            return infer_error(c, s->loc, "Trying to create tensor with negative dimension %lld: %s", (long long)dims[i],
-                               shape_str(c->g->arena, dims, n));
+            return infer_error(c, s->loc,
+                               "Trying to create tensor with negative dimension %lld: %s",
+                               (long long)dims[i], shape_str(c->g->arena, dims, n));
     set_shape(v, dims, n);
     return true;
 }
 
-static DType dtype_or(Arg *a, DType dflt) { return a->kind == ARG_DTYPE ? a->dt : dflt; }
+static DType dtype_or(Arg *a, DType dflt) {
+    return a->kind == ARG_DTYPE ? a->dt : dflt;
+}
 
 static DType number_dtype(const Arg *a) {
     if (a->kind == ARG_BOOL) return DT_BOOL;
@@ -45,9 +49,11 @@ bool infer_arange(InferCtx *c, Value *v) {
     }
     double start = s->f, end = e->f, step = st->f;
     if (step == 0) return infer_error(c, st->loc, "arange: step must be nonzero");
-    if (!isfinite(start) || !isfinite(end)) return infer_error(c, v->loc, "arange: unsupported range: %g -> %g", start, end);
+    if (!isfinite(start) || !isfinite(end))
+        return infer_error(c, v->loc, "arange: unsupported range: %g -> %g", start, end);
     if ((step > 0 && end < start) || (step < 0 && end > start))
-        return infer_error(c, v->loc, "arange: upper bound and larger bound inconsistent with step sign");
+        return infer_error(c, v->loc,
+                           "arange: upper bound and larger bound inconsistent with step sign");
     double n = ceil((end - start) / step);
     if (n > 1e12) return infer_error(c, v->loc, "arange: %g elements are too many", n);
     int64_t size = (int64_t)n;
@@ -58,9 +64,11 @@ bool infer_arange(InferCtx *c, Value *v) {
 
 bool infer_eye(InferCtx *c, Value *v) {
     Arg *n = ARG(v, 0), *m = ARG(v, 1);
-    if (n->i < 0) return infer_error(c, n->loc, "n must be greater or equal to 0, got %lld", (long long)n->i);
+    if (n->i < 0)
+        return infer_error(c, n->loc, "n must be greater or equal to 0, got %lld", (long long)n->i);
     int64_t s[2] = {n->i, m->kind == ARG_INT ? m->i : n->i};
-    if (s[1] < 0) return infer_error(c, m->loc, "m must be greater or equal to 0, got %lld", (long long)s[1]);
+    if (s[1] < 0)
+        return infer_error(c, m->loc, "m must be greater or equal to 0, got %lld", (long long)s[1]);
     set_shape(v, s, 2);
     v->dtype = dtype_or(ARG(v, 2), DT_F32);
     return true;

@@ -6,28 +6,32 @@
 
 static bool same_dtype(InferCtx *c, Value *v, Value *a, Value *b) {
     if (a->dtype != b->dtype)
-        return infer_error(c, v->loc,
-                           "%s needs operands of one dtype, found %s and %s (convert one with .to(...))",
-                           op_info(v->op)->name, dtype_name(a->dtype), dtype_name(b->dtype));
+        return infer_error(
+            c, v->loc,
+            "%s needs operands of one dtype, found %s and %s (convert one with .to(...))",
+            op_info(v->op)->name, dtype_name(a->dtype), dtype_name(b->dtype));
     if (a->dtype == DT_BOOL)
-        return infer_error(c, v->loc, "%s is not implemented for bool tensors", op_info(v->op)->name);
+        return infer_error(c, v->loc, "%s is not implemented for bool tensors",
+                           op_info(v->op)->name);
     v->dtype = a->dtype;
     return true;
 }
 
 static bool inner_error(InferCtx *c, Value *v, Value *a, Value *b, int64_t ka, int64_t kb) {
     Arena *ar = c->g->arena;
-    return infer_error(c, v->loc,
-                       "%s: shapes %s and %s cannot be multiplied: inner dimensions differ (%lld != %lld)",
-                       op_info(v->op)->name, shape_str(ar, a->shape, a->ndim), shape_str(ar, b->shape, b->ndim),
-                       (long long)ka, (long long)kb);
+    return infer_error(
+        c, v->loc,
+        "%s: shapes %s and %s cannot be multiplied: inner dimensions differ (%lld != %lld)",
+        op_info(v->op)->name, shape_str(ar, a->shape, a->ndim), shape_str(ar, b->shape, b->ndim),
+        (long long)ka, (long long)kb);
 }
 
 bool infer_matmul(InferCtx *c, Value *v) {
     Value *a = ARG(v, 0)->t, *b = ARG(v, 1)->t;
     if (a->ndim == 0 || b->ndim == 0)
-        return infer_error(c, v->loc, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
-                           a->ndim, b->ndim);
+        return infer_error(
+            c, v->loc, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
+            a->ndim, b->ndim);
     if (!same_dtype(c, v, a, b)) return false;
     int64_t ka = a->shape[a->ndim - 1];
     int64_t kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2];
@@ -41,15 +45,17 @@ bool infer_matmul(InferCtx *c, Value *v) {
         int64_t sa = ia >= 0 ? a->shape[ia] : 1, sbb = ib >= 0 ? b->shape[ib] : 1;
         if (sa != sbb && sa != 1 && sbb != 1) {
             Arena *ar = c->g->arena;
-            return infer_error(c, v->loc, "matmul: batch dimensions of %s and %s do not broadcast (%lld vs %lld)",
-                               shape_str(ar, a->shape, a->ndim), shape_str(ar, b->shape, b->ndim), (long long)sa,
-                               (long long)sbb);
+            return infer_error(
+                c, v->loc, "matmul: batch dimensions of %s and %s do not broadcast (%lld vs %lld)",
+                shape_str(ar, a->shape, a->ndim), shape_str(ar, b->shape, b->ndim), (long long)sa,
+                (long long)sbb);
         }
         batch[i] = sa == 1 ? sbb : sa;
     }
     int64_t shape[TG_MAX_DIMS];
     int n = 0;
-    for (int i = 0; i < nd; i++) shape[n++] = batch[i];
+    for (int i = 0; i < nd; i++)
+        shape[n++] = batch[i];
     if (a->ndim >= 2) shape[n++] = a->shape[a->ndim - 2];
     if (b->ndim >= 2) shape[n++] = b->shape[b->ndim - 1];
     set_shape(v, shape, n);
@@ -58,8 +64,10 @@ bool infer_matmul(InferCtx *c, Value *v) {
 
 bool infer_mm(InferCtx *c, Value *v) {
     Value *a = ARG(v, 0)->t, *b = ARG(v, 1)->t;
-    if (a->ndim != 2) return infer_error(c, ARG(v, 0)->loc, "mm: self must be a matrix, found %d dims", a->ndim);
-    if (b->ndim != 2) return infer_error(c, ARG(v, 1)->loc, "mm: mat2 must be a matrix, found %d dims", b->ndim);
+    if (a->ndim != 2)
+        return infer_error(c, ARG(v, 0)->loc, "mm: self must be a matrix, found %d dims", a->ndim);
+    if (b->ndim != 2)
+        return infer_error(c, ARG(v, 1)->loc, "mm: mat2 must be a matrix, found %d dims", b->ndim);
     if (!same_dtype(c, v, a, b)) return false;
     if (a->shape[1] != b->shape[0]) return inner_error(c, v, a, b, a->shape[1], b->shape[0]);
     int64_t s[2] = {a->shape[0], b->shape[1]};
@@ -69,11 +77,14 @@ bool infer_mm(InferCtx *c, Value *v) {
 
 bool infer_bmm(InferCtx *c, Value *v) {
     Value *a = ARG(v, 0)->t, *b = ARG(v, 1)->t;
-    if (a->ndim != 3) return infer_error(c, ARG(v, 0)->loc, "batch1 must be a 3D tensor, found %d dims", a->ndim);
-    if (b->ndim != 3) return infer_error(c, ARG(v, 1)->loc, "batch2 must be a 3D tensor, found %d dims", b->ndim);
+    if (a->ndim != 3)
+        return infer_error(c, ARG(v, 0)->loc, "batch1 must be a 3D tensor, found %d dims", a->ndim);
+    if (b->ndim != 3)
+        return infer_error(c, ARG(v, 1)->loc, "batch2 must be a 3D tensor, found %d dims", b->ndim);
     if (!same_dtype(c, v, a, b)) return false;
     if (a->shape[0] != b->shape[0])
-        return infer_error(c, v->loc, "bmm: batch sizes differ: %s and %s", shape_str(c->g->arena, a->shape, 3),
+        return infer_error(c, v->loc, "bmm: batch sizes differ: %s and %s",
+                           shape_str(c->g->arena, a->shape, 3),
                            shape_str(c->g->arena, b->shape, 3));
     if (a->shape[2] != b->shape[1]) return inner_error(c, v, a, b, a->shape[2], b->shape[1]);
     int64_t s[3] = {a->shape[0], a->shape[1], b->shape[2]};
@@ -84,7 +95,8 @@ bool infer_bmm(InferCtx *c, Value *v) {
 bool infer_mv(InferCtx *c, Value *v) {
     Value *a = ARG(v, 0)->t, *b = ARG(v, 1)->t;
     if (a->ndim != 2 || b->ndim != 1)
-        return infer_error(c, v->loc, "vector + matrix @ vector expected, got %d, %d dims", a->ndim, b->ndim);
+        return infer_error(c, v->loc, "vector + matrix @ vector expected, got %d, %d dims", a->ndim,
+                           b->ndim);
     if (!same_dtype(c, v, a, b)) return false;
     if (a->shape[1] != b->shape[0]) return inner_error(c, v, a, b, a->shape[1], b->shape[0]);
     set_shape(v, a->shape, 1);
@@ -94,7 +106,8 @@ bool infer_mv(InferCtx *c, Value *v) {
 bool infer_outer(InferCtx *c, Value *v) {
     Value *a = ARG(v, 0)->t, *b = ARG(v, 1)->t;
     if (a->ndim != 1 || b->ndim != 1)
-        return infer_error(c, v->loc, "outer: expected 1D vectors, got %dD and %dD", a->ndim, b->ndim);
+        return infer_error(c, v->loc, "outer: expected 1D vectors, got %dD and %dD", a->ndim,
+                           b->ndim);
     DTypeState s;
     dtype_state_init(&s);
     dtype_state_add(&s, a->dtype, 1, false);
@@ -109,21 +122,25 @@ bool infer_linear(InferCtx *c, Value *v) {
     Value *x = ARG(v, 0)->t, *w = ARG(v, 1)->t;
     Arg *bias = ARG(v, 2);
     Arena *ar = c->g->arena;
-    if (x->ndim == 0) return infer_error(c, ARG(v, 0)->loc, "linear: the input must have at least 1 dimension");
+    if (x->ndim == 0)
+        return infer_error(c, ARG(v, 0)->loc, "linear: the input must have at least 1 dimension");
     if (w->ndim != 2 && w->ndim != 1)
-        return infer_error(c, ARG(v, 1)->loc, "linear: weight must be [out_features, in_features], found %s",
+        return infer_error(c, ARG(v, 1)->loc,
+                           "linear: weight must be [out_features, in_features], found %s",
                            shape_str(ar, w->shape, w->ndim));
     if (!same_dtype(c, v, x, w)) return false;
     int64_t in = w->shape[w->ndim - 1];
     if (x->shape[x->ndim - 1] != in)
-        return infer_error(c, v->loc,
-                           "linear: mat1 and mat2 shapes cannot be multiplied (input %s, weight %s "
-                           "stored [out, in]: the input's last dimension %lld must equal in = %lld)",
-                           shape_str(ar, x->shape, x->ndim), shape_str(ar, w->shape, w->ndim),
-                           (long long)x->shape[x->ndim - 1], (long long)in);
+        return infer_error(
+            c, v->loc,
+            "linear: mat1 and mat2 shapes cannot be multiplied (input %s, weight %s "
+            "stored [out, in]: the input's last dimension %lld must equal in = %lld)",
+            shape_str(ar, x->shape, x->ndim), shape_str(ar, w->shape, w->ndim),
+            (long long)x->shape[x->ndim - 1], (long long)in);
     int64_t shape[TG_MAX_DIMS];
     int n = 0;
-    for (int i = 0; i < x->ndim - 1; i++) shape[n++] = x->shape[i];
+    for (int i = 0; i < x->ndim - 1; i++)
+        shape[n++] = x->shape[i];
     if (w->ndim == 2) shape[n++] = w->shape[0];
     set_shape(v, shape, n);
     if (bias->kind == ARG_TENSOR) {
@@ -133,10 +150,11 @@ bool infer_linear(InferCtx *c, Value *v) {
         if (!broadcast_into(c, v, bs, &bn, bias->t, bias->loc, "the product", "bias")) return false;
         if (bn != n || memcmp(bs, shape, sizeof(int64_t) * (size_t)n))
             return infer_error(c, bias->loc, "linear: bias of shape %s does not fit the output %s",
-                               shape_str(ar, bias->t->shape, bias->t->ndim), shape_str(ar, shape, n));
+                               shape_str(ar, bias->t->shape, bias->t->ndim),
+                               shape_str(ar, shape, n));
         if (bias->t->dtype != v->dtype)
-            return infer_error(c, bias->loc, "linear: bias is %s but the product is %s", dtype_name(bias->t->dtype),
-                               dtype_name(v->dtype));
+            return infer_error(c, bias->loc, "linear: bias is %s but the product is %s",
+                               dtype_name(bias->t->dtype), dtype_name(v->dtype));
     }
     return true;
 }
@@ -149,7 +167,8 @@ bool infer_einsum(InferCtx *c, Value *v) {
     if (ops->n == 0) return infer_error(c, v->loc, "einsum(): must provide at least one operand");
     int64_t size[128];
     int count[128] = {0};
-    for (int i = 0; i < 128; i++) size[i] = -1;
+    for (int i = 0; i < 128; i++)
+        size[i] = -1;
     int64_t ell[TG_MAX_DIMS];
     int nell = -1;
     const char *arrow = strstr(eq, "->");
@@ -158,8 +177,8 @@ bool infer_einsum(InferCtx *c, Value *v) {
     for (int k = 0; k < ops->n; k++) {
         Value *t = ops->ts[k];
         if (t->dtype != dt)
-            return infer_error(c, v->loc, "einsum(): operands must have one dtype, found %s and %s", dtype_name(dt),
-                               dtype_name(t->dtype));
+            return infer_error(c, v->loc, "einsum(): operands must have one dtype, found %s and %s",
+                               dtype_name(dt), dtype_name(t->dtype));
         char letters[TG_MAX_DIMS + 1];
         int nl = 0, ell_at = -1;
         while (*p && *p != ',' && (!arrow || p < arrow)) {
@@ -168,27 +187,35 @@ bool infer_einsum(InferCtx *c, Value *v) {
                 continue;
             }
             if (!strncmp(p, "...", 3)) {
-                if (ell_at >= 0) return infer_error(c, eloc, "einsum(): found more than one ellipsis for operand %d", k);
+                if (ell_at >= 0)
+                    return infer_error(c, eloc,
+                                       "einsum(): found more than one ellipsis for operand %d", k);
                 ell_at = nl;
                 p += 3;
                 continue;
             }
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
-                return infer_error(c, eloc, "einsum(): invalid subscript '%c' in the equation (expected letters a-z, A-Z)", *p);
-            if (nl >= TG_MAX_DIMS) return infer_error(c, eloc, "einsum(): too many subscripts for operand %d", k);
+                return infer_error(
+                    c, eloc,
+                    "einsum(): invalid subscript '%c' in the equation (expected letters a-z, A-Z)",
+                    *p);
+            if (nl >= TG_MAX_DIMS)
+                return infer_error(c, eloc, "einsum(): too many subscripts for operand %d", k);
             letters[nl++] = *p++;
         }
         int n_ell = t->ndim - nl;
         if ((ell_at < 0 && n_ell != 0) || n_ell < 0)
-            return infer_error(c, eloc,
-                               "einsum(): the number of subscripts in the equation (%d) does not match the "
-                               "number of dimensions (%d) for operand %d%s",
-                               nl, t->ndim, k, ell_at < 0 ? " and no ellipsis was given" : "");
+            return infer_error(
+                c, eloc,
+                "einsum(): the number of subscripts in the equation (%d) does not match the "
+                "number of dimensions (%d) for operand %d%s",
+                nl, t->ndim, k, ell_at < 0 ? " and no ellipsis was given" : "");
         int dim = 0;
         for (int i = 0; i <= nl; i++) {
             if (i == ell_at) {
                 int64_t sh[TG_MAX_DIMS];
-                for (int e = 0; e < n_ell; e++) sh[e] = t->shape[dim++];
+                for (int e = 0; e < n_ell; e++)
+                    sh[e] = t->shape[dim++];
                 if (nell < 0) {
                     memcpy(ell, sh, sizeof(int64_t) * (size_t)n_ell);
                     nell = n_ell;
@@ -196,7 +223,9 @@ bool infer_einsum(InferCtx *c, Value *v) {
                     int nd = nell;
                     Value tmp = {.ndim = n_ell};
                     memcpy(tmp.shape, sh, sizeof sh);
-                    if (!broadcast_into(c, v, ell, &nd, &tmp, eloc, "an ellipsis", "another ellipsis")) return false;
+                    if (!broadcast_into(c, v, ell, &nd, &tmp, eloc, "an ellipsis",
+                                        "another ellipsis"))
+                        return false;
                     nell = nd;
                 }
             }
@@ -204,18 +233,24 @@ bool infer_einsum(InferCtx *c, Value *v) {
             unsigned char l = (unsigned char)letters[i];
             int64_t s = t->shape[dim++];
             if (size[l] >= 0 && size[l] != s && size[l] != 1 && s != 1)
-                return infer_error(c, eloc, "einsum(): subscript %c has size %lld for operand %d which does not broadcast with previously seen size %lld",
+                return infer_error(c, eloc,
+                                   "einsum(): subscript %c has size %lld for operand %d which does "
+                                   "not broadcast with previously seen size %lld",
                                    l, (long long)s, k, (long long)size[l]);
             if (size[l] < 0 || size[l] == 1) size[l] = s;
             count[l]++;
         }
         if (k + 1 < ops->n) {
-            if (*p != ',') return infer_error(c, eloc, "einsum(): more operands were provided than specified in the equation");
+            if (*p != ',')
+                return infer_error(
+                    c, eloc,
+                    "einsum(): more operands were provided than specified in the equation");
             p++;
         }
     }
     if (*p == ',' || (arrow ? p != arrow : *p != 0))
-        return infer_error(c, eloc, "einsum(): fewer operands were provided than specified in the equation");
+        return infer_error(c, eloc,
+                           "einsum(): fewer operands were provided than specified in the equation");
     int64_t shape[TG_MAX_DIMS];
     int n = 0;
     if (arrow) {
@@ -224,29 +259,43 @@ bool infer_einsum(InferCtx *c, Value *v) {
         for (const char *q = arrow + 2; *q; q++) {
             if (*q == ' ') continue;
             if (!strncmp(q, "...", 3)) {
-                for (int e = 0; e < (nell > 0 ? nell : 0); e++) shape[n++] = ell[e];
+                for (int e = 0; e < (nell > 0 ? nell : 0); e++)
+                    shape[n++] = ell[e];
                 used_ell = true;
                 q += 2;
                 continue;
             }
             unsigned char l = (unsigned char)*q;
             if (l >= 128 || size[l] < 0)
-                return infer_error(c, eloc, "einsum(): output subscript %c does not appear in the equation for any input operand", l);
-            if (seen[l]) return infer_error(c, eloc, "einsum(): output subscript %c appears more than once in the output", l);
+                return infer_error(c, eloc,
+                                   "einsum(): output subscript %c does not appear in the equation "
+                                   "for any input operand",
+                                   l);
+            if (seen[l])
+                return infer_error(
+                    c, eloc, "einsum(): output subscript %c appears more than once in the output",
+                    l);
             seen[l] = true;
-            if (n >= TG_MAX_DIMS) return infer_error(c, eloc, "einsum(): too many output dimensions");
+            if (n >= TG_MAX_DIMS)
+                return infer_error(c, eloc, "einsum(): too many output dimensions");
             shape[n++] = size[l];
         }
         if (!used_ell && nell > 0) {
             bool all_one = true;
-            for (int e = 0; e < nell; e++) all_one &= ell[e] == 1;
-            if (!all_one) return infer_error(c, eloc, "einsum(): the output must contain \"...\" when an operand has broadcast dimensions");
+            for (int e = 0; e < nell; e++)
+                all_one &= ell[e] == 1;
+            if (!all_one)
+                return infer_error(c, eloc,
+                                   "einsum(): the output must contain \"...\" when an operand has "
+                                   "broadcast dimensions");
         }
     } else {
-        for (int e = 0; e < (nell > 0 ? nell : 0); e++) shape[n++] = ell[e];
+        for (int e = 0; e < (nell > 0 ? nell : 0); e++)
+            shape[n++] = ell[e];
         for (int l = 'A'; l <= 'z'; l++)
             if (count[l] == 1) {
-                if (n >= TG_MAX_DIMS) return infer_error(c, eloc, "einsum(): too many output dimensions");
+                if (n >= TG_MAX_DIMS)
+                    return infer_error(c, eloc, "einsum(): too many output dimensions");
                 shape[n++] = size[l];
             }
     }

@@ -5,8 +5,8 @@
 
 static bool need_float(InferCtx *c, Value *v, DType t, const char *why) {
     if (dtype_is_float(t)) return true;
-    return infer_error(c, v->loc, "%s needs a floating-point tensor, found %s%s", op_info(v->op)->name,
-                       dtype_name(t), why ? why : "");
+    return infer_error(c, v->loc, "%s needs a floating-point tensor, found %s%s",
+                       op_info(v->op)->name, dtype_name(t), why ? why : "");
 }
 
 bool infer_sum_prod(InferCtx *c, Value *v) {
@@ -26,10 +26,11 @@ bool infer_mean(InferCtx *c, Value *v) {
     Arg *dt = ARG(v, 3);
     v->dtype = dt->kind == ARG_DTYPE ? dt->dt : x->dtype;
     if (!dtype_is_float(v->dtype))
-        return infer_error(c, v->loc,
-                           "mean(): could not infer output dtype. Input dtype must be either a "
-                           "floating point or complex dtype. Got: %s (pass dtype=f32 or convert first)",
-                           dtype_name(x->dtype));
+        return infer_error(
+            c, v->loc,
+            "mean(): could not infer output dtype. Input dtype must be either a "
+            "floating point or complex dtype. Got: %s (pass dtype=f32 or convert first)",
+            dtype_name(x->dtype));
     return true;
 }
 
@@ -42,7 +43,9 @@ bool infer_amax(InferCtx *c, Value *v) {
 
 bool infer_argmax(InferCtx *c, Value *v) {
     Value *x = IN0(v);
-    if (x->dtype == DT_BOOL) return infer_error(c, v->loc, "%s is not implemented for bool tensors", op_info(v->op)->name);
+    if (x->dtype == DT_BOOL)
+        return infer_error(c, v->loc, "%s is not implemented for bool tensors",
+                           op_info(v->op)->name);
     Arg *d = ARG(v, 1);
     if (d->kind == ARG_ABSENT) {
         if (!reduce_shape(c, v, d, ARG(v, 2)->i, (bool[TG_MAX_DIMS]){0})) return false;
@@ -55,7 +58,8 @@ bool infer_argmax(InferCtx *c, Value *v) {
 
 bool infer_var(InferCtx *c, Value *v) {
     Value *x = IN0(v);
-    if (!need_float(c, v, x->dtype, " (std and var only support floating point dtypes)")) return false;
+    if (!need_float(c, v, x->dtype, " (std and var only support floating point dtypes)"))
+        return false;
     if (!reduce_shape(c, v, ARG(v, 1), ARG(v, 3)->i, (bool[TG_MAX_DIMS]){0})) return false;
     v->dtype = x->dtype;
     return true;
@@ -85,7 +89,8 @@ bool infer_max_min(InferCtx *c, Value *v) {
         v->op = is_max ? OP_MAXIMUM : OP_MINIMUM;
         v->label = NULL;
         if (ARG(v, 2)->kind == ARG_BOOL && ARG(v, 2)->i)
-            return infer_error(c, ARG(v, 2)->loc, "%s(input, other) takes no keepdim", is_max ? "max" : "min");
+            return infer_error(c, ARG(v, 2)->loc, "%s(input, other) takes no keepdim",
+                               is_max ? "max" : "min");
         return infer_arith(c, v);
     }
     if (d->kind == ARG_ABSENT) {
@@ -96,7 +101,8 @@ bool infer_max_min(InferCtx *c, Value *v) {
         return true;
     }
     if (d->kind != ARG_INT)
-        return infer_error(c, d->loc, "%s: dim must be an integer or a tensor", is_max ? "max" : "min");
+        return infer_error(c, d->loc, "%s: dim must be an integer or a tensor",
+                           is_max ? "max" : "min");
     Arg args[3] = {arg_tensor(x, v->loc), arg_ints(c->g->arena, &d->i, 1, d->loc), *ARG(v, 2)};
     Value *vals = value_make(c, is_max ? OP_AMAX : OP_AMIN, v->loc, 3, args);
     if (!vals) return false;
@@ -133,21 +139,28 @@ bool infer_layer_norm(InferCtx *c, Value *v) {
     Arg *ns = ARG(v, 1);
     Arena *a = c->g->arena;
     if (!need_float(c, v, x->dtype, NULL)) return false;
-    if (ns->n == 0) return infer_error(c, ns->loc, "layer_norm: normalized_shape must have at least one dimension");
+    if (ns->n == 0)
+        return infer_error(c, ns->loc,
+                           "layer_norm: normalized_shape must have at least one dimension");
     if (!trailing_match(x, ns->ints, ns->n))
-        return infer_error(c, ns->loc, "Given normalized_shape=%s, expected input with shape [*, %s, but got input of size %s",
-                           shape_str(a, ns->ints, ns->n), shape_str(a, ns->ints, ns->n) + 1,
-                           shape_str(a, x->shape, x->ndim));
+        return infer_error(
+            c, ns->loc,
+            "Given normalized_shape=%s, expected input with shape [*, %s, but got input of size %s",
+            shape_str(a, ns->ints, ns->n), shape_str(a, ns->ints, ns->n) + 1,
+            shape_str(a, x->shape, x->ndim));
     for (int k = 2; k <= 3; k++) {
         Arg *w = ARG(v, k);
         if (w->kind != ARG_TENSOR) continue;
         if (w->t->ndim != ns->n || memcmp(w->t->shape, ns->ints, sizeof(int64_t) * (size_t)ns->n))
-            return infer_error(c, w->loc, "Expected %s to be of same shape as normalized_shape, but got %s of shape %s and normalized_shape = %s",
+            return infer_error(c, w->loc,
+                               "Expected %s to be of same shape as normalized_shape, but got %s of "
+                               "shape %s and normalized_shape = %s",
                                k == 2 ? "weight" : "bias", k == 2 ? "weight" : "bias",
-                               shape_str(a, w->t->shape, w->t->ndim), shape_str(a, ns->ints, ns->n));
+                               shape_str(a, w->t->shape, w->t->ndim),
+                               shape_str(a, ns->ints, ns->n));
         if (!dtype_is_float(w->t->dtype))
-            return infer_error(c, w->loc, "layer_norm: %s must be floating-point, found %s", k == 2 ? "weight" : "bias",
-                               dtype_name(w->t->dtype));
+            return infer_error(c, w->loc, "layer_norm: %s must be floating-point, found %s",
+                               k == 2 ? "weight" : "bias", dtype_name(w->t->dtype));
     }
     v->dtype = x->dtype;
     set_shape(v, x->shape, x->ndim);
@@ -161,10 +174,14 @@ bool infer_rms_norm(InferCtx *c, Value *v) {
     if (x->ndim == 0) return infer_error(c, v->loc, "rms_norm needs at least one dimension");
     if (w->kind == ARG_TENSOR) {
         if (w->t->ndim == 0 || !trailing_match(x, w->t->shape, w->t->ndim))
-            return infer_error(c, w->loc, "rms_norm: weight of shape %s must match the trailing dimensions of the input %s",
-                               shape_str(c->g->arena, w->t->shape, w->t->ndim), shape_str(c->g->arena, x->shape, x->ndim));
+            return infer_error(
+                c, w->loc,
+                "rms_norm: weight of shape %s must match the trailing dimensions of the input %s",
+                shape_str(c->g->arena, w->t->shape, w->t->ndim),
+                shape_str(c->g->arena, x->shape, x->ndim));
         if (!dtype_is_float(w->t->dtype))
-            return infer_error(c, w->loc, "rms_norm: weight must be floating-point, found %s", dtype_name(w->t->dtype));
+            return infer_error(c, w->loc, "rms_norm: weight must be floating-point, found %s",
+                               dtype_name(w->t->dtype));
     }
     v->dtype = x->dtype;
     set_shape(v, x->shape, x->ndim);

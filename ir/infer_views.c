@@ -19,7 +19,8 @@ bool infer_dropout(InferCtx *c, Value *v) {
                            "graphs, where dropout is the identity");
     double p = ARG(v, 1)->f;
     if (p < 0 || p > 1)
-        return infer_error(c, ARG(v, 1)->loc, "dropout probability has to be between 0 and 1, but got %g", p);
+        return infer_error(c, ARG(v, 1)->loc,
+                           "dropout probability has to be between 0 and 1, but got %g", p);
     return infer_identity(c, v);
 }
 
@@ -29,13 +30,16 @@ bool infer_to(InferCtx *c, Value *v) {
     return true;
 }
 
-bool infer_cast(InferCtx *c, Value *v) { return infer_to(c, v); }
+bool infer_cast(InferCtx *c, Value *v) {
+    return infer_to(c, v);
+}
 
 bool infer_reshape(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *s = ARG(v, 1);
     if (s->n > TG_MAX_DIMS)
-        return infer_error(c, s->loc, "at most %d dimensions are supported, found %d", TG_MAX_DIMS, s->n);
+        return infer_error(c, s->loc, "at most %d dimensions are supported, found %d", TG_MAX_DIMS,
+                           s->n);
     int64_t shape[TG_MAX_DIMS];
     memcpy(shape, s->ints, sizeof(int64_t) * (size_t)s->n);
     if (!infer_size(c, s->loc, shape, s->n, value_numel(x))) return false;
@@ -47,9 +51,11 @@ bool infer_reshape(InferCtx *c, Value *v) {
 bool infer_flatten(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *sa = ARG(v, 1), *ea = ARG(v, 2);
-    if (!norm_dim(c, sa->loc, &sa->i, x->ndim) || !norm_dim(c, ea->loc, &ea->i, x->ndim)) return false;
+    if (!norm_dim(c, sa->loc, &sa->i, x->ndim) || !norm_dim(c, ea->loc, &ea->i, x->ndim))
+        return false;
     if (sa->i > ea->i)
-        return infer_error(c, sa->loc, "flatten() has invalid args: start_dim cannot come after end_dim");
+        return infer_error(c, sa->loc,
+                           "flatten() has invalid args: start_dim cannot come after end_dim");
     v->dtype = x->dtype;
     if (x->ndim == 0) {
         int64_t one = 1;
@@ -81,22 +87,26 @@ bool infer_unflatten(InferCtx *c, Value *v) {
     int64_t known = 1;
     int minus = 0;
     for (int k = 0; k < sz->n; k++) {
-        if (sizes[k] == -1) minus++;
+        if (sizes[k] == -1)
+            minus++;
         else if (sizes[k] < -1 || __builtin_mul_overflow(known, sizes[k], &known))
-            return infer_error(c, sz->loc, "unflatten: invalid sizes %s", shape_str(c->g->arena, sizes, sz->n));
+            return infer_error(c, sz->loc, "unflatten: invalid sizes %s",
+                               shape_str(c->g->arena, sizes, sz->n));
     }
     if ((minus == 0 && known != dsize) || (minus == 1 && (known == 0 || dsize % known)))
-        return infer_error(c, sz->loc,
-                           "unflatten: Provided sizes %s don't multiply up to the size of dim %lld (%lld) "
-                           "in the input tensor %s",
-                           shape_str(c->g->arena, sizes, sz->n), (long long)da->i, (long long)dsize,
-                           shape_str(c->g->arena, x->shape, x->ndim));
+        return infer_error(
+            c, sz->loc,
+            "unflatten: Provided sizes %s don't multiply up to the size of dim %lld (%lld) "
+            "in the input tensor %s",
+            shape_str(c->g->arena, sizes, sz->n), (long long)da->i, (long long)dsize,
+            shape_str(c->g->arena, x->shape, x->ndim));
     if (!infer_size(c, sz->loc, sizes, sz->n, dsize)) return false;
     int64_t shape[TG_MAX_DIMS];
     int n = 0;
     for (int i = 0; i < x->ndim; i++) {
         if (i == da->i)
-            for (int k = 0; k < sz->n; k++) shape[n++] = sizes[k];
+            for (int k = 0; k < sz->n; k++)
+                shape[n++] = sizes[k];
         else
             shape[n++] = x->shape[i];
     }
@@ -128,12 +138,14 @@ bool infer_permute(InferCtx *c, Value *v) {
     bool seen[TG_MAX_DIMS] = {0};
     for (int i = 0; i < d->n; i++) {
         if (!norm_dim(c, d->loc, &d->ints[i], x->ndim)) return false;
-        if (seen[d->ints[i]]) return infer_error(c, d->loc, "permute(): duplicate dims are not allowed");
+        if (seen[d->ints[i]])
+            return infer_error(c, d->loc, "permute(): duplicate dims are not allowed");
         seen[d->ints[i]] = true;
     }
     v->dtype = x->dtype;
     v->ndim = x->ndim;
-    for (int i = 0; i < d->n; i++) v->shape[i] = x->shape[d->ints[i]];
+    for (int i = 0; i < d->n; i++)
+        v->shape[i] = x->shape[d->ints[i]];
     return true;
 }
 
@@ -142,7 +154,8 @@ bool infer_squeeze(InferCtx *c, Value *v) {
     Arg *d = ARG(v, 1);
     bool drop[TG_MAX_DIMS] = {0};
     if (d->kind == ARG_ABSENT) {
-        for (int i = 0; i < x->ndim; i++) drop[i] = x->shape[i] == 1;
+        for (int i = 0; i < x->ndim; i++)
+            drop[i] = x->shape[i] == 1;
     } else {
         int n = d->kind == ARG_INT ? 1 : d->n;
         for (int k = 0; k < n; k++) {
@@ -172,7 +185,8 @@ bool infer_unsqueeze(InferCtx *c, Value *v) {
     if (d->i < 0) d->i += n;
     v->dtype = x->dtype;
     v->ndim = x->ndim + 1;
-    for (int i = 0, k = 0; i < v->ndim; i++) v->shape[i] = i == d->i ? 1 : x->shape[k++];
+    for (int i = 0, k = 0; i < v->ndim; i++)
+        v->shape[i] = i == d->i ? 1 : x->shape[k++];
     return true;
 }
 
@@ -184,26 +198,28 @@ static bool expand_to(InferCtx *c, Value *v, const int64_t *sizes, int n, SrcLoc
                            "expand: the number of sizes provided (%d) must be greater or equal to "
                            "the number of dimensions in the tensor (%d)",
                            n, x->ndim);
-    if (n > TG_MAX_DIMS) return infer_error(c, loc, "at most %d dimensions are supported", TG_MAX_DIMS);
+    if (n > TG_MAX_DIMS)
+        return infer_error(c, loc, "at most %d dimensions are supported", TG_MAX_DIMS);
     int64_t out[TG_MAX_DIMS];
     for (int i = n - 1; i >= 0; i--) {
         int d = i - (n - x->ndim);
         int64_t size = d >= 0 ? x->shape[d] : 1, target = sizes[i];
         if (target == -1) {
             if (d < 0)
-                return infer_error(c, loc,
-                                   "expand: -1 is not allowed in a leading, non-existing dimension %d", i);
+                return infer_error(
+                    c, loc, "expand: -1 is not allowed in a leading, non-existing dimension %d", i);
             target = size;
         } else if (target < 0) {
             return infer_error(c, loc, "expand: invalid size %lld", (long long)target);
         }
         if (size != target && size != 1)
-            return infer_error(c, loc,
-                               "The expanded size of the tensor (%lld) must match the existing size "
-                               "(%lld) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
-                               "sizes: %s",
-                               (long long)target, (long long)size, i, shape_str(a, sizes, n),
-                               shape_str(a, x->shape, x->ndim));
+            return infer_error(
+                c, loc,
+                "The expanded size of the tensor (%lld) must match the existing size "
+                "(%lld) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
+                "sizes: %s",
+                (long long)target, (long long)size, i, shape_str(a, sizes, n),
+                shape_str(a, x->shape, x->ndim));
         out[i] = target;
     }
     v->dtype = x->dtype;
@@ -211,7 +227,9 @@ static bool expand_to(InferCtx *c, Value *v, const int64_t *sizes, int n, SrcLoc
     return true;
 }
 
-bool infer_expand(InferCtx *c, Value *v) { return expand_to(c, v, ARG(v, 1)->ints, ARG(v, 1)->n, ARG(v, 1)->loc); }
+bool infer_expand(InferCtx *c, Value *v) {
+    return expand_to(c, v, ARG(v, 1)->ints, ARG(v, 1)->n, ARG(v, 1)->loc);
+}
 
 bool infer_expand_as(InferCtx *c, Value *v) {
     Value *o = ARG(v, 1)->t;
@@ -221,12 +239,14 @@ bool infer_expand_as(InferCtx *c, Value *v) {
 bool infer_narrow(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *d = ARG(v, 1), *s = ARG(v, 2), *l = ARG(v, 3);
-    if (x->ndim == 0) return infer_error(c, v->loc, "narrow() cannot be applied to a 0-dim tensor.");
+    if (x->ndim == 0)
+        return infer_error(c, v->loc, "narrow() cannot be applied to a 0-dim tensor.");
     if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
     int64_t size = x->shape[d->i];
     if (s->i < -size || s->i > size)
-        return infer_error(c, s->loc, "start out of range (expected to be in range of [%lld, %lld], but got %lld)",
-                           (long long)-size, (long long)size, (long long)s->i);
+        return infer_error(
+            c, s->loc, "start out of range (expected to be in range of [%lld, %lld], but got %lld)",
+            (long long)-size, (long long)size, (long long)s->i);
     if (s->i < 0) s->i += size;
     if (l->i < 0) return infer_error(c, l->loc, "narrow(): length must be non-negative.");
     if (l->i > size - s->i)
@@ -240,11 +260,13 @@ bool infer_narrow(InferCtx *c, Value *v) {
 bool infer_select(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *d = ARG(v, 1), *ix = ARG(v, 2);
-    if (x->ndim == 0) return infer_error(c, v->loc, "select() cannot be applied to a 0-dim tensor.");
+    if (x->ndim == 0)
+        return infer_error(c, v->loc, "select() cannot be applied to a 0-dim tensor.");
     if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
     int64_t size = x->shape[d->i];
     if (ix->i < -size || ix->i >= size)
-        return infer_error(c, ix->loc, "index %lld is out of bounds for dimension %lld with size %lld",
+        return infer_error(c, ix->loc,
+                           "index %lld is out of bounds for dimension %lld with size %lld",
                            (long long)ix->i, (long long)d->i, (long long)size);
     if (ix->i < 0) ix->i += size;
     v->dtype = x->dtype;
@@ -261,17 +283,23 @@ bool infer_slice(InferCtx *c, Value *v) {
     Arg *d = ARG(v, 1), *s = ARG(v, 2), *e = ARG(v, 3), *st = ARG(v, 4);
     if (x->ndim == 0) return infer_error(c, v->loc, "cannot slice a 0-dim tensor");
     if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
-    if (st->i <= 0) return infer_error(c, st->loc, "slice step must be positive, found %lld", (long long)st->i);
-    if (st->i > ((int64_t)1 << 32)) return infer_error(c, st->loc, "slice step %lld is too large", (long long)st->i);
+    if (st->i <= 0)
+        return infer_error(c, st->loc, "slice step must be positive, found %lld", (long long)st->i);
+    if (st->i > ((int64_t)1 << 32))
+        return infer_error(c, st->loc, "slice step %lld is too large", (long long)st->i);
     int64_t size = x->shape[d->i];
     int64_t start = s->kind == ARG_ABSENT ? 0 : s->i;
     int64_t end = e->kind == ARG_ABSENT ? size : e->i;
     if (start < 0) start += size;
     if (end < 0) end += size;
-    if (start < 0) start = 0;
-    else if (start > size) start = size;
-    if (end < start) end = start;
-    else if (end > size) end = size;
+    if (start < 0)
+        start = 0;
+    else if (start > size)
+        start = size;
+    if (end < start)
+        end = start;
+    else if (end > size)
+        end = size;
     s->kind = e->kind = ARG_INT;
     s->i = start;
     e->i = end;
@@ -306,7 +334,9 @@ static bool split_even(InferCtx *c, Value *v, int64_t dim, int64_t split_size) {
     int64_t dim_size = IN0(v)->shape[dim];
     int64_t num = split_size ? dim_size / split_size + (dim_size % split_size != 0) : 1;
     if (num < 1) num = 1;
-    if (num > 4096) return infer_error(c, v->loc, "split into %lld pieces: at most 4096 are supported", (long long)num);
+    if (num > 4096)
+        return infer_error(c, v->loc, "split into %lld pieces: at most 4096 are supported",
+                           (long long)num);
     int64_t *sizes = ARENA_ARRAY(c->g->arena, int64_t, num);
     for (int64_t i = 0; i < num; i++) {
         int64_t left = dim_size - i * split_size;
@@ -318,9 +348,11 @@ static bool split_even(InferCtx *c, Value *v, int64_t dim, int64_t split_size) {
 bool infer_chunk(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *n = ARG(v, 1), *d = ARG(v, 2);
-    if (x->ndim == 0) return infer_error(c, v->loc, "chunk expects at least a 1-dimensional tensor");
+    if (x->ndim == 0)
+        return infer_error(c, v->loc, "chunk expects at least a 1-dimensional tensor");
     if (n->i <= 0)
-        return infer_error(c, n->loc, "chunk expects `chunks` to be greater than 0, got: %lld", (long long)n->i);
+        return infer_error(c, n->loc, "chunk expects `chunks` to be greater than 0, got: %lld",
+                           (long long)n->i);
     if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
     int64_t size = x->shape[d->i];
     int64_t split_size = size / n->i + (size % n->i != 0); /* ceil without overflow */
@@ -334,22 +366,32 @@ bool infer_chunk(InferCtx *c, Value *v) {
 bool infer_split(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *s = ARG(v, 1), *d = ARG(v, 2);
-    if (x->ndim == 0) return infer_error(c, v->loc, "split expects at least a 1-dimensional tensor");
+    if (x->ndim == 0)
+        return infer_error(c, v->loc, "split expects at least a 1-dimensional tensor");
     if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
     int64_t size = x->shape[d->i];
     if (s->kind == ARG_INT) {
-        if (s->i < 0) return infer_error(c, s->loc, "split expects split_size be non-negative, but got split_size=%lld", (long long)s->i);
+        if (s->i < 0)
+            return infer_error(c, s->loc,
+                               "split expects split_size be non-negative, but got split_size=%lld",
+                               (long long)s->i);
         if (s->i == 0 && size != 0)
-            return infer_error(c, s->loc, "split_size can only be 0 if dimension size is 0, but got dimension size of %lld", (long long)size);
+            return infer_error(
+                c, s->loc,
+                "split_size can only be 0 if dimension size is 0, but got dimension size of %lld",
+                (long long)size);
         return split_even(c, v, d->i, s->i);
     }
     int64_t sum = 0;
     for (int i = 0; i < s->n; i++) {
         if (s->ints[i] < 0)
-            return infer_error(c, s->loc, "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=%s",
+            return infer_error(c, s->loc,
+                               "split_with_sizes expects split_sizes have only non-negative "
+                               "entries, but got split_sizes=%s",
                                shape_str(c->g->arena, s->ints, s->n));
         if (__builtin_add_overflow(sum, s->ints[i], &sum))
-            return infer_error(c, s->loc, "split_with_sizes: the sizes %s overflow", shape_str(c->g->arena, s->ints, s->n));
+            return infer_error(c, s->loc, "split_with_sizes: the sizes %s overflow",
+                               shape_str(c->g->arena, s->ints, s->n));
     }
     if (sum != size)
         return infer_error(c, s->loc,
@@ -362,10 +404,14 @@ bool infer_split(InferCtx *c, Value *v) {
 bool infer_diagonal(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *off = ARG(v, 1), *d1 = ARG(v, 2), *d2 = ARG(v, 3);
-    if (x->ndim < 2) return infer_error(c, v->loc, "diagonal expects a tensor with at least 2 dimensions, found %d", x->ndim);
-    if (!norm_dim(c, d1->loc, &d1->i, x->ndim) || !norm_dim(c, d2->loc, &d2->i, x->ndim)) return false;
+    if (x->ndim < 2)
+        return infer_error(
+            c, v->loc, "diagonal expects a tensor with at least 2 dimensions, found %d", x->ndim);
+    if (!norm_dim(c, d1->loc, &d1->i, x->ndim) || !norm_dim(c, d2->loc, &d2->i, x->ndim))
+        return false;
     if (d1->i == d2->i)
-        return infer_error(c, d2->loc, "diagonal dimensions cannot be identical %lld, %lld", (long long)d1->i, (long long)d2->i);
+        return infer_error(c, d2->loc, "diagonal dimensions cannot be identical %lld, %lld",
+                           (long long)d1->i, (long long)d2->i);
     int64_t s1 = x->shape[d1->i], s2 = x->shape[d2->i], o = off->i, n;
     if (o >= 0)
         n = s1 < s2 - o ? s1 : s2 - o;

@@ -69,7 +69,15 @@ typedef struct Arg {
 } Arg;
 
 /* A param's initialiser (spec: "Parameter initialisers"). */
-typedef enum { INIT_NONE, INIT_ZEROS, INIT_ONES, INIT_FULL, INIT_RANDN, INIT_UNIFORM, INIT_ARANGE } InitKind;
+typedef enum {
+    INIT_NONE,
+    INIT_ZEROS,
+    INIT_ONES,
+    INIT_FULL,
+    INIT_RANDN,
+    INIT_UNIFORM,
+    INIT_ARANGE
+} InitKind;
 typedef struct ParamInit {
     InitKind kind;
     double a, b; /* full: value; randn: std; uniform: low, high */
@@ -155,8 +163,8 @@ typedef enum {
 typedef struct ParamSpec {
     const char *name;
     ParamType type;
-    bool optional;  /* accepts None */
-    bool variadic;  /* *name: takes the remaining positional arguments */
+    bool optional; /* accepts None */
+    bool variadic; /* *name: takes the remaining positional arguments */
     bool has_default;
     const char *default_text;
 } ParamSpec;
@@ -196,7 +204,7 @@ const char *value_name(Arena *a, const Value *v); /* name or %id */
 int64_t shape_numel(const int64_t *shape, int ndim);
 bool shape_too_large(const int64_t *shape, int ndim);
 void shape_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
-bool layout_is_contiguous(const Value *v); /* PyTorch's is_contiguous() */
+bool layout_is_contiguous(const Value *v);                 /* PyTorch's is_contiguous() */
 char *shape_str(Arena *a, const int64_t *shape, int ndim); /* "[2, 3]" */
 bool value_same_shape(const Value *a, const Value *b);
 int64_t value_numel(const Value *v);

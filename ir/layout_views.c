@@ -6,7 +6,9 @@
 
 #include "ir/infer.h"
 
-static void keep_offset(Value *v) { v->offset = IN0(v)->offset; }
+static void keep_offset(Value *v) {
+    v->offset = IN0(v)->offset;
+}
 
 bool layout_identity(Value *v) {
     Value *x = IN0(v);
@@ -15,16 +17,21 @@ bool layout_identity(Value *v) {
     return true;
 }
 
-bool layout_contiguous(Value *v) { return layout_is_contiguous(IN0(v)) && layout_identity(v); }
+bool layout_contiguous(Value *v) {
+    return layout_is_contiguous(IN0(v)) && layout_identity(v);
+}
 
-bool layout_to(Value *v) { return IN0(v)->dtype == v->dtype && layout_identity(v); }
+bool layout_to(Value *v) {
+    return IN0(v)->dtype == v->dtype && layout_identity(v);
+}
 
 /* TensorUtils.cpp computeStride: can the input's strides express the new
  * shape? Walks "chunks" of dims that are contiguous among themselves. */
-static bool compute_stride(const int64_t *oshape, const int64_t *ostride, int on, const int64_t *nshape,
-                           int nn, int64_t *nstride) {
+static bool compute_stride(const int64_t *oshape, const int64_t *ostride, int on,
+                           const int64_t *nshape, int nn, int64_t *nstride) {
     if (on == 0) {
-        for (int i = 0; i < nn; i++) nstride[i] = 1;
+        for (int i = 0; i < nn; i++)
+            nstride[i] = 1;
         return true;
     }
     int64_t numel = shape_numel(oshape, on);
@@ -42,7 +49,8 @@ static bool compute_stride(const int64_t *oshape, const int64_t *ostride, int on
     int64_t chunk_base_stride = ostride[on - 1], tensor_numel = 1, view_numel = 1;
     for (int td = on - 1; td >= 0; td--) {
         tensor_numel *= oshape[td];
-        if (td == 0 || (oshape[td - 1] != 1 && ostride[td - 1] != tensor_numel * chunk_base_stride)) {
+        if (td == 0 ||
+            (oshape[td - 1] != 1 && ostride[td - 1] != tensor_numel * chunk_base_stride)) {
             while (view_d >= 0 && (view_numel < tensor_numel || nshape[view_d] == 1)) {
                 nstride[view_d] = view_numel * chunk_base_stride;
                 view_numel *= nshape[view_d];
@@ -61,7 +69,8 @@ static bool compute_stride(const int64_t *oshape, const int64_t *ostride, int on
 
 bool layout_reshape(Value *v) {
     Value *x = IN0(v);
-    if (v->op == OP_FLATTEN && x->ndim > 0 && v->args[1].i == v->args[2].i) return layout_identity(v);
+    if (v->op == OP_FLATTEN && x->ndim > 0 && v->args[1].i == v->args[2].i)
+        return layout_identity(v);
     keep_offset(v);
     return compute_stride(x->shape, x->strides, x->ndim, v->shape, v->ndim, v->strides);
 }
@@ -80,7 +89,8 @@ bool layout_transpose(Value *v) {
 bool layout_permute(Value *v) {
     Value *x = IN0(v);
     Arg *d = &v->args[1];
-    for (int i = 0; i < d->n; i++) v->strides[i] = x->strides[d->ints[i]];
+    for (int i = 0; i < d->n; i++)
+        v->strides[i] = x->strides[d->ints[i]];
     keep_offset(v);
     return true;
 }
@@ -91,7 +101,8 @@ bool layout_squeeze(Value *v) {
     Arg *d = &v->args[1];
     bool drop[TG_MAX_DIMS] = {0};
     if (d->kind == ARG_ABSENT) {
-        for (int i = 0; i < x->ndim; i++) drop[i] = x->shape[i] == 1;
+        for (int i = 0; i < x->ndim; i++)
+            drop[i] = x->shape[i] == 1;
     } else {
         int n = d->kind == ARG_INT ? 1 : d->n;
         for (int k = 0; k < n; k++) {
@@ -129,7 +140,8 @@ bool layout_expand(Value *v) {
         int d = i - (n - x->ndim);
         int64_t size = d >= 0 ? x->shape[d] : 1;
         /* A 0-d input has no stride to extend: PyTorch gives its new dims stride 0. */
-        int64_t stride = d >= 0 ? x->strides[d] : (i + 1 < n ? v->shape[i + 1] * v->strides[i + 1] : 0);
+        int64_t stride =
+            d >= 0 ? x->strides[d] : (i + 1 < n ? v->shape[i + 1] * v->strides[i + 1] : 0);
         if (size != v->shape[i]) stride = 0;
         v->strides[i] = stride;
     }
@@ -170,6 +182,7 @@ bool layout_diagonal(Value *v) {
         if (i != d1 && i != d2) v->strides[n++] = x->strides[i];
     v->strides[n] = x->strides[d1] + x->strides[d2];
     v->offset = x->offset;
-    if (v->shape[v->ndim - 1] != 0) v->offset += off >= 0 ? off * x->strides[d2] : -off * x->strides[d1];
+    if (v->shape[v->ndim - 1] != 0)
+        v->offset += off >= 0 ? off * x->strides[d2] : -off * x->strides[d1];
     return true;
 }

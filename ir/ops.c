@@ -6,7 +6,8 @@
 #include "ir/infer.h"
 
 OpInfo op_table[OP_COUNT] = {
-#define OP(id, nm, sg, fl, inf, lay) [OP_##id] = {.name = nm, .sig = sg, .flags = fl, .infer = inf, .layout = lay},
+#define OP(id, nm, sg, fl, inf, lay)                                                               \
+    [OP_##id] = {.name = nm, .sig = sg, .flags = fl, .infer = inf, .layout = lay},
 #include "ir/ops.def"
 #undef OP
 };
@@ -15,9 +16,9 @@ static ParamType parse_type(const char *s, size_t n) {
     static const struct {
         const char *name;
         ParamType t;
-    } types[] = {{"T", PT_TENSOR}, {"int", PT_INT},     {"num", PT_NUM},         {"bool", PT_BOOL},
-                 {"str", PT_STR},  {"dtype", PT_DTYPE}, {"ints", PT_INTS},       {"tensors", PT_TENSORS},
-                 {"any", PT_ANY}};
+    } types[] = {{"T", PT_TENSOR},  {"int", PT_INT},         {"num", PT_NUM},
+                 {"bool", PT_BOOL}, {"str", PT_STR},         {"dtype", PT_DTYPE},
+                 {"ints", PT_INTS}, {"tensors", PT_TENSORS}, {"any", PT_ANY}};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (strlen(types[i].name) == n && !strncmp(types[i].name, s, n)) return types[i].t;
     tgc_internal_error(__FILE__, __LINE__, "bad type in ops.def signature");
@@ -28,7 +29,8 @@ static void parse_signature(OpInfo *info) {
     const char *s = info->sig;
     info->nparams = 0;
     while (*s) {
-        while (*s == ' ' || *s == ',') s++;
+        while (*s == ' ' || *s == ',')
+            s++;
         if (!*s) break;
         TGC_ASSERT(info->nparams < 8);
         ParamSpec *p = &info->params[info->nparams++];
@@ -41,7 +43,8 @@ static void parse_signature(OpInfo *info) {
         p->name = strndup(s, (size_t)(colon - s));
         s = colon + 1;
         const char *t = s;
-        while (*s && *s != '?' && *s != '=' && *s != ',') s++;
+        while (*s && *s != '?' && *s != '=' && *s != ',')
+            s++;
         p->type = parse_type(t, (size_t)(s - t));
         if (*s == '?') {
             p->optional = true;
@@ -66,15 +69,21 @@ void ops_init(void) {
     static bool done;
     if (done) return;
     done = true;
-    for (int i = 0; i < OP_COUNT; i++) parse_signature(&op_table[i]);
+    for (int i = 0; i < OP_COUNT; i++)
+        parse_signature(&op_table[i]);
 }
 
-const OpInfo *op_info(OpCode op) { return &op_table[op]; }
+const OpInfo *op_info(OpCode op) {
+    return &op_table[op];
+}
 
 OpCode op_lookup(const char *name) {
     for (int i = 0; i < OP_COUNT; i++)
-        if (!(op_table[i].flags & OPF_INTERNAL) && !strcmp(op_table[i].name, name)) return (OpCode)i;
+        if (!(op_table[i].flags & OPF_INTERNAL) && !strcmp(op_table[i].name, name))
+            return (OpCode)i;
     return OP_COUNT;
 }
 
-const char *op_display_name(const Value *v) { return v->label ? v->label : op_table[v->op].name; }
+const char *op_display_name(const Value *v) {
+    return v->label ? v->label : op_table[v->op].name;
+}

@@ -6,18 +6,22 @@
 
 static cJSON *int_array(const int64_t *v, int n) {
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
     return a;
 }
 
-static const char *storage_name(Arena *a, const Value *v) { return value_name(a, v->storage); }
+static const char *storage_name(Arena *a, const Value *v) {
+    return value_name(a, v->storage);
+}
 
 char *print_show_json(const Graph *g) {
     Arena *a = g->arena;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "graph", g->name);
     cJSON *dims = cJSON_AddObjectToObject(root, "dims");
-    for (int i = 0; i < g->ndims; i++) cJSON_AddNumberToObject(dims, g->dims[i].name, (double)g->dims[i].value);
+    for (int i = 0; i < g->ndims; i++)
+        cJSON_AddNumberToObject(dims, g->dims[i].name, (double)g->dims[i].value);
     cJSON *vals = cJSON_AddArrayToObject(root, "values");
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];
@@ -39,17 +43,22 @@ char *print_show_json(const Graph *g) {
         cJSON_AddItemToArray(vals, o);
     }
     cJSON *outs = cJSON_AddArrayToObject(root, "outputs");
-    for (int i = 0; i < g->noutputs; i++) cJSON_AddItemToArray(outs, cJSON_CreateString(value_name(a, g->outputs[i])));
+    for (int i = 0; i < g->noutputs; i++)
+        cJSON_AddItemToArray(outs, cJSON_CreateString(value_name(a, g->outputs[i])));
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return s;
 }
 
 static void human_bytes(char *buf, size_t n, int64_t b) {
-    if (b >= (int64_t)1 << 30) snprintf(buf, n, "%.2f GiB", (double)b / (double)(1 << 30));
-    else if (b >= 1 << 20) snprintf(buf, n, "%.2f MiB", (double)b / (1 << 20));
-    else if (b >= 1 << 10) snprintf(buf, n, "%.1f KiB", (double)b / (1 << 10));
-    else snprintf(buf, n, "%lld B", (long long)b);
+    if (b >= (int64_t)1 << 30)
+        snprintf(buf, n, "%.2f GiB", (double)b / (double)(1 << 30));
+    else if (b >= 1 << 20)
+        snprintf(buf, n, "%.2f MiB", (double)b / (1 << 20));
+    else if (b >= 1 << 10)
+        snprintf(buf, n, "%.1f KiB", (double)b / (1 << 10));
+    else
+        snprintf(buf, n, "%lld B", (long long)b);
 }
 
 void print_show_text(FILE *out, const Graph *g) {
@@ -58,8 +67,8 @@ void print_show_text(FILE *out, const Graph *g) {
     for (int i = 0; i < g->ndims; i++)
         fprintf(out, "%s%s=%lld", i ? ", " : "(", g->dims[i].name, (long long)g->dims[i].value);
     fprintf(out, "%s\n\n", g->ndims ? ")" : "");
-    fprintf(out, "%-14s %-11s %-5s %-18s %-18s %6s  %-4s  %-26s %s\n", "value", "op", "dtype", "shape", "strides",
-            "offset", "cont", "storage", "bytes");
+    fprintf(out, "%-14s %-11s %-5s %-18s %-18s %6s  %-4s  %-26s %s\n", "value", "op", "dtype",
+            "shape", "strides", "offset", "cont", "storage", "bytes");
     int64_t owned = 0;
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];
@@ -68,10 +77,11 @@ void print_show_text(FILE *out, const Graph *g) {
         owned += value_bytes(v);
         const char *storage = v->is_view ? arena_printf(a, "view of %s", storage_name(a, v))
                               : v->copy_reason && v->op != OP_TO ? "copy (see below)"
-                                               : "own";
-        fprintf(out, "%-14s %-11s %-5s %-18s %-18s %6lld  %-4s  %-26s %s%s%s\n", value_name(a, v), op_display_name(v),
-                dtype_name(v->dtype), shape_str(a, v->shape, v->ndim), shape_str(a, v->strides, v->ndim),
-                (long long)v->offset, layout_is_contiguous(v) ? "yes" : "no", storage, v->is_view ? "-" : bytes,
+                                                                 : "own";
+        fprintf(out, "%-14s %-11s %-5s %-18s %-18s %6lld  %-4s  %-26s %s%s%s\n", value_name(a, v),
+                op_display_name(v), dtype_name(v->dtype), shape_str(a, v->shape, v->ndim),
+                shape_str(a, v->strides, v->ndim), (long long)v->offset,
+                layout_is_contiguous(v) ? "yes" : "no", storage, v->is_view ? "-" : bytes,
                 v->is_output ? "  [output]" : "", v->dead ? "  [dead]" : "");
     }
     bool header = false;

@@ -10,7 +10,8 @@ bool contiguous_materialize(Value *v, Diag *d) {
     switch (v->op) {
     case OP_RESHAPE:
     case OP_FLATTEN:
-        v->copy_reason = "the input's strides allow no view of this shape (PyTorch's reshape copies here too)";
+        v->copy_reason =
+            "the input's strides allow no view of this shape (PyTorch's reshape copies here too)";
         break;
     case OP_CONTIGUOUS: v->copy_reason = "the input is not contiguous"; break;
     case OP_TO:

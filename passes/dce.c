@@ -5,12 +5,15 @@
 #include "passes/pipeline.h"
 
 void pass_dce(Graph *g, Diag *d) {
-    for (int i = 0; i < g->nvalues; i++) g->values[i]->dead = true;
-    for (int i = 0; i < g->noutputs; i++) g->outputs[i]->dead = false;
+    for (int i = 0; i < g->nvalues; i++)
+        g->values[i]->dead = true;
+    for (int i = 0; i < g->noutputs; i++)
+        g->outputs[i]->dead = false;
     for (int i = g->nvalues - 1; i >= 0; i--) {
         Value *v = g->values[i];
         if (v->dead) continue;
-        for (int k = 0; k < v->nin; k++) v->in[k]->dead = false;
+        for (int k = 0; k < v->nin; k++)
+            v->in[k]->dead = false;
     }
     /* A named dead value stays, and so must the unnamed values it reads
      * (t = (x * 0.5).to(f16) with t unused keeps x * 0.5). */
@@ -19,7 +22,8 @@ void pass_dce(Graph *g, Diag *d) {
         Value *v = g->values[i];
         if (!v->dead || v->name) keep[i] = true;
         if (keep[i])
-            for (int k = 0; k < v->nin; k++) keep[v->in[k]->order] = true;
+            for (int k = 0; k < v->nin; k++)
+                keep[v->in[k]->order] = true;
     }
     int n = 0;
     for (int i = 0; i < g->nvalues; i++) {

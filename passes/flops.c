@@ -12,7 +12,9 @@ static bool touches_float(const Value *v) {
     return false;
 }
 
-static int64_t last_dim(const Value *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
+static int64_t last_dim(const Value *t) {
+    return t->ndim ? t->shape[t->ndim - 1] : 1;
+}
 
 /* Iteration space of an einsum: the output's elements times the sizes of
  * the letters summed away (those missing from the output). */
@@ -21,7 +23,8 @@ static int64_t einsum_points(const Value *v) {
     if (!eq) return value_numel(v);
     int64_t size[128];
     int count[128] = {0};
-    for (int i = 0; i < 128; i++) size[i] = 1;
+    for (int i = 0; i < 128; i++)
+        size[i] = 1;
     const char *arrow = strstr(eq, "->");
     const char *p = eq;
     for (int k = 0; k < v->nin && *p && (!arrow || p < arrow); k++) {
@@ -90,6 +93,7 @@ int64_t flops_value(const Value *v) {
 
 int64_t flops_graph(const Graph *g) {
     int64_t total = 0;
-    for (int i = 0; i < g->nvalues; i++) total = sat_add(total, flops_value(g->values[i]));
+    for (int i = 0; i < g->nvalues; i++)
+        total = sat_add(total, flops_value(g->values[i]));
     return total;
 }

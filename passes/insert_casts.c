@@ -18,7 +18,8 @@ static DType compute_dtype(Value *v) {
     case OP_GE: {
         DTypeState s;
         dtype_state_init(&s);
-        for (int k = 0; k < 2; k++) dtype_state_add(&s, v->args[k].t->dtype, v->args[k].t->ndim, v->args[k].t->weak);
+        for (int k = 0; k < 2; k++)
+            dtype_state_add(&s, v->args[k].t->dtype, v->args[k].t->ndim, v->args[k].t->weak);
         return dtype_state_result(&s);
     }
     case OP_LOGICAL_AND:
@@ -56,8 +57,8 @@ static Value *cast_to(Rewriter *rw, Value *x, DType t, SrcLoc loc) {
 
 static void cast_operands(Rewriter *rw, Value *v, void *ctx) {
     (void)ctx;
-    bool promotes = (op_info(v->op)->flags & OPF_ELEMENTWISE) || v->op == OP_CAT || v->op == OP_CONCAT ||
-                    v->op == OP_STACK || v->op == OP_OUTER;
+    bool promotes = (op_info(v->op)->flags & OPF_ELEMENTWISE) || v->op == OP_CAT ||
+                    v->op == OP_CONCAT || v->op == OP_STACK || v->op == OP_OUTER;
     if (!promotes) return;
     DType t = compute_dtype(v);
     if (t == DT_NONE) return;

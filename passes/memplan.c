@@ -21,7 +21,8 @@ typedef struct Slot {
 } Slot;
 
 static int find(int *parent, int x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    while (parent[x] != x)
+        x = parent[x] = parent[parent[x]];
     return x;
 }
 
@@ -74,7 +75,8 @@ static int cmp_slot(const void *a, const void *b) {
  * in the smallest gap, between placed slots whose lifetimes overlap it,
  * that holds it; or above all of them. Returns the arena size. */
 static int64_t place(Slot *slots, int n, int *order, int *placed) {
-    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = 0; i < n; i++)
+        order[i] = i;
     sort_slots = slots;
     qsort(order, (size_t)n, sizeof *order, cmp_slot);
     int nplaced = 0;
@@ -110,17 +112,21 @@ static int64_t place(Slot *slots, int n, int *order, int *placed) {
  * is the largest live total during a slot's lifetime. */
 static void breadth_keys(Slot *slots, int n, const int64_t *live, int nsteps) {
     int levels = 1;
-    while ((1 << levels) <= nsteps) levels++;
+    while ((1 << levels) <= nsteps)
+        levels++;
     int64_t *t = malloc(sizeof *t * (size_t)levels * (size_t)(nsteps > 0 ? nsteps : 1));
-    for (int i = 0; i < nsteps; i++) t[i] = live[i];
+    for (int i = 0; i < nsteps; i++)
+        t[i] = live[i];
     for (int l = 1; l < levels; l++)
         for (int i = 0; i + (1 << l) <= nsteps; i++) {
-            int64_t a = t[(size_t)(l - 1) * nsteps + i], b = t[(size_t)(l - 1) * nsteps + i + (1 << (l - 1))];
+            int64_t a = t[(size_t)(l - 1) * nsteps + i],
+                    b = t[(size_t)(l - 1) * nsteps + i + (1 << (l - 1))];
             t[(size_t)l * nsteps + i] = a > b ? a : b;
         }
     for (int i = 0; i < n; i++) {
         int lo = slots[i].first, hi = slots[i].last, len = hi - lo + 1, l = 0;
-        while ((2 << l) <= len) l++;
+        while ((2 << l) <= len)
+            l++;
         int64_t a = t[(size_t)l * nsteps + lo], b = t[(size_t)l * nsteps + hi - (1 << l) + 1];
         slots[i].key = a > b ? a : b;
     }
@@ -151,7 +157,8 @@ MemPlan *memplan_plan(Arena *a, const Schedule *s) {
     /* Slots: one per chain of in-place buffers; the lifetime is the union. */
     int nslots = 0;
     int *slot_of_root = malloc(sizeof(int) * (size_t)nbx);
-    for (int i = 0; i < nb; i++) slot_of_root[i] = -1;
+    for (int i = 0; i < nb; i++)
+        slot_of_root[i] = -1;
     Slot *slots = calloc((size_t)nbx, sizeof *slots);
     for (int i = 0; i < nb; i++) {
         const SchedBuffer *b = &s->bufs[i];
@@ -181,7 +188,8 @@ MemPlan *memplan_plan(Arena *a, const Schedule *s) {
     for (int i = 0; i < s->nsteps; i++) {
         run += diff[i];
         p->step_live[i] = run;
-        if (p->peak_step < 0 || run > p->lower_bound_bytes) p->lower_bound_bytes = run, p->peak_step = i;
+        if (p->peak_step < 0 || run > p->lower_bound_bytes)
+            p->lower_bound_bytes = run, p->peak_step = i;
     }
     free(diff);
 
@@ -192,9 +200,11 @@ MemPlan *memplan_plan(Arena *a, const Schedule *s) {
     int *order = malloc(sizeof(int) * (size_t)(nslots + 1));
     int *placed = malloc(sizeof(int) * (size_t)(nslots + 1));
     int64_t *best = malloc(sizeof(int64_t) * (size_t)(nslots + 1));
-    for (int i = 0; i < nslots; i++) slots[i].key = slots[i].size;
+    for (int i = 0; i < nslots; i++)
+        slots[i].key = slots[i].size;
     p->arena_bytes = place(slots, nslots, order, placed);
-    for (int i = 0; i < nslots; i++) best[i] = slots[i].offset;
+    for (int i = 0; i < nslots; i++)
+        best[i] = slots[i].offset;
     double n2 = (double)nslots * (double)nslots;
     int restarts = n2 > 0 ? (int)(PERTURB_WORK / n2) : 0;
     if (restarts > PERTURB_MAX) restarts = PERTURB_MAX;
@@ -205,14 +215,16 @@ MemPlan *memplan_plan(Arena *a, const Schedule *s) {
         } else {
             for (int i = 0; i < nslots; i++) {
                 rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-                slots[i].key = (int64_t)((double)slots[i].size * (0.5 + (double)(rng >> 11) / 9007199254740992.0));
+                slots[i].key = (int64_t)((double)slots[i].size *
+                                         (0.5 + (double)(rng >> 11) / 9007199254740992.0));
             }
         }
         int64_t arena = place(slots, nslots, order, placed);
         if (arena < p->arena_bytes) {
             p->arena_bytes = arena;
             p->strategy = k < 0 ? "greedy by breadth" : "greedy by size, perturbed";
-            for (int i = 0; i < nslots; i++) best[i] = slots[i].offset;
+            for (int i = 0; i < nslots; i++)
+                best[i] = slots[i].offset;
         }
     }
     for (int i = 0; i < nb; i++)
@@ -238,12 +250,16 @@ bool memplan_verify(const MemPlan *p, const Schedule *s, char *why, size_t nwhy)
     for (int i = 0; i < nb && ok; i++) {
         const SchedBuffer *b = &s->bufs[i];
         if (b->kind != BUF_INTERMEDIATE) {
-            if (p->offset[i] != -1) ok = fail(why, nwhy, "buffer %lld is not an intermediate but has offset %lld", i, p->offset[i]);
+            if (p->offset[i] != -1)
+                ok = fail(why, nwhy, "buffer %lld is not an intermediate but has offset %lld", i,
+                          p->offset[i]);
             continue;
         }
         if (p->offset[i] < 0 || p->offset[i] % MEMPLAN_ALIGN || p->size[i] < b->bytes ||
             p->offset[i] + p->size[i] > p->arena_bytes)
-            ok = fail(why, nwhy, "buffer %lld at offset %lld lies outside the arena or is misaligned", i, p->offset[i]);
+            ok = fail(why, nwhy,
+                      "buffer %lld at offset %lld lies outside the arena or is misaligned", i,
+                      p->offset[i]);
         if (b->first < 0 || b->last < b->first || b->last >= s->nsteps)
             ok = fail(why, nwhy, "buffer %lld has no valid live range (first %lld)", i, b->first);
     }
@@ -256,10 +272,13 @@ bool memplan_verify(const MemPlan *p, const Schedule *s, char *why, size_t nwhy)
             const SchedBuffer *y = &s->bufs[j];
             if (y->kind != BUF_INTERMEDIATE || !p->size[j]) continue;
             if (x->last < y->first || y->last < x->first) continue;
-            if (p->offset[i] + p->size[i] <= p->offset[j] || p->offset[j] + p->size[j] <= p->offset[i]) continue;
+            if (p->offset[i] + p->size[i] <= p->offset[j] ||
+                p->offset[j] + p->size[j] <= p->offset[i])
+                continue;
             bool handover = (p->inplace_of[j] == i && x->last == y->first) ||
                             (p->inplace_of[i] == j && y->last == x->first);
-            if (!handover) ok = fail(why, nwhy, "buffers %lld and %lld are live together and overlap", i, j);
+            if (!handover)
+                ok = fail(why, nwhy, "buffers %lld and %lld are live together and overlap", i, j);
         }
     }
     /* The live totals and the lower bound, recomputed from the buffers:
@@ -272,12 +291,15 @@ bool memplan_verify(const MemPlan *p, const Schedule *s, char *why, size_t nwhy)
     }
     int64_t lb = 0;
     for (int t = 0; t < s->nsteps && ok; t++) {
-        if (live[t] != p->step_live[t]) ok = fail(why, nwhy, "step %lld: live bytes %lld disagree with the plan", t, live[t]);
+        if (live[t] != p->step_live[t])
+            ok = fail(why, nwhy, "step %lld: live bytes %lld disagree with the plan", t, live[t]);
         if (live[t] > lb) lb = live[t];
     }
-    if (ok && lb != p->lower_bound_bytes) ok = fail(why, nwhy, "lower bound %lld, recomputed %lld", p->lower_bound_bytes, lb);
+    if (ok && lb != p->lower_bound_bytes)
+        ok = fail(why, nwhy, "lower bound %lld, recomputed %lld", p->lower_bound_bytes, lb);
     if (ok && p->arena_bytes < p->lower_bound_bytes)
-        ok = fail(why, nwhy, "arena %lld below the lower bound %lld", p->arena_bytes, p->lower_bound_bytes);
+        ok = fail(why, nwhy, "arena %lld below the lower bound %lld", p->arena_bytes,
+                  p->lower_bound_bytes);
     free(live);
     return ok;
 }

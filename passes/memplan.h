@@ -29,12 +29,12 @@
 
 typedef struct MemPlan {
     int nbufs, nsteps;
-    int64_t *offset;  /* by buffer: bytes from the arena's start; -1 outside the arena */
-    int64_t *size;    /* by buffer: the slot size (bytes rounded up to 64); 0 outside */
-    int *inplace_of;  /* by buffer: the buffer whose slot it takes over in place, or -1 */
-    int *slot;        /* by buffer: slot id (buffers sharing in place share it); -1 outside */
-    int64_t *step_live; /* by step: slot bytes live during that step */
-    int64_t arena_bytes;       /* max over slots of offset + size: a multiple of 64 */
+    int64_t *offset;     /* by buffer: bytes from the arena's start; -1 outside the arena */
+    int64_t *size;       /* by buffer: the slot size (bytes rounded up to 64); 0 outside */
+    int *inplace_of;     /* by buffer: the buffer whose slot it takes over in place, or -1 */
+    int *slot;           /* by buffer: slot id (buffers sharing in place share it); -1 outside */
+    int64_t *step_live;  /* by step: slot bytes live during that step */
+    int64_t arena_bytes; /* max over slots of offset + size: a multiple of 64 */
     int64_t lower_bound_bytes; /* max over steps of step_live */
     int64_t unplanned_bytes;   /* every intermediate once, rounded to 64 */
     int peak_step;             /* the first step whose step_live is the lower bound; -1 when none */

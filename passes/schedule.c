@@ -20,7 +20,8 @@ int64_t sat_mul(int64_t a, int64_t b) {
 int64_t schedule_value_bytes(const Value *v, DType t) {
     if (v->is_view || v->storage != v || v->op == OP_SCALAR) return 0;
     int64_t n = 1;
-    for (int i = 0; i < v->ndim; i++) n = sat_mul(n, v->shape[i]);
+    for (int i = 0; i < v->ndim; i++)
+        n = sat_mul(n, v->shape[i]);
     return sat_mul(n, (int64_t)dtype_size(t));
 }
 
@@ -30,7 +31,8 @@ static bool materialises(const Value *v) {
 
 Schedule *schedule_from_graph(Arena *a, const Graph *g, const DType *storage_dtype) {
     int n = 0;
-    for (int i = 0; i < g->nvalues; i++) n += materialises(g->values[i]);
+    for (int i = 0; i < g->nvalues; i++)
+        n += materialises(g->values[i]);
     SchedStep *steps = ARENA_ARRAY(a, SchedStep, n > 0 ? n : 1);
     int k = 0;
     for (int i = 0; i < g->nvalues; i++) {
@@ -56,7 +58,8 @@ static BufKind kind_of(const Value *owner) {
     return BUF_INTERMEDIATE;
 }
 
-Schedule *schedule_build(Arena *a, const Graph *g, SchedStep *steps, int nsteps, const DType *storage_dtype) {
+Schedule *schedule_build(Arena *a, const Graph *g, SchedStep *steps, int nsteps,
+                         const DType *storage_dtype) {
     Schedule *s = ARENA_NEW(a, Schedule);
     s->g = g;
     s->steps = steps;
@@ -93,7 +96,8 @@ Schedule *schedule_build(Arena *a, const Graph *g, SchedStep *steps, int nsteps,
         b->first = b->last = -1;
         buf_of_owner[i] = s->nbufs++;
     }
-    for (int i = 0; i < g->nvalues; i++) s->buf_of[i] = buf_of_owner[g->values[i]->storage->order];
+    for (int i = 0; i < g->nvalues; i++)
+        s->buf_of[i] = buf_of_owner[g->values[i]->storage->order];
 
     /* Live ranges: born at the first write, dead after the last read of the
      * owner or of any view of it. */
@@ -115,7 +119,8 @@ Schedule *schedule_build(Arena *a, const Graph *g, SchedStep *steps, int nsteps,
      * caller's buffer after the last kernel: its storage lives to the end. */
     for (int i = 0; i < g->noutputs; i++) {
         int bi = s->buf_of[g->outputs[i]->order];
-        if (bi >= 0 && s->bufs[bi].kind == BUF_INTERMEDIATE && nsteps > 0) s->bufs[bi].last = nsteps - 1;
+        if (bi >= 0 && s->bufs[bi].kind == BUF_INTERMEDIATE && nsteps > 0)
+            s->bufs[bi].last = nsteps - 1;
     }
     for (int i = 0; i < s->nbufs; i++)
         if (s->bufs[i].kind != BUF_INTERMEDIATE) s->bufs[i].first = s->bufs[i].last = -1;

@@ -57,7 +57,8 @@ typedef struct Schedule {
 /* One step per materialising value, in graph order. */
 Schedule *schedule_from_graph(Arena *a, const Graph *g, const DType *storage_dtype);
 /* Liveness over a given kernel list (steps are kept, not copied). */
-Schedule *schedule_build(Arena *a, const Graph *g, SchedStep *steps, int nsteps, const DType *storage_dtype);
+Schedule *schedule_build(Arena *a, const Graph *g, SchedStep *steps, int nsteps,
+                         const DType *storage_dtype);
 
 /* Bytes of a value's storage at dtype t (0 for views and literals),
  * saturating at INT64_MAX / 4 so sums of a few stay representable. */

@@ -9,8 +9,10 @@ void pass_verify(const Graph *g, bool layouts) {
         TGC_ASSERT(v->order == i);
         TGC_ASSERT(v->ndim >= 0 && v->ndim <= TG_MAX_DIMS);
         TGC_ASSERT(v->dtype >= 0 && v->dtype < DT_COUNT);
-        for (int k = 0; k < v->nin; k++) TGC_ASSERT(v->in[k]->order < i && g->values[v->in[k]->order] == v->in[k]);
-        for (int k = 0; k < v->ndim; k++) TGC_ASSERT(v->shape[k] >= 0);
+        for (int k = 0; k < v->nin; k++)
+            TGC_ASSERT(v->in[k]->order < i && g->values[v->in[k]->order] == v->in[k]);
+        for (int k = 0; k < v->ndim; k++)
+            TGC_ASSERT(v->shape[k] >= 0);
         if (!layouts) continue;
         TGC_ASSERT(v->storage && v->storage->storage == v->storage);
         TGC_ASSERT(v->is_view == (v->storage != v));

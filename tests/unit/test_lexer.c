@@ -34,7 +34,8 @@ typedef struct Want {
     int line, col, len;
 } Want;
 
-#define END_WANT {(TokKind)-1, 0, 0, 0}
+#define END_WANT                                                                                   \
+    { (TokKind) - 1, 0, 0, 0 }
 
 /* Checks every token's kind, line, column and length against want[]
  * (terminated by END_WANT), and that there are no more tokens. */
@@ -43,7 +44,8 @@ static void check_tokens(const char *ctx, const char *src, const Want *want) {
     lex_string(&L, src);
     unit_context = ctx;
     int n = 0;
-    while (want[n].kind != (TokKind)-1) n++;
+    while (want[n].kind != (TokKind)-1)
+        n++;
     CHECK_INT(n, L.toks.count);
     for (int i = 0; i < n && i < L.toks.count; i++) {
         const Token *t = &L.toks.toks[i];
@@ -109,7 +111,11 @@ static void test_numbers(void) {
 
     /* "1e" is the integer 1 followed by the name e; "2e+" likewise. */
     check_tokens("1e", "1e",
-                 (Want[]){{TK_INT, 1, 1, 1}, {TK_IDENT, 1, 2, 1}, {TK_NEWLINE, 1, 3, 0}, {TK_EOF, 1, 3, 0}, END_WANT});
+                 (Want[]){{TK_INT, 1, 1, 1},
+                          {TK_IDENT, 1, 2, 1},
+                          {TK_NEWLINE, 1, 3, 0},
+                          {TK_EOF, 1, 3, 0},
+                          END_WANT});
     /* Names that start like inf/nan are names. */
     lex_string(&L, "infinity nan2 inf_ Inf");
     CHECK_INT(TK_IDENT, L.toks.toks[0].kind);
@@ -132,41 +138,71 @@ static void test_numbers(void) {
 
 static void test_punctuation(void) {
     check_tokens("operators", "a ** b // c ... <= >= == != < > & | ~ @ % / * + - = : , .",
-                 (Want[]){{TK_IDENT, 1, 1, 1},     {TK_POW, 1, 3, 2},      {TK_IDENT, 1, 6, 1},
-                          {TK_FLOORDIV, 1, 8, 2},  {TK_IDENT, 1, 11, 1},   {TK_ELLIPSIS, 1, 13, 3},
-                          {TK_LE, 1, 17, 2},       {TK_GE, 1, 20, 2},      {TK_EQ, 1, 23, 2},
-                          {TK_NE, 1, 26, 2},       {TK_LT, 1, 29, 1},      {TK_GT, 1, 31, 1},
-                          {TK_AMP, 1, 33, 1},      {TK_PIPE, 1, 35, 1},    {TK_TILDE, 1, 37, 1},
-                          {TK_AT, 1, 39, 1},       {TK_PERCENT, 1, 41, 1}, {TK_SLASH, 1, 43, 1},
-                          {TK_STAR, 1, 45, 1},     {TK_PLUS, 1, 47, 1},    {TK_MINUS, 1, 49, 1},
-                          {TK_ASSIGN, 1, 51, 1},   {TK_COLON, 1, 53, 1},   {TK_COMMA, 1, 55, 1},
-                          {TK_DOT, 1, 57, 1},      {TK_NEWLINE, 1, 58, 0}, {TK_EOF, 1, 58, 0},
-                          END_WANT});
+                 (Want[]){{TK_IDENT, 1, 1, 1},    {TK_POW, 1, 3, 2},
+                          {TK_IDENT, 1, 6, 1},    {TK_FLOORDIV, 1, 8, 2},
+                          {TK_IDENT, 1, 11, 1},   {TK_ELLIPSIS, 1, 13, 3},
+                          {TK_LE, 1, 17, 2},      {TK_GE, 1, 20, 2},
+                          {TK_EQ, 1, 23, 2},      {TK_NE, 1, 26, 2},
+                          {TK_LT, 1, 29, 1},      {TK_GT, 1, 31, 1},
+                          {TK_AMP, 1, 33, 1},     {TK_PIPE, 1, 35, 1},
+                          {TK_TILDE, 1, 37, 1},   {TK_AT, 1, 39, 1},
+                          {TK_PERCENT, 1, 41, 1}, {TK_SLASH, 1, 43, 1},
+                          {TK_STAR, 1, 45, 1},    {TK_PLUS, 1, 47, 1},
+                          {TK_MINUS, 1, 49, 1},   {TK_ASSIGN, 1, 51, 1},
+                          {TK_COLON, 1, 53, 1},   {TK_COMMA, 1, 55, 1},
+                          {TK_DOT, 1, 57, 1},     {TK_NEWLINE, 1, 58, 0},
+                          {TK_EOF, 1, 58, 0},     END_WANT});
     /* Maximal munch without spaces: *** is ** then *, a**-b, x[...,-1], x.T */
     check_tokens("munch", "a***b**-c<=d//e",
-                 (Want[]){{TK_IDENT, 1, 1, 1}, {TK_POW, 1, 2, 2},   {TK_STAR, 1, 4, 1},  {TK_IDENT, 1, 5, 1},
-                          {TK_POW, 1, 6, 2},   {TK_MINUS, 1, 8, 1}, {TK_IDENT, 1, 9, 1}, {TK_LE, 1, 10, 2},
-                          {TK_IDENT, 1, 12, 1}, {TK_FLOORDIV, 1, 13, 2}, {TK_IDENT, 1, 15, 1},
-                          {TK_NEWLINE, 1, 16, 0}, {TK_EOF, 1, 16, 0}, END_WANT});
+                 (Want[]){{TK_IDENT, 1, 1, 1},
+                          {TK_POW, 1, 2, 2},
+                          {TK_STAR, 1, 4, 1},
+                          {TK_IDENT, 1, 5, 1},
+                          {TK_POW, 1, 6, 2},
+                          {TK_MINUS, 1, 8, 1},
+                          {TK_IDENT, 1, 9, 1},
+                          {TK_LE, 1, 10, 2},
+                          {TK_IDENT, 1, 12, 1},
+                          {TK_FLOORDIV, 1, 13, 2},
+                          {TK_IDENT, 1, 15, 1},
+                          {TK_NEWLINE, 1, 16, 0},
+                          {TK_EOF, 1, 16, 0},
+                          END_WANT});
     check_tokens("index", "x[...,-1].mT",
-                 (Want[]){{TK_IDENT, 1, 1, 1},    {TK_LBRACKET, 1, 2, 1}, {TK_ELLIPSIS, 1, 3, 3},
-                          {TK_COMMA, 1, 6, 1},    {TK_MINUS, 1, 7, 1},    {TK_INT, 1, 8, 1},
-                          {TK_RBRACKET, 1, 9, 1}, {TK_DOT, 1, 10, 1},     {TK_IDENT, 1, 11, 2},
-                          {TK_NEWLINE, 1, 13, 0}, {TK_EOF, 1, 13, 0},     END_WANT});
+                 (Want[]){{TK_IDENT, 1, 1, 1},
+                          {TK_LBRACKET, 1, 2, 1},
+                          {TK_ELLIPSIS, 1, 3, 3},
+                          {TK_COMMA, 1, 6, 1},
+                          {TK_MINUS, 1, 7, 1},
+                          {TK_INT, 1, 8, 1},
+                          {TK_RBRACKET, 1, 9, 1},
+                          {TK_DOT, 1, 10, 1},
+                          {TK_IDENT, 1, 11, 2},
+                          {TK_NEWLINE, 1, 13, 0},
+                          {TK_EOF, 1, 13, 0},
+                          END_WANT});
     /* "x.5": a name, then the float .5 (as Python lexes it). */
-    check_tokens("x.5", "x.5", (Want[]){{TK_IDENT, 1, 1, 1}, {TK_FLOAT, 1, 2, 2}, {TK_NEWLINE, 1, 4, 0}, {TK_EOF, 1, 4, 0}, END_WANT});
+    check_tokens("x.5", "x.5",
+                 (Want[]){{TK_IDENT, 1, 1, 1},
+                          {TK_FLOAT, 1, 2, 2},
+                          {TK_NEWLINE, 1, 4, 0},
+                          {TK_EOF, 1, 4, 0},
+                          END_WANT});
 }
 
 static void test_keywords(void) {
     /* True/False are accepted as extensions (docs/language.md). */
-    const char *src = "graph input param output true false None graphs Input none True param_ f32 float False";
+    const char *src =
+        "graph input param output true false None graphs Input none True param_ f32 float False";
     Lexed L;
     lex_string(&L, src);
-    TokKind want[] = {TK_GRAPH, TK_INPUT, TK_PARAM, TK_OUTPUT, TK_TRUE,  TK_FALSE, TK_NONE,    TK_IDENT, TK_IDENT,
-                      TK_IDENT, TK_TRUE,  TK_IDENT, TK_IDENT,  TK_IDENT, TK_FALSE, TK_NEWLINE, TK_EOF};
+    TokKind want[] = {TK_GRAPH, TK_INPUT, TK_PARAM, TK_OUTPUT,  TK_TRUE, TK_FALSE,
+                      TK_NONE,  TK_IDENT, TK_IDENT, TK_IDENT,   TK_TRUE, TK_IDENT,
+                      TK_IDENT, TK_IDENT, TK_FALSE, TK_NEWLINE, TK_EOF};
     int n = (int)(sizeof want / sizeof *want);
     CHECK_INT(n, L.toks.count);
-    for (int i = 0; i < n && i < L.toks.count; i++) CHECK_STR(tok_kind_name(want[i]), tok_kind_name(L.toks.toks[i].kind));
+    for (int i = 0; i < n && i < L.toks.count; i++)
+        CHECK_STR(tok_kind_name(want[i]), tok_kind_name(L.toks.toks[i].kind));
     CHECK_STR("graphs", L.toks.toks[7].text);
     CHECK_STR("none", L.toks.toks[9].text);
     CHECK_STR("param_", L.toks.toks[11].text);
@@ -204,7 +240,8 @@ static void test_strings(void) {
     lex_string(&L, "s = 'abc\ny = 1");
     CHECK_INT(1, L.diag.errors);
     CHECK(L.msgs && strstr(L.msgs, "t.tg:1:5: error: unterminated string") != NULL);
-    if (L.msgs && !strstr(L.msgs, "t.tg:1:5: error: unterminated string")) printf("    diagnostics were:\n%s", L.msgs);
+    if (L.msgs && !strstr(L.msgs, "t.tg:1:5: error: unterminated string"))
+        printf("    diagnostics were:\n%s", L.msgs);
     t = L.toks.toks;
     CHECK_INT(TK_STRING, t[2].kind);
     CHECK(t[2].bad);
@@ -223,10 +260,12 @@ static void test_strings(void) {
     lex_string(&L, "y = f('abc\nz = 2");
     CHECK_INT(1, L.diag.errors);
     t = L.toks.toks;
-    TokKind want[] = {TK_IDENT, TK_ASSIGN, TK_IDENT, TK_LPAREN, TK_STRING, TK_NEWLINE, TK_IDENT, TK_ASSIGN, TK_INT, TK_NEWLINE, TK_EOF};
+    TokKind want[] = {TK_IDENT, TK_ASSIGN, TK_IDENT, TK_LPAREN,  TK_STRING, TK_NEWLINE,
+                      TK_IDENT, TK_ASSIGN, TK_INT,   TK_NEWLINE, TK_EOF};
     int n = (int)(sizeof want / sizeof *want);
     CHECK_INT(n, L.toks.count);
-    for (int i = 0; i < n && i < L.toks.count; i++) CHECK_STR(tok_kind_name(want[i]), tok_kind_name(t[i].kind));
+    for (int i = 0; i < n && i < L.toks.count; i++)
+        CHECK_STR(tok_kind_name(want[i]), tok_kind_name(t[i].kind));
     lexed_free(&L);
 
     /* Unterminated at end of file; a mismatched quote is unterminated too. */
@@ -241,34 +280,83 @@ static void test_comments_and_newlines(void) {
     /* Comments run to end of line; brackets inside them do not count.
      * Leading and repeated blank lines give no NEWLINE tokens. */
     check_tokens("comments", "# header (\n\n\nx = 1  # a ( [ comment\n\n   # only a comment\ny",
-                 (Want[]){{TK_IDENT, 4, 1, 1}, {TK_ASSIGN, 4, 3, 1}, {TK_INT, 4, 5, 1}, {TK_NEWLINE, 4, 23, 1},
-                          {TK_IDENT, 7, 1, 1}, {TK_NEWLINE, 7, 2, 0}, {TK_EOF, 7, 2, 0}, END_WANT});
+                 (Want[]){{TK_IDENT, 4, 1, 1},
+                          {TK_ASSIGN, 4, 3, 1},
+                          {TK_INT, 4, 5, 1},
+                          {TK_NEWLINE, 4, 23, 1},
+                          {TK_IDENT, 7, 1, 1},
+                          {TK_NEWLINE, 7, 2, 0},
+                          {TK_EOF, 7, 2, 0},
+                          END_WANT});
     /* Inside ( ) and [ ] newlines are not statement ends. */
     check_tokens("parens", "f(a,\n  b)\ng[1,\n2]\n",
-                 (Want[]){{TK_IDENT, 1, 1, 1},    {TK_LPAREN, 1, 2, 1},  {TK_IDENT, 1, 3, 1},    {TK_COMMA, 1, 4, 1},
-                          {TK_IDENT, 2, 3, 1},    {TK_RPAREN, 2, 4, 1},  {TK_NEWLINE, 2, 5, 1},  {TK_IDENT, 3, 1, 1},
-                          {TK_LBRACKET, 3, 2, 1}, {TK_INT, 3, 3, 1},     {TK_COMMA, 3, 4, 1},    {TK_INT, 4, 1, 1},
-                          {TK_RBRACKET, 4, 2, 1}, {TK_NEWLINE, 4, 3, 1}, {TK_EOF, 5, 1, 0},     END_WANT});
+                 (Want[]){{TK_IDENT, 1, 1, 1},
+                          {TK_LPAREN, 1, 2, 1},
+                          {TK_IDENT, 1, 3, 1},
+                          {TK_COMMA, 1, 4, 1},
+                          {TK_IDENT, 2, 3, 1},
+                          {TK_RPAREN, 2, 4, 1},
+                          {TK_NEWLINE, 2, 5, 1},
+                          {TK_IDENT, 3, 1, 1},
+                          {TK_LBRACKET, 3, 2, 1},
+                          {TK_INT, 3, 3, 1},
+                          {TK_COMMA, 3, 4, 1},
+                          {TK_INT, 4, 1, 1},
+                          {TK_RBRACKET, 4, 2, 1},
+                          {TK_NEWLINE, 4, 3, 1},
+                          {TK_EOF, 5, 1, 0},
+                          END_WANT});
     /* Nested brackets: the newline after the outer ')' ends the statement. */
     check_tokens("nested", "f([1,\n(2,\n3)],\n4)\nz",
-                 (Want[]){{TK_IDENT, 1, 1, 1},    {TK_LPAREN, 1, 2, 1},  {TK_LBRACKET, 1, 3, 1}, {TK_INT, 1, 4, 1},
-                          {TK_COMMA, 1, 5, 1},    {TK_LPAREN, 2, 1, 1},  {TK_INT, 2, 2, 1},      {TK_COMMA, 2, 3, 1},
-                          {TK_INT, 3, 1, 1},      {TK_RPAREN, 3, 2, 1},  {TK_RBRACKET, 3, 3, 1}, {TK_COMMA, 3, 4, 1},
-                          {TK_INT, 4, 1, 1},      {TK_RPAREN, 4, 2, 1},  {TK_NEWLINE, 4, 3, 1},  {TK_IDENT, 5, 1, 1},
-                          {TK_NEWLINE, 5, 2, 0},  {TK_EOF, 5, 2, 0},     END_WANT});
+                 (Want[]){{TK_IDENT, 1, 1, 1},
+                          {TK_LPAREN, 1, 2, 1},
+                          {TK_LBRACKET, 1, 3, 1},
+                          {TK_INT, 1, 4, 1},
+                          {TK_COMMA, 1, 5, 1},
+                          {TK_LPAREN, 2, 1, 1},
+                          {TK_INT, 2, 2, 1},
+                          {TK_COMMA, 2, 3, 1},
+                          {TK_INT, 3, 1, 1},
+                          {TK_RPAREN, 3, 2, 1},
+                          {TK_RBRACKET, 3, 3, 1},
+                          {TK_COMMA, 3, 4, 1},
+                          {TK_INT, 4, 1, 1},
+                          {TK_RPAREN, 4, 2, 1},
+                          {TK_NEWLINE, 4, 3, 1},
+                          {TK_IDENT, 5, 1, 1},
+                          {TK_NEWLINE, 5, 2, 0},
+                          {TK_EOF, 5, 2, 0},
+                          END_WANT});
     /* A stray ')' does not make later newlines disappear. */
     check_tokens("stray", ")\nx\ny",
-                 (Want[]){{TK_RPAREN, 1, 1, 1}, {TK_NEWLINE, 1, 2, 1}, {TK_IDENT, 2, 1, 1}, {TK_NEWLINE, 2, 2, 1},
-                          {TK_IDENT, 3, 1, 1},  {TK_NEWLINE, 3, 2, 0}, {TK_EOF, 3, 2, 0},    END_WANT});
+                 (Want[]){{TK_RPAREN, 1, 1, 1},
+                          {TK_NEWLINE, 1, 2, 1},
+                          {TK_IDENT, 2, 1, 1},
+                          {TK_NEWLINE, 2, 2, 1},
+                          {TK_IDENT, 3, 1, 1},
+                          {TK_NEWLINE, 3, 2, 0},
+                          {TK_EOF, 3, 2, 0},
+                          END_WANT});
     /* CRLF line ends and tabs. */
     check_tokens("crlf", "a\r\n\tb",
-                 (Want[]){{TK_IDENT, 1, 1, 1}, {TK_NEWLINE, 1, 3, 1}, {TK_IDENT, 2, 2, 1}, {TK_NEWLINE, 2, 3, 0},
-                          {TK_EOF, 2, 3, 0},   END_WANT});
+                 (Want[]){{TK_IDENT, 1, 1, 1},
+                          {TK_NEWLINE, 1, 3, 1},
+                          {TK_IDENT, 2, 2, 1},
+                          {TK_NEWLINE, 2, 3, 0},
+                          {TK_EOF, 2, 3, 0},
+                          END_WANT});
     /* A backslash at the end of a line joins it with the next (extension). */
     check_tokens("backslash", "a = 1 + \\\n  2\nb",
-                 (Want[]){{TK_IDENT, 1, 1, 1}, {TK_ASSIGN, 1, 3, 1}, {TK_INT, 1, 5, 1},    {TK_PLUS, 1, 7, 1},
-                          {TK_INT, 2, 3, 1},   {TK_NEWLINE, 2, 4, 1}, {TK_IDENT, 3, 1, 1}, {TK_NEWLINE, 3, 2, 0},
-                          {TK_EOF, 3, 2, 0},   END_WANT});
+                 (Want[]){{TK_IDENT, 1, 1, 1},
+                          {TK_ASSIGN, 1, 3, 1},
+                          {TK_INT, 1, 5, 1},
+                          {TK_PLUS, 1, 7, 1},
+                          {TK_INT, 2, 3, 1},
+                          {TK_NEWLINE, 2, 4, 1},
+                          {TK_IDENT, 3, 1, 1},
+                          {TK_NEWLINE, 3, 2, 0},
+                          {TK_EOF, 3, 2, 0},
+                          END_WANT});
     /* The empty file: only EOF. */
     check_tokens("empty", "", (Want[]){{TK_EOF, 1, 1, 0}, END_WANT});
     check_tokens("comment only", "# nothing\n", (Want[]){{TK_EOF, 2, 1, 0}, END_WANT});
@@ -282,12 +370,13 @@ static void test_bad_characters(void) {
     CHECK(L.msgs && strstr(L.msgs, "t.tg:2:7: error: unexpected character '?'") != NULL);
     CHECK(L.msgs && strstr(L.msgs, "t.tg:3:7: error: unexpected character '!'") != NULL);
     /* Each bad character becomes one TK_ERROR token, marked bad, at its column. */
-    TokKind want[] = {TK_IDENT,   TK_ASSIGN, TK_ERROR,  TK_PLUS,  TK_INT,  TK_NEWLINE, TK_IDENT, TK_ASSIGN, TK_IDENT,
-                      TK_ERROR,   TK_IDENT,  TK_NEWLINE, TK_IDENT, TK_ASSIGN, TK_INT,   TK_ERROR, TK_INT,    TK_NEWLINE,
-                      TK_EOF};
+    TokKind want[] = {TK_IDENT,  TK_ASSIGN, TK_ERROR, TK_PLUS,    TK_INT,     TK_NEWLINE, TK_IDENT,
+                      TK_ASSIGN, TK_IDENT,  TK_ERROR, TK_IDENT,   TK_NEWLINE, TK_IDENT,   TK_ASSIGN,
+                      TK_INT,    TK_ERROR,  TK_INT,   TK_NEWLINE, TK_EOF};
     int n = (int)(sizeof want / sizeof *want);
     CHECK_INT(n, L.toks.count);
-    for (int i = 0; i < n && i < L.toks.count; i++) CHECK_STR(tok_kind_name(want[i]), tok_kind_name(L.toks.toks[i].kind));
+    for (int i = 0; i < n && i < L.toks.count; i++)
+        CHECK_STR(tok_kind_name(want[i]), tok_kind_name(L.toks.toks[i].kind));
     if (L.toks.count == n) {
         Token *t = L.toks.toks;
         CHECK_INT(1, t[2].loc.line);

@@ -46,7 +46,9 @@ static void check_verified(Planned *P) {
  * operand that dies where it is made. */
 static void test_inplace_chain(void) {
     Planned P;
-    if (!plan_src(&P, "graph g\ninput x : f32[4, 64]\na = x * 2.0\nb = relu(a)\nc = exp(b)\nd = -c\noutput y = d + 1.0\n",
+    if (!plan_src(&P,
+                  "graph g\ninput x : f32[4, 64]\na = x * 2.0\nb = relu(a)\nc = exp(b)\nd = "
+                  "-c\noutput y = d + 1.0\n",
                   PREC_DECLARED))
         return;
     CHECK_INT(5, P.s->nsteps);
@@ -68,16 +70,17 @@ static void test_views_extend_lifetime(void) {
     Planned P;
     if (!plan_src(&P,
                   "graph g\ninput x : f32[8, 8]\nparam w : f32[8, 8]\n"
-                  "a = x @ w\n"           /* step 0 */
-                  "t = a.T\n"             /* a view: no step */
-                  "b = relu(x)\n"         /* step 1 */
-                  "c = b * 3.0\n"         /* step 2: b dies here, same size: in place */
-                  "d = c + t\n"           /* step 3: a, through t, dies here */
-                  "output y = d + a\n",   /* step 4: a read directly and d dies */
+                  "a = x @ w\n"         /* step 0 */
+                  "t = a.T\n"           /* a view: no step */
+                  "b = relu(x)\n"       /* step 1 */
+                  "c = b * 3.0\n"       /* step 2: b dies here, same size: in place */
+                  "d = c + t\n"         /* step 3: a, through t, dies here */
+                  "output y = d + a\n", /* step 4: a read directly and d dies */
                   PREC_DECLARED))
         return;
     CHECK_INT(5, P.s->nsteps);
-    int a = buf_named(&P, "a"), b = buf_named(&P, "b"), c = buf_named(&P, "c"), d = buf_named(&P, "d");
+    int a = buf_named(&P, "a"), b = buf_named(&P, "b"), c = buf_named(&P, "c"),
+        d = buf_named(&P, "d");
     CHECK_INT(buf_named(&P, "a"), buf_named(&P, "t"));
     CHECK_INT(0, P.s->bufs[a].first);
     CHECK_INT(4, P.s->bufs[a].last);
@@ -87,7 +90,9 @@ static void test_views_extend_lifetime(void) {
     compiled_free(&P.c);
 
     /* y = a + a.T: a dies here but is read through a transposed view. */
-    if (!plan_src(&P, "graph g\ninput x : f32[8, 8]\na = exp(x)\noutput y = relu(a + a.T)\n", PREC_DECLARED)) return;
+    if (!plan_src(&P, "graph g\ninput x : f32[8, 8]\na = exp(x)\noutput y = relu(a + a.T)\n",
+                  PREC_DECLARED))
+        return;
     Value *sum = NULL;
     for (int i = 0; i < P.c.g->nvalues; i++)
         if (P.c.g->values[i]->op == OP_ADD) sum = P.c.g->values[i];
@@ -100,8 +105,10 @@ static void test_views_extend_lifetime(void) {
 /* An output that is a view of an intermediate keeps that storage to the end. */
 static void test_output_view(void) {
     Planned P;
-    if (!plan_src(&P, "graph g\ninput x : f32[4, 8]\na = exp(x)\nb = relu(x)\noutput o = b\noutput t = a.T\n",
-                  PREC_DECLARED))
+    if (!plan_src(
+            &P,
+            "graph g\ninput x : f32[4, 8]\na = exp(x)\nb = relu(x)\noutput o = b\noutput t = a.T\n",
+            PREC_DECLARED))
         return;
     int a = buf_named(&P, "a");
     CHECK_INT(BUF_INTERMEDIATE, P.s->bufs[a].kind);
@@ -112,8 +119,9 @@ static void test_output_view(void) {
 
 /* f16 halves every floating size; integers and bools keep theirs. */
 static void test_precision(void) {
-    const char *src = "graph g\ninput x : f32[16, 16]\ninput i : i64[16]\nparam w : f32[16, 16]\n"
-                      "h = relu(x @ w)\nm = h > 0.5\noutput y = where(m, h, 0.0)\noutput j = i + 1\n";
+    const char *src =
+        "graph g\ninput x : f32[16, 16]\ninput i : i64[16]\nparam w : f32[16, 16]\n"
+        "h = relu(x @ w)\nm = h > 0.5\noutput y = where(m, h, 0.0)\noutput j = i + 1\n";
     Planned P32, P16;
     if (!plan_src(&P32, src, PREC_DECLARED)) return;
     if (!plan_src(&P16, src, PREC_F16)) {
@@ -136,7 +144,7 @@ typedef struct Gen {
     uint64_t state;
     char *src;
     size_t len, cap;
-    int n; /* tensors t0..t(n-1) */
+    int n;            /* tensors t0..t(n-1) */
     char kind[20000]; /* 's' [n,n] f32, 'h' [n,n] f16, 'v' [n] f32 */
 } Gen;
 
@@ -184,8 +192,8 @@ static void add_tensor(Gen *g, char kind, const char *fmt, int a, int b) {
 static char *gen_graph(uint64_t seed, int nodes, int size) {
     Gen g = {.state = seed * 2654435761u + 1, .cap = 4096};
     g.src = malloc(g.cap);
-    emit(&g, "graph r%llu\ninput x : f32[%d, %d]\ninput u : f32[%d]\nparam w : f32[%d, %d]\n", (unsigned long long)seed,
-         size, size, size, size, size);
+    emit(&g, "graph r%llu\ninput x : f32[%d, %d]\ninput u : f32[%d]\nparam w : f32[%d, %d]\n",
+         (unsigned long long)seed, size, size, size, size, size);
     emit(&g, "t0 = x * 1.0\nt1 = u + 0.0\n");
     g.kind[0] = 's', g.kind[1] = 'v';
     g.n = 2;
@@ -200,8 +208,10 @@ static char *gen_graph(uint64_t seed, int nodes, int size) {
         case 5: add_tensor(&g, 'v', "t%d.sum(dim = 0)", a, 0); break;
         case 6: add_tensor(&g, 'h', "t%d.to(f16)", a, 0); break;
         case 7:
-            if (h >= 0) add_tensor(&g, 's', "t%d.to(f32) - t%d", h, a);
-            else add_tensor(&g, 'h', "(t%d * 0.5).to(f16)", a, 0);
+            if (h >= 0)
+                add_tensor(&g, 's', "t%d.to(f32) - t%d", h, a);
+            else
+                add_tensor(&g, 'h', "(t%d * 0.5).to(f16)", a, 0);
             break;
         case 8: /* a view pair: both halves of a cat keep it alive */
             emit(&g, "c%d, d%d = cat([t%d, t%d]).chunk(2)\n", g.n, g.n, a, b);
@@ -234,8 +244,10 @@ static char *gen_graph(uint64_t seed, int nodes, int size) {
     for (int k = 0; k < 2; k++) {
         int i = (int)(rnd(&g) % (unsigned)(g.n - 1));
         if (i == g.n - 1) continue;
-        if (g.kind[i] == 's' && rnd(&g) % 2) emit(&g, "output o%d_%d = t%d.T\n", k, i, i);
-        else emit(&g, "output o%d_%d = t%d\n", k, i, i);
+        if (g.kind[i] == 's' && rnd(&g) % 2)
+            emit(&g, "output o%d_%d = t%d.T\n", k, i, i);
+        else
+            emit(&g, "output o%d_%d = t%d\n", k, i, i);
     }
     return g.src;
 }
@@ -274,8 +286,12 @@ static double clock_s(clockid_t id) {
     clock_gettime(id, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
-static double now(void) { return clock_s(CLOCK_MONOTONIC); }
-static double cpu(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
+static double now(void) {
+    return clock_s(CLOCK_MONOTONIC);
+}
+static double cpu(void) {
+    return clock_s(CLOCK_PROCESS_CPUTIME_ID);
+}
 
 /* Not a timed assertion: prints the time to schedule and plan 10,000 nodes. */
 static void bench_10k(void *arg) {
@@ -293,11 +309,12 @@ static void bench_10k(void *arg) {
         MemPlan *p = memplan_plan(&c.arena, s);
         double t2 = now(), c2 = cpu();
         fprintf(stdout,
-                "bench: memplan values=%d steps=%d buffers=%d frontend_ms=%.1f plan_ms=%.1f plan_cpu_ms=%.1f "
+                "bench: memplan values=%d steps=%d buffers=%d frontend_ms=%.1f plan_ms=%.1f "
+                "plan_cpu_ms=%.1f "
                 "arena=%lld lower_bound=%lld ratio=%.4f\n",
                 g->nvalues, s->nsteps, s->nbufs, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (c2 - c1) * 1e3,
-                (long long)p->arena_bytes,
-                (long long)p->lower_bound_bytes, (double)p->arena_bytes / (double)(p->lower_bound_bytes ? p->lower_bound_bytes : 1));
+                (long long)p->arena_bytes, (long long)p->lower_bound_bytes,
+                (double)p->arena_bytes / (double)(p->lower_bound_bytes ? p->lower_bound_bytes : 1));
         char why[256] = "";
         bool ok = memplan_verify(p, s, why, sizeof why);
         if (!CHECK(ok)) fprintf(stdout, "  memplan_verify: %s\n", why);

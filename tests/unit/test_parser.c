@@ -178,7 +178,8 @@ static void check_expr_at(const char *expr, const char *want, const char *file, 
 
 /* Parses src and checks the number of errors and that each "line:col"
  * in locs (a NULL-terminated list) starts an error line. */
-static void check_errors_at(const char *src, int nerrors, const char *const *locs, const char *file, int line) {
+static void check_errors_at(const char *src, int nerrors, const char *const *locs, const char *file,
+                            int line) {
     Parsed P;
     parse_string(&P, src);
     unit_context = src;
@@ -186,13 +187,15 @@ static void check_errors_at(const char *src, int nerrors, const char *const *loc
     for (int i = 0; locs && locs[i]; i++) {
         char want[64];
         snprintf(want, sizeof want, "p.tg:%s: error:", locs[i]);
-        if (!unit_check(P.msgs && strstr(P.msgs, want), file, line, "an error at the expected position"))
+        if (!unit_check(P.msgs && strstr(P.msgs, want), file, line,
+                        "an error at the expected position"))
             printf("    wanted \"%s\" in:\n%s", want, P.msgs ? P.msgs : "");
     }
     unit_context = NULL;
     parsed_free(&P);
 }
-#define CHECK_ERRORS(src, n, ...) check_errors_at((src), (n), (const char *const[]){__VA_ARGS__, NULL}, __FILE__, __LINE__)
+#define CHECK_ERRORS(src, n, ...)                                                                  \
+    check_errors_at((src), (n), (const char *const[]){__VA_ARGS__, NULL}, __FILE__, __LINE__)
 
 static void test_precedence(void) {
     /* ** binds tighter than unary minus on its left, looser on its right. */
@@ -290,19 +293,18 @@ static void test_postfix(void) {
 
 static void test_statements(void) {
     Parsed P;
-    parse_string(&P,
-                 "# a model\n"
-                 "graph mlp(batch = 64, d = 2 * 8)\n"
-                 "input  x : f32[batch, 784]\n"
-                 "input  s : f32[]\n"
-                 "param  w : f16[784, d] = randn(std=0.02, seed=1)\n"
-                 "a, b, c = x.chunk(3,\n"
-                 "                  dim=1)\n"
-                 "h = relu(\n"
-                 "    x @ w\n"
-                 ")\n"
-                 "output probs = softmax(h, dim=-1)\n"
-                 "output a\n");
+    parse_string(&P, "# a model\n"
+                     "graph mlp(batch = 64, d = 2 * 8)\n"
+                     "input  x : f32[batch, 784]\n"
+                     "input  s : f32[]\n"
+                     "param  w : f16[784, d] = randn(std=0.02, seed=1)\n"
+                     "a, b, c = x.chunk(3,\n"
+                     "                  dim=1)\n"
+                     "h = relu(\n"
+                     "    x @ w\n"
+                     ")\n"
+                     "output probs = softmax(h, dim=-1)\n"
+                     "output a\n");
     CHECK_INT(0, P.diag.errors);
     Program *p = P.prog;
     CHECK(p->has_graph);
@@ -360,7 +362,8 @@ static void test_statements(void) {
         CHECK_INT(STMT_OUTPUT, s[6].kind);
         CHECK(s[6].expr == NULL);
         CHECK_STR("a", s[6].names[0]);
-        for (int i = 0; i < 7; i++) CHECK(!s[i].broken);
+        for (int i = 0; i < 7; i++)
+            CHECK(!s[i].broken);
     }
     parsed_free(&P);
 
@@ -387,13 +390,13 @@ static void test_errors(void) {
     /* Several independent errors on different lines are all reported, and
      * the good statements between them survive. */
     const char *src = "graph g\n"
-                      "a = 1 +\n"         /* 2: expression missing */
+                      "a = 1 +\n" /* 2: expression missing */
                       "b = 2\n"
-                      "c = * 3\n"         /* 4 */
-                      "d = e f\n"         /* 5: end of line expected */
-                      "input x f32[2]\n"  /* 6: ':' expected */
-                      "output = 3\n"      /* 7: name expected */
-                      "1 = x\n"           /* 8: a statement expected */
+                      "c = * 3\n"        /* 4 */
+                      "d = e f\n"        /* 5: end of line expected */
+                      "input x f32[2]\n" /* 6: ':' expected */
+                      "output = 3\n"     /* 7: name expected */
+                      "1 = x\n"          /* 8: a statement expected */
                       "k = 7\n";
     CHECK_ERRORS(src, 6, "2:8", "4:5", "5:7", "6:9", "7:8", "8:1");
     Parsed P;
@@ -404,9 +407,10 @@ static void test_errors(void) {
     for (int i = 0; i < P.prog->nstmts; i++)
         if (!P.prog->stmts[i].broken) {
             good++;
-            if (!CHECK(!strcmp(P.prog->stmts[i].names[0], "b") || !strcmp(P.prog->stmts[i].names[0], "k")))
-                printf("    statement '%s' on line %d is not marked broken\n", P.prog->stmts[i].names[0],
-                       P.prog->stmts[i].loc.line);
+            if (!CHECK(!strcmp(P.prog->stmts[i].names[0], "b") ||
+                       !strcmp(P.prog->stmts[i].names[0], "k")))
+                printf("    statement '%s' on line %d is not marked broken\n",
+                       P.prog->stmts[i].names[0], P.prog->stmts[i].loc.line);
         }
     CHECK_INT(2, good);
     parsed_free(&P);
@@ -462,7 +466,8 @@ static void check_fold_at(const char *expr, int64_t want, const char *file, int 
     Graph *g = compile_src(&c, src);
     if (unit_check(g != NULL, file, line, "compiles")) {
         Value *r = find_value(g, "r");
-        if (unit_check(r && r->ndim == 2, file, line, "r is 2-D")) unit_check_int(want, r->shape[0], file, line, "folded value");
+        if (unit_check(r && r->ndim == 2, file, line, "r is 2-D"))
+            unit_check_int(want, r->shape[0], file, line, "folded value");
     } else {
         printf("%s", c.msgs ? c.msgs : "");
     }
@@ -473,16 +478,16 @@ static void check_fold_at(const char *expr, int64_t want, const char *file, int 
 
 static void test_folding(void) {
     /* expected values are Python's */
-    CHECK_FOLD("-2 ** 2 + 10", 6);      /* -(2 ** 2) + 10 */
+    CHECK_FOLD("-2 ** 2 + 10", 6); /* -(2 ** 2) + 10 */
     CHECK_FOLD("(-2) ** 2 + 2", 6);
     CHECK_FOLD("2 ** 3 ** 2 // 64", 8); /* 2 ** 9 // 64 */
     CHECK_FOLD("2 + 3 * 6", 20);
     CHECK_FOLD("(2 + 3) * 4", 20);
     CHECK_FOLD("20 - 6 - 4", 10);
-    CHECK_FOLD("7 // -2 + 10", 6);      /* floor division: -4 */
-    CHECK_FOLD("-7 % 3 * 3", 6);        /* the divisor's sign: 2 */
+    CHECK_FOLD("7 // -2 + 10", 6); /* floor division: -4 */
+    CHECK_FOLD("-7 % 3 * 3", 6);   /* the divisor's sign: 2 */
     CHECK_FOLD("720 // 6 // 2", 60);
-    CHECK_FOLD("12 / 2", 6);            /* exact integer division */
+    CHECK_FOLD("12 / 2", 6); /* exact integer division */
     CHECK_FOLD("- -6", 6);
     CHECK_FOLD("2 * 3 ** 2", 18);
 }

@@ -36,7 +36,8 @@ static inline bool unit_check(bool ok, const char *file, int line, const char *e
     return false;
 }
 
-static inline bool unit_check_int(int64_t expected, int64_t found, const char *file, int line, const char *expr) {
+static inline bool unit_check_int(int64_t expected, int64_t found, const char *file, int line,
+                                  const char *expr) {
     unit_checks++;
     if (expected == found) return true;
     unit_fail_header(file, line);
@@ -44,18 +45,22 @@ static inline bool unit_check_int(int64_t expected, int64_t found, const char *f
     return false;
 }
 
-static inline bool unit_check_str(const char *expected, const char *found, const char *file, int line, const char *expr) {
+static inline bool unit_check_str(const char *expected, const char *found, const char *file,
+                                  int line, const char *expr) {
     unit_checks++;
     if (expected && found && !strcmp(expected, found)) return true;
     if (!expected && !found) return true;
     unit_fail_header(file, line);
-    fprintf(stdout, "%s: expected \"%s\", found \"%s\"\n", expr, expected ? expected : "(null)", found ? found : "(null)");
+    fprintf(stdout, "%s: expected \"%s\", found \"%s\"\n", expr, expected ? expected : "(null)",
+            found ? found : "(null)");
     return false;
 }
 
-static inline bool unit_check_dbl(double expected, double found, const char *file, int line, const char *expr) {
+static inline bool unit_check_dbl(double expected, double found, const char *file, int line,
+                                  const char *expr) {
     unit_checks++;
-    bool ok = expected == found || (isnan(expected) && isnan(found)) || fabs(expected - found) <= 1e-12 * fabs(expected);
+    bool ok = expected == found || (isnan(expected) && isnan(found)) ||
+              fabs(expected - found) <= 1e-12 * fabs(expected);
     if (ok) return true;
     unit_fail_header(file, line);
     fprintf(stdout, "%s: expected %.17g, found %.17g\n", expr, expected, found);
@@ -63,31 +68,37 @@ static inline bool unit_check_dbl(double expected, double found, const char *fil
 }
 
 /* Compares int64 arrays of length n, printing both as lists on failure. */
-static inline bool unit_check_ints(const int64_t *expected, int n_expected, const int64_t *found, int n_found,
-                                   const char *file, int line, const char *expr) {
+static inline bool unit_check_ints(const int64_t *expected, int n_expected, const int64_t *found,
+                                   int n_found, const char *file, int line, const char *expr) {
     unit_checks++;
     bool ok = n_expected == n_found;
-    for (int i = 0; ok && i < n_expected; i++) ok = expected[i] == found[i];
+    for (int i = 0; ok && i < n_expected; i++)
+        ok = expected[i] == found[i];
     if (ok) return true;
     unit_fail_header(file, line);
     fprintf(stdout, "%s: expected [", expr);
-    for (int i = 0; i < n_expected; i++) fprintf(stdout, "%s%" PRId64, i ? ", " : "", expected[i]);
+    for (int i = 0; i < n_expected; i++)
+        fprintf(stdout, "%s%" PRId64, i ? ", " : "", expected[i]);
     fputs("], found [", stdout);
-    for (int i = 0; i < n_found; i++) fprintf(stdout, "%s%" PRId64, i ? ", " : "", found[i]);
+    for (int i = 0; i < n_found; i++)
+        fprintf(stdout, "%s%" PRId64, i ? ", " : "", found[i]);
     fputs("]\n", stdout);
     return false;
 }
 
 #define CHECK(cond) unit_check((cond), __FILE__, __LINE__, #cond)
-#define CHECK_INT(expected, found) unit_check_int((int64_t)(expected), (int64_t)(found), __FILE__, __LINE__, #found)
+#define CHECK_INT(expected, found)                                                                 \
+    unit_check_int((int64_t)(expected), (int64_t)(found), __FILE__, __LINE__, #found)
 #define CHECK_STR(expected, found) unit_check_str((expected), (found), __FILE__, __LINE__, #found)
 #define CHECK_DBL(expected, found) unit_check_dbl((expected), (found), __FILE__, __LINE__, #found)
 /* CHECK_INTS(found, found_n, e0, e1, ...): an int64 array against a literal list. */
 #define CHECK_INTS(found, found_n, ...)                                                            \
-    unit_check_ints((const int64_t[]){__VA_ARGS__}, (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
-                    (found), (found_n), __FILE__, __LINE__, #found)
+    unit_check_ints((const int64_t[]){__VA_ARGS__},                                                \
+                    (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (found),      \
+                    (found_n), __FILE__, __LINE__, #found)
 /* CHECK_INTS0: against the empty list. */
-#define CHECK_INTS0(found, found_n) unit_check_ints(NULL, 0, (found), (found_n), __FILE__, __LINE__, #found)
+#define CHECK_INTS0(found, found_n)                                                                \
+    unit_check_ints(NULL, 0, (found), (found_n), __FILE__, __LINE__, #found)
 
 /* Runs fn(arg) in a child process. The child's check counts come back
  * through a pipe; a child that dies (signal, exit without reporting,
@@ -139,8 +150,10 @@ static inline void unit_isolated(const char *name, void (*fn)(void *), void *arg
     if (WIFSIGNALED(status))
         fprintf(stdout, "FAIL [%s]: the compiler crashed with signal %d\n", name, WTERMSIG(status));
     else
-        fprintf(stdout, "FAIL [%s]: the compiler exited with status %d (3: internal error) before the checks ended\n", name,
-                WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        fprintf(stdout,
+                "FAIL [%s]: the compiler exited with status %d (3: internal error) before the "
+                "checks ended\n",
+                name, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 /* ---- compiling .tg sources through the front end ---------------------- */
