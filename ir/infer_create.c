@@ -49,13 +49,15 @@ bool infer_arange(InferCtx *c, Value *v) {
     }
     double start = s->f, end = e->f, step = st->f;
     if (step == 0) return infer_error(c, st->loc, "arange: step must be nonzero");
-    if (!isfinite(start) || !isfinite(end))
-        return infer_error(c, v->loc, "arange: unsupported range: %g -> %g", start, end);
+    if (!isfinite(start) || !isfinite(end) || !isfinite(step))
+        return infer_error(c, v->loc, "arange: unsupported range: %g -> %g with step %g", start,
+                           end, step);
     if ((step > 0 && end < start) || (step < 0 && end > start))
         return infer_error(c, v->loc,
                            "arange: upper bound and larger bound inconsistent with step sign");
     double n = ceil((end - start) / step);
-    if (n > 1e12) return infer_error(c, v->loc, "arange: %g elements are too many", n);
+    if (!(n <= 1e12)) /* also catches NaN from extreme ratios */
+        return infer_error(c, v->loc, "arange: %g elements are too many", n);
     int64_t size = (int64_t)n;
     set_shape(v, &size, 1);
     v->dtype = dtype_or(ARG(v, 3), any_float ? DT_F32 : DT_I64);
