@@ -40,11 +40,29 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
  * long): ordinary sizes, the edges a shape computation must survive, and
  * values that do not make a valid dimension. */
 static const int64_t override_values[] = {
-    1, 2, 3, 4, 7, 8, 16, 64, 128, 1000,
-    0, -1, -2, -64,
-    (int64_t)1 << 31, ((int64_t)1 << 31) - 1, (int64_t)1 << 32, (int64_t)1 << 40,
-    (int64_t)1 << 62, INT64_MAX, INT64_MIN, INT64_MIN + 1,
-    3037000500,  /* squares past INT64_MAX */
+    1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    16,
+    64,
+    128,
+    1000,
+    0,
+    -1,
+    -2,
+    -64,
+    (int64_t)1 << 31,
+    ((int64_t)1 << 31) - 1,
+    (int64_t)1 << 32,
+    (int64_t)1 << 40,
+    (int64_t)1 << 62,
+    INT64_MAX,
+    INT64_MIN,
+    INT64_MIN + 1,
+    3037000500, /* squares past INT64_MAX */
     2147483648LL * 3,
 };
 
