@@ -10,8 +10,6 @@
 #include "driver/driver.h"
 #include "driver/report.h"
 
-void options_free(Options *o);
-
 #define FIT_CAP ((int64_t)1 << 31)
 
 static const char *USAGE =

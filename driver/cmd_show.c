@@ -4,8 +4,6 @@
 #include "driver/driver.h"
 #include "ir/print.h"
 
-void options_free(Options *o);
-
 static int compile_and(int argc, char **argv, const char *usage_line, bool show) {
     Options o;
     int rc = options_parse(&o, argc, argv, usage_line);

@@ -9,7 +9,7 @@
 typedef struct Options {
     const char *command;
     const char *file;
-    DimOverride *dims;
+    DimOverride dims[64];
     int ndims;
     bool json;
     bool help;
@@ -17,6 +17,7 @@ typedef struct Options {
 
 /* Parses argv; returns 0 to go on, else the exit code (2: usage error). */
 int options_parse(Options *o, int argc, char **argv, const char *usage_line);
+void options_free(Options *o);
 /* Reads and compiles o->file; NULL (with messages printed) on error. */
 Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file);
 

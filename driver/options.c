@@ -26,8 +26,6 @@ static bool parse_define(const char *s, DimOverride *out) {
 int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
     memset(o, 0, sizeof *o);
     o->command = argv[0];
-    static DimOverride dims[64];
-    o->dims = dims;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

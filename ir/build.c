@@ -388,7 +388,7 @@ static bool convert_arg(Builder *B, const char *opname, const ParamSpec *p, cons
     return false;
 }
 
-static void default_arg(const ParamSpec *p, Arg *out, SrcLoc loc) {
+static void default_arg(Arena *a, const ParamSpec *p, Arg *out, SrcLoc loc) {
     const char *t = p->default_text;
     out->loc = loc;
     out->kind = ARG_ABSENT;
@@ -396,15 +396,10 @@ static void default_arg(const ParamSpec *p, Arg *out, SrcLoc loc) {
     if (!strcmp(t, "true") || !strcmp(t, "false")) {
         out->kind = ARG_BOOL;
         out->i = t[0] == 't';
-    } else if (t[0] == '"') {
+    } else if (t[0] == '"') { /* "none" in the table: the text between the quotes */
         out->kind = ARG_STR;
-        out->s = t + 1; /* "none" -> none" : trimmed below */
-        size_t n = strlen(out->s);
-        static char buf[8][32];
-        static int slot;
-        char *b = buf[slot++ % 8];
-        snprintf(b, sizeof buf[0], "%.*s", (int)(n ? n - 1 : 0), out->s);
-        out->s = b;
+        size_t n = strlen(t);
+        out->s = arena_strndup(a, t + 1, n >= 2 ? n - 2 : 0);
     } else if (p->type == PT_NUM) {
         out->kind = ARG_NUM;
         out->f = strtod(t, NULL);
@@ -520,7 +515,7 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
         if (p->variadic) {
             if (var_param != i || nvar == 0) {
                 if (p->has_default) {
-                    default_arg(p, out, loc);
+                    default_arg(B->a, p, out, loc);
                     continue;
                 }
                 diag_error(B->d, name_loc, "%s is missing argument '%s'; its signature is %s",
@@ -552,7 +547,7 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
                            info->name, p->name, signature_text(B, info));
                 return ev_err();
             }
-            default_arg(p, out, loc);
+            default_arg(B->a, p, out, loc);
             continue;
         }
         ok &= convert_arg(B, info->name, p, slot[i], out);

@@ -175,9 +175,8 @@ bool norm_dim(InferCtx *c, SrcLoc loc, int64_t *dim, int ndim) {
     return true;
 }
 
-bool broadcast_into(InferCtx *c, Value *v, int64_t *shape, int *ndim, const Value *b, SrcLoc loc,
+bool broadcast_into(InferCtx *c, int64_t *shape, int *ndim, const Value *b, SrcLoc loc,
                     const char *what_a, const char *what_b) {
-    (void)v;
     int n = *ndim > b->ndim ? *ndim : b->ndim;
     int64_t out[TG_MAX_DIMS];
     for (int i = 0; i < n; i++) {
@@ -254,8 +253,4 @@ bool infer_size(InferCtx *c, SrcLoc loc, int64_t *shape, int ndim, int64_t numel
     }
     return infer_error(c, loc, "shape '%s' is invalid for input of size %lld",
                        shape_str(c->g->arena, shape, ndim), (long long)numel);
-}
-
-const char *dtype_list_str(DType t) {
-    return dtype_name(t);
 }

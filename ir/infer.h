@@ -41,11 +41,10 @@ bool infer_error(InferCtx *c, SrcLoc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void set_shape(Value *v, const int64_t *shape, int ndim);
 /* Broadcasts b into (shape, ndim) in place; false and a report when they do not broadcast. */
-bool broadcast_into(InferCtx *c, Value *v, int64_t *shape, int *ndim, const Value *b, SrcLoc loc,
+bool broadcast_into(InferCtx *c, int64_t *shape, int *ndim, const Value *b, SrcLoc loc,
                     const char *what_a, const char *what_b);
 /* Reduction output shape over dims (ARG_ABSENT: all dims). Marks reduced dims in reduced[]. */
 bool reduce_shape(InferCtx *c, Value *v, Arg *dims, bool keepdim, bool reduced[TG_MAX_DIMS]);
 /* Resolves one -1 in a shape for numel elements, with PyTorch's message. */
 bool infer_size(InferCtx *c, SrcLoc loc, int64_t *shape, int ndim, int64_t numel);
-const char *dtype_list_str(DType t);
 #endif

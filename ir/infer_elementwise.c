@@ -24,7 +24,7 @@ static bool broadcast_operands(InferCtx *c, Value *v, const int *idx, int n) {
             nd = a->t->ndim;
             continue;
         }
-        if (!broadcast_into(c, v, shape, &nd, a->t, v->loc, before, names[k])) return false;
+        if (!broadcast_into(c, shape, &nd, a->t, v->loc, before, names[k])) return false;
     }
     set_shape(v, shape, nd);
     return true;

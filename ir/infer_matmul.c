@@ -147,7 +147,7 @@ bool infer_linear(InferCtx *c, Value *v) {
         int64_t bs[TG_MAX_DIMS];
         int bn = n;
         memcpy(bs, shape, sizeof bs);
-        if (!broadcast_into(c, v, bs, &bn, bias->t, bias->loc, "the product", "bias")) return false;
+        if (!broadcast_into(c, bs, &bn, bias->t, bias->loc, "the product", "bias")) return false;
         if (bn != n || memcmp(bs, shape, sizeof(int64_t) * (size_t)n))
             return infer_error(c, bias->loc, "linear: bias of shape %s does not fit the output %s",
                                shape_str(ar, bias->t->shape, bias->t->ndim),
@@ -223,8 +223,7 @@ bool infer_einsum(InferCtx *c, Value *v) {
                     int nd = nell;
                     Value tmp = {.ndim = n_ell};
                     memcpy(tmp.shape, sh, sizeof sh);
-                    if (!broadcast_into(c, v, ell, &nd, &tmp, eloc, "an ellipsis",
-                                        "another ellipsis"))
+                    if (!broadcast_into(c, ell, &nd, &tmp, eloc, "an ellipsis", "another ellipsis"))
                         return false;
                     nell = nd;
                 }

@@ -46,12 +46,7 @@ bool infer_argmax(InferCtx *c, Value *v) {
     if (x->dtype == DT_BOOL)
         return infer_error(c, v->loc, "%s is not implemented for bool tensors",
                            op_info(v->op)->name);
-    Arg *d = ARG(v, 1);
-    if (d->kind == ARG_ABSENT) {
-        if (!reduce_shape(c, v, d, ARG(v, 2)->i, (bool[TG_MAX_DIMS]){0})) return false;
-    } else if (!reduce_shape(c, v, d, ARG(v, 2)->i, (bool[TG_MAX_DIMS]){0})) {
-        return false;
-    }
+    if (!reduce_shape(c, v, ARG(v, 1), ARG(v, 2)->i, (bool[TG_MAX_DIMS]){0})) return false;
     v->dtype = DT_I64;
     return true;
 }
