@@ -21,7 +21,12 @@ void options_free(Options *o);
 /* Reads and compiles o->file; NULL (with messages printed) on error. */
 Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file);
 
+bool options_parse_define(const char *s, DimOverride *out); /* NAME=VALUE */
+
 void usage(FILE *out);
+int cmd_build(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_report(int argc, char **argv);

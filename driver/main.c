@@ -16,6 +16,9 @@ static const struct {
      "print every value's shape, dtype, strides, and whether it is a view or a copy"},
     {"report", cmd_report,
      "plan the memory; does the model fit a device, at which dtype and batch"},
+    {"build", cmd_build, "compile a graph into an executable"},
+    {"compile", cmd_compile, "compile a graph into an object file and a C header"},
+    {"run", cmd_run, "compile a graph and run it once on the given inputs"},
 };
 
 void usage(FILE *out) {

@@ -11,7 +11,7 @@ static int usage_error(const char *cmd, const char *usage_line, const char *fmt,
     return 2;
 }
 
-static bool parse_define(const char *s, DimOverride *out) {
+bool options_parse_define(const char *s, DimOverride *out) {
     const char *eq = strchr(s, '=');
     if (!eq || eq == s) return false;
     char *end;
@@ -39,7 +39,7 @@ int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
             if (!def) return usage_error(o->command, usage_line, "-D needs NAME=VALUE%s", "");
             if (o->ndims >= 64)
                 return usage_error(o->command, usage_line, "too many -D options%s", "");
-            if (!parse_define(def, &o->dims[o->ndims])) {
+            if (!options_parse_define(def, &o->dims[o->ndims])) {
                 fprintf(stderr, "tgc %s: error: -D %s: expected NAME=VALUE with an integer VALUE\n",
                         o->command, def);
                 return 1;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "passes/flops.h"
+#include "passes/fusion.h"
 
 const char *report_target_name(Target t) {
     return t == TARGET_CUDA ? "cuda" : "cpu";
@@ -72,7 +73,8 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
     r->prec_name = p == PREC_DECLARED ? declared_precision(g) : precision_name(p);
     r->target = t;
     r->dt = precision_storage_dtypes(a, g, p);
-    r->sched = schedule_from_graph(a, g, r->dt);
+    r->kernels = fusion_plan(a, g);
+    r->sched = fusion_schedule(a, g, r->kernels, r->dt);
     r->plan = memplan_plan(a, r->sched);
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];

@@ -41,6 +41,7 @@ typedef struct Report {
     Target target;
     const DType *dt; /* storage dtype by Value.order */
     Schedule *sched;
+    struct KernelPlan *kernels; /* fused kernels: the steps shown */
     MemPlan *plan;
     int64_t params_count, params_bytes;
     int nparams, ninputs, noutputs;

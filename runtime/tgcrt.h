@@ -227,6 +227,115 @@ RtBenchStats rt_bench_stats(double *samples_us, size_t n);
 /* "bench: runs=N median_us=M min_us=A max_us=B", the line --bench prints. */
 char *rt_bench_format(const RtBenchStats *s, char *buf, size_t cap);
 
+/* ---- compiled programs: descriptor, contexts, the executable's main (program.c, exe_main.c) ----
+ *
+ * tgc emits, per graph, the kernels (an LLVM object) and a small C file that
+ * fills an RtProgram; everything else a compiled program does (loading
+ * weights and inputs, the arena, threads, --print, --bench, writing
+ * outputs) is here, written once. */
+
+/* A param's initialiser, used when no weights file holds it (graph-language
+ * "Parameter initialisers"). randn/uniform are deterministic in (seed, name,
+ * element index). */
+typedef enum RtInitKind {
+    RT_INIT_NONE, /* the weights file must hold it */
+    RT_INIT_ZEROS,
+    RT_INIT_ONES,
+    RT_INIT_FULL,    /* a = value */
+    RT_INIT_RANDN,   /* a = std (mean 0) */
+    RT_INIT_UNIFORM, /* [a, b) */
+    RT_INIT_ARANGE,  /* 0, 1, 2, ... in row-major order */
+} RtInitKind;
+
+typedef struct RtTensorInfo {
+    const char *name;
+    RtDesc desc;     /* declared dtype and shape: what files hold */
+    RtDType storage; /* the dtype the kernels use (differs under --precision) */
+    RtInitKind init; /* params only */
+    double init_a, init_b;
+    int64_t init_seed;
+} RtTensorInfo;
+
+/* The generated entry point. bufs[0] is the arena, then one pointer per
+ * input, param and output, in declaration order, each holding its tensor
+ * densely in C order at its storage dtype (bool as one byte 0/1, bf16/f16 as
+ * their 16-bit patterns). */
+typedef void (*RtForwardFn)(void **bufs, RtPool *pool);
+
+typedef struct RtProgram {
+    const char *name;
+    int ninputs, nparams, noutputs;
+    const RtTensorInfo *inputs, *params, *outputs;
+    size_t arena_bytes;  /* the planned arena: the size tgc report prints */
+    int default_threads; /* tgc build --threads; 0 = one per online core */
+    RtForwardFn forward;
+    const void *embedded_weights; /* safetensors image (--embed-weights), or NULL */
+    size_t embedded_weights_len;
+} RtProgram;
+
+typedef struct RtContext RtContext;
+
+/* Creates a context: loads params from weights_path (a safetensors file),
+ * else from the embedded image, else from the initialisers; allocates the
+ * arena; starts `threads` threads (0: the program's default). A param found
+ * in the file must have the declared shape; a floating param may be stored
+ * in another floating dtype (converted); any other mismatch, a missing param
+ * without an initialiser or a malformed file is an error naming the tensor.
+ * On failure *out is still a context (unless out of memory: NULL) whose
+ * rt_context_error() says why; destroy it. */
+RtStatus rt_context_create(const RtProgram *p, const char *weights_path, int threads,
+                           RtContext **out);
+/* The same with the weights as a safetensors image in memory, kept alive by
+ * the caller until rt_context_destroy. */
+RtStatus rt_context_create_from_memory(const RtProgram *p, const void *st, size_t len, int threads,
+                                       RtContext **out);
+/* Runs the graph on caller-owned buffers: inputs[i] and outputs[i] in
+ * declaration order, dense, at the declared dtype (converted from/to the
+ * storage dtype when they differ). */
+RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *outputs);
+const char *rt_context_error(const RtContext *c); /* "" when none */
+const RtProgram *rt_context_program(const RtContext *c);
+void rt_context_destroy(RtContext *c); /* NULL is fine */
+
+/* The main() of an executable from tgc build: the flags and behaviour of
+ * cli.md "Compiled executables". Returns the exit code. */
+int rt_main(const RtProgram *p, int argc, char **argv);
+
+/* ---- matrix products for generated code (matmul.c) ----
+ *
+ * C[b] (+)= A[b] @ B[b] for every batch index b: A is [m, k], B [k, n],
+ * C [m, n], each addressed with element strides. All int64 fields so that
+ * generated code can emit a descriptor as a constant i64 array. */
+#define RT_MATMUL_MAX_BATCH 10
+typedef struct RtMatmulDesc {
+    int64_t dtype; /* RtDType of A, B and C */
+    int64_t m, n, k;
+    int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs; /* row and column strides, elements */
+    int64_t accumulate;                         /* 1: C += A@B (C holds a bias), 0: C = A@B */
+    int64_t nbatch;                             /* batch dimensions, <= RT_MATMUL_MAX_BATCH */
+    int64_t batch[RT_MATMUL_MAX_BATCH];
+    int64_t a_bs[RT_MATMUL_MAX_BATCH], b_bs[RT_MATMUL_MAX_BATCH], c_bs[RT_MATMUL_MAX_BATCH];
+} RtMatmulDesc;
+
+/* f32/f64 through cblas_sgemm/dgemm (a transposed operand becomes a
+ * transpose flag and leading dimension; only layouts BLAS cannot take are
+ * copied), f16/bf16 through f32 with one rounding, integers by a loop.
+ * a, b, c point at element 0 of batch 0. */
+void rt_matmul(const RtMatmulDesc *d, const void *a, const void *b, void *c, RtPool *pool);
+/* OpenBLAS's thread count: set once per context to the pool's size. */
+void rt_blas_set_threads(int n);
+uint16_t rt_f32_to_f16(float x); /* round to nearest even, as torch does */
+
+/* ---- printing (print.c) ---- */
+
+/* A dense tensor's values as str(tensor) prints them in torch (default
+ * print options: 4 decimals, scientific notation when needed, "..." past
+ * 1000 elements, dtype= and size= suffixes): "tensor([[0.1000, 0.2000]])".
+ * bf16/f16 data are their 16-bit patterns, bool one byte per element.
+ * Returns a malloc'd string (free() it), NULL when out of memory or d is
+ * invalid. --print writes "NAME: f32[2, 3]" and then this. */
+char *rt_tensor_str(const RtDesc *d, const void *data);
+
 #ifdef __cplusplus
 }
 #endif

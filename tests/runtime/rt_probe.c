@@ -12,6 +12,11 @@
  *   rt_probe st-mem FILE [NAME]     the same through rt_st_open_memory
  *   rt_probe st-expect FILE NAME DESC   rt_st_expect
  *   rt_probe f16-table              hash of rt_f16_to_f32 over all 65536 halves
+ *   rt_probe to-f16 FILE OUT        an f32 FILE through rt_f32_to_f16, written as f16
+ *   rt_probe print FILE [bf16]      rt_tensor_str of FILE (bf16: an f32 FILE rounded)
+ *   rt_probe matmul A B OUT [acc C] torch.matmul semantics for A [..., m, k] and
+ *                                   B [..., k, n] (>= 2-D, broadcast batches)
+ *                                   through rt_matmul; acc: C (the bias) is added
  *
  * Output lines: [NAME ]dtype=f32 shape=[2, 3] bytes=24 fnv=0123456789abcdef */
 #include <inttypes.h>
@@ -85,9 +90,9 @@ static int fail(RtStatus s, const RtError *err) {
 }
 
 static int usage(void) {
-    fputs(
-        "usage: rt_probe npy|npy-mem|input|copy|write-bf16|st|st-mem|st-expect|f16-table ARGS...\n",
-        stderr);
+    fputs("usage: rt_probe npy|npy-mem|input|copy|write-bf16|st|st-mem|st-expect|f16-table|"
+          "to-f16|print|matmul ARGS...\n",
+          stderr);
     return 2;
 }
 
@@ -114,6 +119,67 @@ static int probe_st(RtSafetensors *st, const char *name) {
     return 0;
 }
 
+/* torch.matmul for A [..., m, k] @ B [..., k, n], both at least 2-D, batch
+ * dimensions broadcast; C [batch..., m, n] as one rt_matmul call. */
+static int probe_matmul(const RtArray *a, const RtArray *b, const char *out, const char *cfile) {
+    RtError err;
+    rt_error_clear(&err);
+    const RtDesc *A = &a->desc, *B = &b->desc;
+    if (A->ndim < 2 || B->ndim < 2 || A->dtype != B->dtype ||
+        A->shape[A->ndim - 1] != B->shape[B->ndim - 2]) {
+        fprintf(stderr, "probe: matmul: bad operands\n");
+        return 2;
+    }
+    RtMatmulDesc d = {0};
+    d.dtype = A->dtype;
+    d.m = A->shape[A->ndim - 2], d.k = A->shape[A->ndim - 1], d.n = B->shape[B->ndim - 1];
+    d.a_rs = d.k, d.a_cs = 1, d.b_rs = d.n, d.b_cs = 1, d.c_rs = d.n, d.c_cs = 1;
+    int nb = (A->ndim > B->ndim ? A->ndim : B->ndim) - 2;
+    RtDesc C = {A->dtype, nb + 2, {0}};
+    int64_t sa = d.m * d.k, sb = d.k * d.n, sc = d.m * d.n;
+    d.nbatch = nb;
+    for (int i = nb - 1; i >= 0; i--) {
+        int ia = i - (nb - (A->ndim - 2)), ib = i - (nb - (B->ndim - 2));
+        int64_t ea = ia >= 0 ? A->shape[ia] : 1, eb = ib >= 0 ? B->shape[ib] : 1;
+        if (ea != eb && ea != 1 && eb != 1) {
+            fprintf(stderr, "probe: matmul: batch dims do not broadcast\n");
+            return 2;
+        }
+        d.batch[i] = ea > eb ? ea : eb;
+        d.a_bs[i] = ea == 1 ? 0 : sa;
+        d.b_bs[i] = eb == 1 ? 0 : sb;
+        d.c_bs[i] = sc;
+        sa *= ea, sb *= eb, sc *= d.batch[i];
+        C.shape[i] = d.batch[i];
+    }
+    C.shape[nb] = d.m, C.shape[nb + 1] = d.n;
+    size_t nbytes;
+    if (!rt_desc_nbytes(&C, &nbytes)) return 3;
+    void *c = rt_aligned_alloc(nbytes);
+    if (!c) return 3;
+    memset(c, 0, nbytes);
+    if (cfile) {
+        RtArray bias;
+        RtStatus s = rt_npy_read(cfile, &bias, &err);
+        if (s || bias.nbytes != nbytes) {
+            rt_aligned_free(c);
+            if (!s) rt_array_free(&bias);
+            fprintf(stderr, "probe: matmul: bad C\n");
+            return 2;
+        }
+        memcpy(c, bias.data, nbytes);
+        rt_array_free(&bias);
+        d.accumulate = 1;
+    }
+    RtPool *pool;
+    if (rt_pool_create(2, &pool, &err)) return 3;
+    rt_matmul(&d, a->data, b->data, c, pool);
+    rt_pool_destroy(pool);
+    RtStatus s = rt_npy_write(out, &C, c, &err);
+    rt_aligned_free(c);
+    return s ? fail(s, &err) : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return usage();
     const char *mode = argv[1];
@@ -133,6 +199,53 @@ int main(int argc, char **argv) {
     if (argc < 3) return usage();
     const char *file = argv[2];
 
+    if (!strcmp(mode, "to-f16") && argc == 4) {
+        RtArray a;
+        if ((s = rt_npy_read(file, &a, &err))) return fail(s, &err);
+        if (a.desc.dtype != RT_F32) return 2;
+        size_t n = a.nbytes / 4;
+        uint16_t *h = malloc(n ? n * 2 : 1);
+        if (!h) return 3;
+        for (size_t i = 0; i < n; i++)
+            h[i] = rt_f32_to_f16(((const float *)a.data)[i]);
+        RtDesc d = a.desc;
+        d.dtype = RT_F16;
+        s = rt_npy_write(argv[3], &d, h, &err);
+        free(h);
+        rt_array_free(&a);
+        return s ? fail(s, &err) : 0;
+    }
+    if (!strcmp(mode, "print") && (argc == 3 || argc == 4)) {
+        RtArray a;
+        if ((s = rt_npy_read(file, &a, &err))) return fail(s, &err);
+        if (argc == 4) { /* bf16 from an f32 file */
+            if (a.desc.dtype != RT_F32 || strcmp(argv[3], "bf16")) return 2;
+            uint16_t *h = rt_aligned_alloc(a.nbytes / 2);
+            if (!h) return 3;
+            rt_f32_to_bf16_n(a.data, h, a.nbytes / 4);
+            rt_aligned_free(a.data);
+            a.data = h;
+            a.desc.dtype = RT_BF16;
+        }
+        char *str = rt_tensor_str(&a.desc, a.data);
+        rt_array_free(&a);
+        if (!str) return 3;
+        printf("%s\n", str);
+        free(str);
+        return 0;
+    }
+    if (!strcmp(mode, "matmul") && (argc == 5 || argc == 6)) {
+        RtArray a, b;
+        if ((s = rt_npy_read(file, &a, &err))) return fail(s, &err);
+        if ((s = rt_npy_read(argv[3], &b, &err))) {
+            rt_array_free(&a);
+            return fail(s, &err);
+        }
+        int rc = probe_matmul(&a, &b, argv[4], argc == 6 ? argv[5] : NULL);
+        rt_array_free(&a);
+        rt_array_free(&b);
+        return rc;
+    }
     if (!strcmp(mode, "npy")) {
         RtArray a;
         if ((s = rt_npy_read(file, &a, &err))) return fail(s, &err);

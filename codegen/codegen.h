@@ -1,0 +1,60 @@
+/* Code generation: a fused, planned graph becomes native code.
+ *
+ * Requires: a graph after every pass, its KernelPlan (passes/fusion.h), the
+ * Schedule and MemPlan of that plan, and the storage dtype of every value.
+ * Gives: an object file defining `NAME__forward(void **bufs, RtPool *pool)`
+ * (the RtForwardFn of runtime/tgcrt.h), and the C glue (program
+ * descriptor, main or the header's API) that the driver compiles beside it.
+ *
+ * bufs: [0] the arena, then each input, param and output in declaration
+ * order (CgInterface), then an int64 error cell that kernels set when an
+ * index tensor holds a value out of range. */
+#ifndef TGC_CODEGEN_H
+#define TGC_CODEGEN_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "passes/fusion.h"
+#include "passes/memplan.h"
+
+typedef struct CgInterface {
+    Value **inputs, **params, **outputs; /* declaration order */
+    int ninputs, nparams, noutputs;
+    int *slot;      /* by Value.order: bufs index of an input/param/output owner, -1 */
+    int error_slot; /* bufs index of the error cell */
+    int nslots;     /* error_slot + 1 */
+} CgInterface;
+
+typedef struct CgProgram {
+    const Graph *g;
+    const KernelPlan *kp;
+    const Schedule *sched;
+    const MemPlan *plan;
+    const DType *dt; /* storage dtype by Value.order */
+    CgInterface iface;
+} CgProgram;
+
+void cg_interface_init(Arena *a, CgProgram *p);
+
+typedef struct CgOptions {
+    const char *cpu;                            /* LLVM CPU name; NULL: the host's */
+    const char *obj_path;                       /* the object to write */
+    const char *emit_llvm_path, *emit_asm_path; /* optional listings */
+} CgOptions;
+
+/* Builds, optimises (default<O3>) and writes the object. Returns false with
+ * a message in err on failure (an internal error: the graph is valid). */
+bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr);
+
+/* The C glue: the RtProgram descriptor, then `main` (tgc build) or the
+ * header's API (tgc compile). weights_path: a safetensors file to embed, or
+ * NULL. */
+typedef struct GlueOptions {
+    const char *embed_path;
+    int default_threads;
+    bool with_main;
+} GlueOptions;
+void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o);
+void cg_write_header(FILE *f, const CgProgram *p);
+#endif

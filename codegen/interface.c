@@ -1,0 +1,39 @@
+/* The program's interface: which buffer slot each input, param and output
+ * takes. Codegen addresses bufs[slot]; the glue fills the same order. */
+#include "codegen/codegen.h"
+
+void cg_interface_init(Arena *a, CgProgram *p) {
+    const Graph *g = p->g;
+    CgInterface *it = &p->iface;
+    int nv = g->nvalues > 0 ? g->nvalues : 1;
+    it->slot = ARENA_ARRAY(a, int, nv);
+    for (int i = 0; i < g->nvalues; i++) {
+        it->slot[i] = -1;
+        it->ninputs += g->values[i]->op == OP_INPUT;
+        it->nparams += g->values[i]->op == OP_PARAM;
+    }
+    it->inputs = ARENA_ARRAY(a, Value *, it->ninputs + 1);
+    it->params = ARENA_ARRAY(a, Value *, it->nparams + 1);
+    it->outputs = ARENA_ARRAY(a, Value *, g->noutputs + 1);
+    int ni = 0, np = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        Value *v = g->values[i];
+        if (v->op == OP_INPUT) it->inputs[ni++] = v;
+        if (v->op == OP_PARAM) it->params[np++] = v;
+    }
+    for (int i = 0; i < ni; i++)
+        it->slot[it->inputs[i]->order] = 1 + i;
+    for (int i = 0; i < np; i++)
+        it->slot[it->params[i]->order] = 1 + ni + i;
+    it->noutputs = g->noutputs;
+    for (int i = g->noutputs - 1; i >= 0; i--) {
+        it->outputs[i] = g->outputs[i];
+        Value *o = g->outputs[i];
+        /* An output that owns its storage is written in place by its
+         * kernel; the first declaration wins when one is output twice. */
+        if (o->storage == o && o->op != OP_INPUT && o->op != OP_PARAM && o->op != OP_SCALAR)
+            it->slot[o->order] = 1 + ni + np + i;
+    }
+    it->error_slot = 1 + ni + np + g->noutputs;
+    it->nslots = it->error_slot + 1;
+}

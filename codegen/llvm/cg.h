@@ -1,0 +1,128 @@
+/* Internal to the LLVM backend: the module being built, and the kernel
+ * being built in it. */
+#ifndef TGC_CG_H
+#define TGC_CG_H
+#include <llvm-c/Core.h>
+
+#include "codegen/codegen.h"
+
+#define KMAXD 32 /* iteration dims: repeat splits each of 12 dims in two */
+
+typedef struct Cg {
+    const CgProgram *p;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_f32, t_f64, t_ptr, t_pptr;
+    LLVMTypeRef t_kernel; /* void (i8* ctx, i64 begin, i64 end, i32 thread) */
+    LLVMTypeRef t_pfor;   /* rt_pool_parallel_for */
+    LLVMValueRef fwd, fwd_bufs, fwd_pool;
+    int nkernels;
+    bool fail;
+    char err[256];
+} Cg;
+
+/* One access pattern of a tensor over the kernel's iteration dims. */
+typedef struct Access {
+    const Value *owner; /* storage owner: selects the buffer */
+    int slot;           /* > 0: bufs[slot] itself (an output copy's destination) */
+    DType dt;           /* storage dtype of the elements */
+    int64_t offset;     /* elements */
+    int64_t strides[KMAXD];
+} Access;
+
+typedef struct Kern {
+    Cg *cg;
+    LLVMValueRef fn, bufs, begin, end, entry_term;
+    LLVMBasicBlockRef entry;
+    LLVMValueRef base[1024]; /* loaded bufs[i], cast to i8* (entry block) */
+    int nbase;
+    /* The iteration space: original dims, and the loops over them. */
+    int n;
+    int64_t shape[KMAXD];
+    bool reduced[KMAXD]; /* dims a reduction runs over (innermost loops) */
+    int nloops, nkept;   /* loops [0, nkept) are kept dims, the rest reduced */
+    int64_t ext[KMAXD];
+    int inner_dim[KMAXD]; /* innermost original dim of each loop */
+    int loop_of_dim[KMAXD];
+    bool coalesced;
+    LLVMValueRef idx[KMAXD]; /* the open loops' induction values, NULL when closed */
+    /* A copy kernel's source read through another layout than its own. */
+    const Value *ov;
+    Access ov_access;
+    const Value *root; /* the value the kernel computes */
+} Kern;
+
+/* types.c */
+LLVMTypeRef cg_ctype(Cg *cg, DType t); /* compute type: f16/bf16 -> float */
+LLVMTypeRef cg_stype(Cg *cg, DType t); /* storage type: bool -> i8, f16/bf16 -> i16 */
+LLVMValueRef cg_load(Kern *k, LLVMValueRef ptr, DType t);              /* -> compute type */
+void cg_store(Kern *k, LLVMValueRef ptr, LLVMValueRef v, DType t);     /* from compute type */
+LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, DType from, DType to); /* compute types */
+LLVMValueRef cg_round(Cg *cg, LLVMValueRef v, DType t); /* f16/bf16: round a float to t */
+LLVMValueRef cg_const(Cg *cg, DType t, double x);       /* compute type */
+LLVMValueRef cg_const_i64(Cg *cg, int64_t x);
+LLVMValueRef cg_truthy(Cg *cg, LLVMValueRef v, DType t); /* -> i1 */
+LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);
+LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef *args, int n);
+bool dt_unsigned(DType t);
+
+/* math.c: vectorisable float math (exp, log, tanh, erf) and libm fallbacks */
+LLVMValueRef cg_exp(Cg *cg, LLVMValueRef x, DType t);
+LLVMValueRef cg_log(Cg *cg, LLVMValueRef x, DType t);
+LLVMValueRef cg_tanh(Cg *cg, LLVMValueRef x, DType t);
+LLVMValueRef cg_erf(Cg *cg, LLVMValueRef x, DType t);
+LLVMValueRef cg_libm1(Cg *cg, const char *fname, LLVMValueRef x, DType t);
+
+/* loops.c */
+void kern_begin(Cg *cg, Kern *k, const char *what);
+/* The iteration space: shape, which dims reduce, the accesses that must
+ * stay affine when dims merge (NULL-terminated list), and whether the
+ * expression reads loop indices (then no dims merge). */
+void kern_space(Kern *k, const int64_t *shape, int n, const bool *reduced, Access **acc, int nacc,
+                bool uses_index);
+/* Opens loops [from, to); the first loop runs [begin, end) when from == 0. */
+typedef struct LoopNest {
+    int from, to;
+    LLVMBasicBlockRef header[KMAXD], latch[KMAXD], exit[KMAXD];
+    LLVMValueRef phi[KMAXD];
+    bool hint; /* force-vectorise the innermost loop (lets float reductions reassociate) */
+} LoopNest;
+void kern_open(Kern *k, LoopNest *ln, int from, int to, bool vectorize_hint);
+void kern_close(Kern *k, LoopNest *ln);
+/* Finishes the kernel and calls it from the forward function over its
+ * first loop, in parallel when there is enough work. */
+void kern_end(Kern *k, int64_t work_per_outer);
+LLVMValueRef kern_ptr(Kern *k, const Access *a);     /* element address at the open loops */
+LLVMValueRef kern_offset(Kern *k, const Access *a);  /* its element offset (i64) */
+LLVMValueRef kern_base(Kern *k, const Value *owner); /* i8* of the owner's buffer */
+LLVMValueRef kern_dim_index(Kern *k, int dim);       /* i64 index of an original dim */
+void access_of(Kern *k, const Value *v, Access *a);  /* a value's own layout */
+void access_contig(Kern *k, const Value *owner, const int64_t *shape, int n, Access *a);
+LLVMValueRef kern_alloca(Kern *k, LLVMTypeRef t); /* in the entry block */
+int kern_collect_leaves(Kern *k, const Value *v, Access *out, int max, bool *uses_index);
+
+/* expr.c */
+/* v's element at the open loops, in v's compute type; compute: evaluate v's
+ * op even if it is not inlined (the kernel's root). */
+LLVMValueRef cg_expr(Kern *k, const Value *v, bool compute);
+bool expr_uses_index(const Value *v);
+
+/* kernels */
+void k_elementwise(Cg *cg, const Value *v);
+void k_copy_into(Cg *cg, const Value *src, const Value *dst_owner, int64_t dst_offset,
+                 const int64_t *dst_strides, const int64_t *shape, int n);
+void k_output_copy(Cg *cg, const Value *o, int out_index);
+void k_reshape_copy(Cg *cg, const Value *v);
+void k_cat(Cg *cg, const Value *v);
+void k_repeat(Cg *cg, const Value *v);
+void k_flip(Cg *cg, const Value *v);
+void k_reduce(Cg *cg, const Value *v);
+void k_norm(Cg *cg, const Value *v);
+void k_gather(Cg *cg, const Value *v);
+void k_matmul(Cg *cg, const Value *v);
+void k_einsum(Cg *cg, const Value *v);
+
+DType cg_dt(Cg *cg, const Value *v); /* storage dtype */
+void cg_fail(Cg *cg, const char *fmt, ...);
+#endif

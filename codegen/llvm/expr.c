@@ -1,0 +1,587 @@
+/* Element expressions: the value of v at the kernel's current index.
+ * Leaves are loads (views are stride arithmetic on their storage) or
+ * folded literals; inlined values are computed in registers. One table,
+ * indexed by op, says how each elementwise op computes; f16/bf16 results
+ * are computed in float and rounded once per op, as PyTorch does. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/llvm/cg.h"
+
+typedef LLVMValueRef (*EmitFn)(Kern *k, const Value *v, LLVMValueRef *a, DType t);
+
+#define B (k->cg->b)
+#define CG (k->cg)
+
+static DType in_dt(Kern *k, const Value *v, int i) {
+    return cg_dt(k->cg, v->in[i]);
+}
+static double num_arg(const Value *v, int i, double dflt) {
+    const Arg *a = &v->args[i];
+    if (a->kind == ARG_NUM) return a->f;
+    if (a->kind == ARG_INT || a->kind == ARG_BOOL) return (double)a->i;
+    return dflt;
+}
+static bool is_f(DType t) {
+    return dtype_is_float(t);
+}
+static LLVMValueRef C(Kern *k, DType t, double x) {
+    return cg_const(k->cg, t, x);
+}
+static LLVMValueRef sel(Kern *k, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildSelect(B, c, a, b, "");
+}
+static LLVMValueRef fcmp(Kern *k, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFCmp(B, p, a, b, "");
+}
+static LLVMValueRef icmp(Kern *k, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildICmp(B, p, a, b, "");
+}
+static LLVMValueRef isnan_(Kern *k, LLVMValueRef x) {
+    return fcmp(k, LLVMRealUNO, x, x);
+}
+
+/* ---- arithmetic ---- */
+
+static LLVMValueRef e_add(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    double alpha = num_arg(v, 2, 1);
+    LLVMValueRef y = a[1];
+    if (t == DT_BOOL) return LLVMBuildOr(B, a[0], alpha != 0 ? y : C(k, t, 0), "");
+    if (alpha != 1)
+        y = is_f(t) ? LLVMBuildFMul(B, y, C(k, t == DT_F64 ? t : DT_F32, alpha), "")
+                    : LLVMBuildMul(B, y, C(k, t, alpha), "");
+    return is_f(t) ? LLVMBuildFAdd(B, a[0], y, "") : LLVMBuildAdd(B, a[0], y, "");
+}
+static LLVMValueRef e_sub(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    double alpha = num_arg(v, 2, 1);
+    LLVMValueRef y = a[1];
+    if (alpha != 1)
+        y = is_f(t) ? LLVMBuildFMul(B, y, C(k, t == DT_F64 ? t : DT_F32, alpha), "")
+                    : LLVMBuildMul(B, y, C(k, t, alpha), "");
+    return is_f(t) ? LLVMBuildFSub(B, a[0], y, "") : LLVMBuildSub(B, a[0], y, "");
+}
+static LLVMValueRef e_mul(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    if (t == DT_BOOL) return LLVMBuildAnd(B, a[0], a[1], "");
+    return is_f(t) ? LLVMBuildFMul(B, a[0], a[1], "") : LLVMBuildMul(B, a[0], a[1], "");
+}
+
+/* Integer division with the divisor made safe: x / 0 gives 0 (PyTorch
+ * raises ZeroDivisionError; compiled code cannot), INT_MIN / -1 wraps. */
+typedef struct IDiv {
+    LLVMValueRef q, r, zero;
+} IDiv;
+static IDiv idiv(Kern *k, LLVMValueRef n, LLVMValueRef d, DType t) {
+    LLVMTypeRef ty = LLVMTypeOf(n);
+    IDiv o;
+    o.zero = icmp(k, LLVMIntEQ, d, LLVMConstNull(ty));
+    LLVMValueRef bad = o.zero;
+    if (!dt_unsigned(t)) {
+        unsigned w = LLVMGetIntTypeWidth(ty);
+        LLVMValueRef minv = LLVMConstInt(ty, 1ULL << (w - 1), false);
+        LLVMValueRef ovf = LLVMBuildAnd(B, icmp(k, LLVMIntEQ, n, minv),
+                                        icmp(k, LLVMIntEQ, d, LLVMConstAllOnes(ty)), "");
+        bad = LLVMBuildOr(B, bad, ovf, "");
+        LLVMValueRef sd = sel(k, bad, LLVMConstInt(ty, 1, false), d);
+        o.q = LLVMBuildSDiv(B, n, sd, "");
+        o.r = LLVMBuildSRem(B, n, sd, "");
+        /* n / 1 and n % 1 for the overflow case: q = n (wraps), r = 0. */
+        o.r = sel(k, bad, LLVMConstNull(ty), o.r);
+        o.q = sel(k, o.zero, LLVMConstNull(ty), o.q);
+    } else {
+        LLVMValueRef sd = sel(k, bad, LLVMConstInt(ty, 1, false), d);
+        o.q = sel(k, o.zero, LLVMConstNull(ty), LLVMBuildUDiv(B, n, sd, ""));
+        o.r = sel(k, o.zero, LLVMConstNull(ty), LLVMBuildURem(B, n, sd, ""));
+    }
+    return o;
+}
+/* r != 0 and sign(r) != sign(d): Python's floor semantics need a fix-up. */
+static LLVMValueRef ifix(Kern *k, LLVMValueRef r, LLVMValueRef d) {
+    LLVMTypeRef ty = LLVMTypeOf(r);
+    LLVMValueRef z = LLVMConstNull(ty);
+    return LLVMBuildAnd(B, icmp(k, LLVMIntNE, r, z),
+                        LLVMBuildXor(B, icmp(k, LLVMIntSLT, r, z), icmp(k, LLVMIntSLT, d, z), ""),
+                        "");
+}
+static LLVMValueRef ffloordiv(Kern *k, LLVMValueRef a, LLVMValueRef b, DType t) {
+    /* ATen's div_floor_floating. */
+    DType ct = t == DT_F64 ? DT_F64 : DT_F32;
+    LLVMValueRef z = C(k, ct, 0), one = C(k, ct, 1);
+    LLVMValueRef mod = LLVMBuildFRem(B, a, b, "");
+    LLVMValueRef div = LLVMBuildFDiv(B, LLVMBuildFSub(B, a, mod, ""), b, "");
+    LLVMValueRef fix = LLVMBuildAnd(
+        B, fcmp(k, LLVMRealUNE, mod, z),
+        LLVMBuildXor(B, fcmp(k, LLVMRealOLT, b, z), fcmp(k, LLVMRealOLT, mod, z), ""), "");
+    div = sel(k, fix, LLVMBuildFSub(B, div, one, ""), div);
+    LLVMValueRef fl = cg_intrinsic(CG, "llvm.floor", LLVMTypeOf(div), &div, 1);
+    LLVMValueRef up = fcmp(k, LLVMRealOGT, LLVMBuildFSub(B, div, fl, ""), C(k, ct, 0.5));
+    fl = sel(k, up, LLVMBuildFAdd(B, fl, one, ""), fl);
+    LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
+    LLVMValueRef cs[2] = {z, q};
+    LLVMValueRef signed0 = cg_intrinsic(CG, "llvm.copysign", LLVMTypeOf(q), cs, 2);
+    LLVMValueRef r = sel(k, fcmp(k, LLVMRealUNE, div, z), fl, signed0);
+    return sel(k, fcmp(k, LLVMRealOEQ, b, z), q, r);
+}
+static LLVMValueRef e_div(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    const Arg *rm = v->nargs > 2 ? &v->args[2] : NULL;
+    const char *mode = rm && rm->kind == ARG_STR ? rm->s : NULL;
+    if (is_f(t)) {
+        if (mode && !strcmp(mode, "floor")) return ffloordiv(k, a[0], a[1], t);
+        LLVMValueRef q = LLVMBuildFDiv(B, a[0], a[1], "");
+        if (mode && !strcmp(mode, "trunc"))
+            q = cg_intrinsic(CG, "llvm.trunc", LLVMTypeOf(q), &q, 1);
+        return q;
+    }
+    IDiv d = idiv(k, a[0], a[1], t);
+    if (mode && !strcmp(mode, "floor") && !dt_unsigned(t))
+        return sel(k, ifix(k, d.r, a[1]),
+                   LLVMBuildSub(B, d.q, LLVMConstInt(LLVMTypeOf(d.q), 1, 0), ""), d.q);
+    return d.q;
+}
+static LLVMValueRef e_floordiv(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    if (is_f(t)) return ffloordiv(k, a[0], a[1], t);
+    IDiv d = idiv(k, a[0], a[1], t);
+    if (dt_unsigned(t)) return d.q;
+    return sel(k, ifix(k, d.r, a[1]), LLVMBuildSub(B, d.q, LLVMConstInt(LLVMTypeOf(d.q), 1, 0), ""),
+               d.q);
+}
+static LLVMValueRef e_remainder(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    if (is_f(t)) {
+        LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a[0]));
+        LLVMValueRef m = LLVMBuildFRem(B, a[0], a[1], "");
+        LLVMValueRef fix = LLVMBuildAnd(
+            B, fcmp(k, LLVMRealUNE, m, z),
+            LLVMBuildXor(B, fcmp(k, LLVMRealOLT, a[1], z), fcmp(k, LLVMRealOLT, m, z), ""), "");
+        return sel(k, fix, LLVMBuildFAdd(B, m, a[1], ""), m);
+    }
+    IDiv d = idiv(k, a[0], a[1], t);
+    if (dt_unsigned(t)) return d.r;
+    return sel(k, ifix(k, d.r, a[1]), LLVMBuildAdd(B, d.r, a[1], ""), d.r);
+}
+static LLVMValueRef e_pow(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    const Value *e = v->in[1];
+    if (is_f(t)) {
+        LLVMTypeRef ty = LLVMTypeOf(a[0]);
+        if (e->storage->op == OP_SCALAR) {
+            double x = e->storage->scalar;
+            LLVMValueRef one = LLVMConstReal(ty, 1);
+            if (x == 2) return LLVMBuildFMul(B, a[0], a[0], "");
+            if (x == 3) return LLVMBuildFMul(B, LLVMBuildFMul(B, a[0], a[0], ""), a[0], "");
+            if (x == 0.5) return cg_intrinsic(CG, "llvm.sqrt", ty, a, 1);
+            if (x == -0.5)
+                return LLVMBuildFDiv(B, one, cg_intrinsic(CG, "llvm.sqrt", ty, a, 1), "");
+            if (x == -1) return LLVMBuildFDiv(B, one, a[0], "");
+            if (x == -2) return LLVMBuildFDiv(B, one, LLVMBuildFMul(B, a[0], a[0], ""), "");
+        }
+        return cg_intrinsic(CG, "llvm.pow", ty, a, 2);
+    }
+    /* Integers: exponentiation by squaring in the runtime (a loop). */
+    LLVMValueRef b64 = cg_convert(CG, a[0], t, DT_I64), e64 = cg_convert(CG, a[1], t, DT_I64);
+    LLVMValueRef args[2] = {b64, e64};
+    LLVMValueRef r = cg_call(CG, "rt_kernel_ipow", CG->t_i64, args, 2);
+    return cg_convert(CG, r, DT_I64, t);
+}
+static LLVMValueRef minmax(Kern *k, LLVMValueRef *a, DType t, bool is_max) {
+    if (t == DT_BOOL)
+        return is_max ? LLVMBuildOr(B, a[0], a[1], "") : LLVMBuildAnd(B, a[0], a[1], "");
+    if (is_f(t)) {
+        LLVMValueRef pick = fcmp(k, is_max ? LLVMRealOGT : LLVMRealOLT, a[0], a[1]);
+        LLVMValueRef r = sel(k, pick, a[0], a[1]);
+        r = sel(k, isnan_(k, a[1]), a[1], r);
+        return sel(k, isnan_(k, a[0]), a[0], r);
+    }
+    LLVMIntPredicate p =
+        dt_unsigned(t) ? (is_max ? LLVMIntUGT : LLVMIntULT) : (is_max ? LLVMIntSGT : LLVMIntSLT);
+    return sel(k, icmp(k, p, a[0], a[1]), a[0], a[1]);
+}
+static LLVMValueRef e_maximum(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    return minmax(k, a, t, true);
+}
+static LLVMValueRef e_minimum(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    return minmax(k, a, t, false);
+}
+static LLVMValueRef cmp(Kern *k, const Value *v, LLVMValueRef *a, LLVMRealPredicate fp,
+                        LLVMIntPredicate sp, LLVMIntPredicate up) {
+    DType t = in_dt(k, v, 0);
+    if (is_f(t)) return fcmp(k, fp, a[0], a[1]);
+    return icmp(k, dt_unsigned(t) ? up : sp, a[0], a[1]);
+}
+#define CMP(name, fp, sp, up)                                                                      \
+    static LLVMValueRef e_##name(Kern *k, const Value *v, LLVMValueRef *a, DType t) {              \
+        (void)t;                                                                                   \
+        return cmp(k, v, a, fp, sp, up);                                                           \
+    }
+CMP(eq, LLVMRealOEQ, LLVMIntEQ, LLVMIntEQ)
+CMP(ne, LLVMRealUNE, LLVMIntNE, LLVMIntNE)
+CMP(lt, LLVMRealOLT, LLVMIntSLT, LLVMIntULT)
+CMP(le, LLVMRealOLE, LLVMIntSLE, LLVMIntULE)
+CMP(gt, LLVMRealOGT, LLVMIntSGT, LLVMIntUGT)
+CMP(ge, LLVMRealOGE, LLVMIntSGE, LLVMIntUGE)
+
+static LLVMValueRef e_logical_and(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)t;
+    return LLVMBuildAnd(B, cg_truthy(CG, a[0], in_dt(k, v, 0)), cg_truthy(CG, a[1], in_dt(k, v, 1)),
+                        "");
+}
+static LLVMValueRef e_logical_or(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)t;
+    return LLVMBuildOr(B, cg_truthy(CG, a[0], in_dt(k, v, 0)), cg_truthy(CG, a[1], in_dt(k, v, 1)),
+                       "");
+}
+static LLVMValueRef e_logical_not(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    LLVMValueRef r = LLVMBuildNot(B, cg_truthy(CG, a[0], in_dt(k, v, 0)), "");
+    return cg_convert(CG, r, DT_BOOL, t);
+}
+static LLVMValueRef e_bitwise_and(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v, (void)t;
+    return LLVMBuildAnd(B, a[0], a[1], "");
+}
+static LLVMValueRef e_bitwise_or(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v, (void)t;
+    return LLVMBuildOr(B, a[0], a[1], "");
+}
+static LLVMValueRef e_bitwise_not(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v, (void)t;
+    return LLVMBuildNot(B, a[0], "");
+}
+static LLVMValueRef e_where(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)t;
+    return sel(k, cg_truthy(CG, a[0], in_dt(k, v, 0)), a[1], a[2]);
+}
+static LLVMValueRef e_masked_fill(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)t;
+    return sel(k, cg_truthy(CG, a[1], in_dt(k, v, 1)), a[2], a[0]);
+}
+static LLVMValueRef e_clamp(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    LLVMValueRef x = a[0];
+    bool f = is_f(t);
+    bool u = dt_unsigned(t);
+    if (v->args[1].kind != ARG_ABSENT) {
+        LLVMValueRef lo = C(k, t, num_arg(v, 1, 0));
+        LLVMValueRef lt =
+            f ? fcmp(k, LLVMRealOLT, x, lo) : icmp(k, u ? LLVMIntULT : LLVMIntSLT, x, lo);
+        x = sel(k, lt, lo, x);
+    }
+    if (v->args[2].kind != ARG_ABSENT) {
+        LLVMValueRef hi = C(k, t, num_arg(v, 2, 0));
+        LLVMValueRef gt =
+            f ? fcmp(k, LLVMRealOGT, x, hi) : icmp(k, u ? LLVMIntUGT : LLVMIntSGT, x, hi);
+        x = sel(k, gt, hi, x);
+    }
+    return x;
+}
+
+/* ---- unary ---- */
+
+static LLVMValueRef e_neg(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    return is_f(t) ? LLVMBuildFNeg(B, a[0], "") : LLVMBuildNeg(B, a[0], "");
+}
+static LLVMValueRef e_abs(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    if (is_f(t)) return cg_intrinsic(CG, "llvm.fabs", LLVMTypeOf(a[0]), a, 1);
+    if (dt_unsigned(t)) return a[0];
+    return sel(k, icmp(k, LLVMIntSLT, a[0], LLVMConstNull(LLVMTypeOf(a[0]))),
+               LLVMBuildNeg(B, a[0], ""), a[0]);
+}
+static LLVMValueRef e_sign(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    if (t == DT_BOOL) return a[0];
+    LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a[0]));
+    LLVMValueRef pos, neg;
+    if (is_f(t)) {
+        pos = fcmp(k, LLVMRealOGT, a[0], z), neg = fcmp(k, LLVMRealOLT, a[0], z);
+        return LLVMBuildFSub(B, cg_convert(CG, pos, DT_BOOL, t), cg_convert(CG, neg, DT_BOOL, t),
+                             "");
+    }
+    pos = icmp(k, dt_unsigned(t) ? LLVMIntUGT : LLVMIntSGT, a[0], z);
+    neg = icmp(k, dt_unsigned(t) ? LLVMIntULT : LLVMIntSLT, a[0], z);
+    return LLVMBuildSub(B, LLVMBuildZExt(B, pos, LLVMTypeOf(z), ""),
+                        LLVMBuildZExt(B, neg, LLVMTypeOf(z), ""), "");
+}
+static LLVMValueRef e_relu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a[0]));
+    if (is_f(t)) return sel(k, fcmp(k, LLVMRealOLT, a[0], z), z, a[0]);
+    if (dt_unsigned(t)) return a[0];
+    return sel(k, icmp(k, LLVMIntSLT, a[0], z), z, a[0]);
+}
+#define FROUND(name, intr)                                                                         \
+    static LLVMValueRef e_##name(Kern *k, const Value *v, LLVMValueRef *a, DType t) {              \
+        (void)v;                                                                                   \
+        if (!is_f(t)) return a[0];                                                                 \
+        return cg_intrinsic(CG, intr, LLVMTypeOf(a[0]), a, 1);                                     \
+    }
+FROUND(floor, "llvm.floor")
+FROUND(ceil, "llvm.ceil")
+FROUND(round, "llvm.rint")
+FROUND(trunc, "llvm.trunc")
+static LLVMValueRef e_square(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    return e_mul(k, v, (LLVMValueRef[]){a[0], a[0]}, t);
+}
+static LLVMValueRef e_exp(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    return cg_exp(CG, a[0], t);
+}
+static LLVMValueRef e_log(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    return cg_log(CG, a[0], t);
+}
+static LLVMValueRef e_tanh(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    return cg_tanh(CG, a[0], t);
+}
+static LLVMValueRef e_erf(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    return cg_erf(CG, a[0], t);
+}
+#define LIBM(name, fn)                                                                             \
+    static LLVMValueRef e_##name(Kern *k, const Value *v, LLVMValueRef *a, DType t) {              \
+        (void)v;                                                                                   \
+        return cg_libm1(CG, fn, a[0], t);                                                          \
+    }
+LIBM(log1p, "log1p")
+LIBM(expm1, "expm1")
+LIBM(sin, "sin")
+LIBM(cos, "cos")
+static LLVMValueRef e_sqrt(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v, (void)t;
+    return cg_intrinsic(CG, "llvm.sqrt", LLVMTypeOf(a[0]), a, 1);
+}
+static LLVMValueRef e_rsqrt(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v, (void)t;
+    LLVMValueRef s = cg_intrinsic(CG, "llvm.sqrt", LLVMTypeOf(a[0]), a, 1);
+    return LLVMBuildFDiv(B, LLVMConstReal(LLVMTypeOf(s), 1), s, "");
+}
+static LLVMValueRef e_reciprocal(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v, (void)t;
+    return LLVMBuildFDiv(B, LLVMConstReal(LLVMTypeOf(a[0]), 1), a[0], "");
+}
+static LLVMValueRef sigmoid(Kern *k, LLVMValueRef x, DType t) {
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMValueRef e = cg_exp(CG, LLVMBuildFNeg(B, x, ""), t == DT_F64 ? DT_F64 : DT_F32);
+    return LLVMBuildFDiv(B, LLVMConstReal(ty, 1), LLVMBuildFAdd(B, LLVMConstReal(ty, 1), e, ""),
+                         "");
+}
+static LLVMValueRef e_sigmoid(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    return sigmoid(k, a[0], t);
+}
+static LLVMValueRef e_silu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    return LLVMBuildFMul(B, a[0], sigmoid(k, a[0], t), "");
+}
+static LLVMValueRef e_gelu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    LLVMTypeRef ty = LLVMTypeOf(a[0]);
+    DType ct = t == DT_F64 ? DT_F64 : DT_F32;
+    LLVMValueRef x = a[0], half = LLVMConstReal(ty, 0.5), one = LLVMConstReal(ty, 1);
+    bool tanh_mode = v->nargs > 1 && v->args[1].kind == ARG_STR && !strcmp(v->args[1].s, "tanh");
+    LLVMValueRef inner;
+    if (tanh_mode) {
+        LLVMValueRef x3 = LLVMBuildFMul(B, LLVMBuildFMul(B, x, x, ""), x, "");
+        LLVMValueRef in =
+            LLVMBuildFAdd(B, x, LLVMBuildFMul(B, LLVMConstReal(ty, 0.044715), x3, ""), "");
+        in = LLVMBuildFMul(B, LLVMConstReal(ty, 0.7978845608028654 /* sqrt(2 / pi) */), in, "");
+        inner = cg_tanh(CG, in, ct);
+    } else {
+        inner = cg_erf(CG, LLVMBuildFMul(B, x, LLVMConstReal(ty, 0.7071067811865476), ""), ct);
+    }
+    return LLVMBuildFMul(B, LLVMBuildFMul(B, x, half, ""), LLVMBuildFAdd(B, one, inner, ""), "");
+}
+static LLVMValueRef e_cast(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    return cg_convert(CG, a[0], in_dt(k, v, 0), t);
+}
+
+/* ---- creation and index-dependent ops ---- */
+
+static LLVMValueRef e_fill(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)a;
+    double x = v->op == OP_ZEROS || v->op == OP_ZEROS_LIKE ? 0
+               : v->op == OP_ONES || v->op == OP_ONES_LIKE ? 1
+                                                           : num_arg(v, 1, 0);
+    return C(k, t, x);
+}
+static LLVMValueRef e_arange(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)a;
+    double start = num_arg(v, 0, 0), step = num_arg(v, 2, 1);
+    if (v->args[1].kind == ARG_ABSENT) start = 0; /* arange(end) */
+    LLVMValueRef i = kern_dim_index(k, 0);
+    if (!is_f(t)) {
+        LLVMValueRef r = LLVMBuildAdd(B, cg_const_i64(CG, (int64_t)start),
+                                      LLVMBuildMul(B, i, cg_const_i64(CG, (int64_t)step), ""), "");
+        return cg_convert(CG, r, DT_I64, t);
+    }
+    LLVMValueRef fi = LLVMBuildSIToFP(B, i, CG->t_f64, "");
+    LLVMValueRef r = LLVMBuildFAdd(B, LLVMConstReal(CG->t_f64, start),
+                                   LLVMBuildFMul(B, LLVMConstReal(CG->t_f64, step), fi, ""), "");
+    return cg_convert(CG, r, DT_F64, t);
+}
+static LLVMValueRef e_eye(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)a, (void)v;
+    LLVMValueRef eq = icmp(k, LLVMIntEQ, kern_dim_index(k, 0), kern_dim_index(k, 1));
+    return cg_convert(CG, eq, DT_BOOL, t);
+}
+static LLVMValueRef e_tri(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    int n = v->ndim;
+    int64_t diag = v->args[1].kind == ARG_INT ? v->args[1].i : 0;
+    LLVMValueRef i = kern_dim_index(k, n - 2), j = kern_dim_index(k, n - 1);
+    LLVMValueRef d = LLVMBuildSub(B, j, i, "");
+    LLVMValueRef keep = v->op == OP_TRIL ? icmp(k, LLVMIntSLE, d, cg_const_i64(CG, diag))
+                                         : icmp(k, LLVMIntSGE, d, cg_const_i64(CG, diag));
+    return sel(k, keep, cg_convert(CG, a[0], in_dt(k, v, 0), t), C(k, t, 0));
+}
+static LLVMValueRef e_tensor(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)a;
+    /* The literal's data as a constant array in the module. */
+    Cg *cg = k->cg;
+    int64_t n = value_numel(v);
+    LLVMTypeRef st = cg_stype(cg, t);
+    LLVMValueRef *els = calloc((size_t)(n > 0 ? n : 1), sizeof *els);
+    LLVMBuilderRef saved = cg->b;
+    for (int64_t i = 0; i < n; i++) {
+        double x = v->args[0].data[i];
+        LLVMValueRef c = cg_const(cg, t, x);
+        if (t == DT_BOOL)
+            c = LLVMConstInt(cg->t_i8, x != 0, false);
+        else if (t == DT_F16)
+            c = LLVMConstBitCast(LLVMConstFPTrunc(LLVMConstReal(cg->t_f32, (float)x), cg->t_half),
+                                 cg->t_i16);
+        else if (t == DT_BF16) {
+            float f = (float)x;
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            uint32_t r = isnan(f) ? 0x7fc0 : (u + 0x7fff + ((u >> 16) & 1)) >> 16;
+            c = LLVMConstInt(cg->t_i16, r, false);
+        }
+        els[i] = c;
+    }
+    (void)saved;
+    LLVMValueRef arr = LLVMConstArray(st, els, (unsigned)n);
+    free(els);
+    LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(arr), "tensor_literal");
+    LLVMSetInitializer(g, arr);
+    LLVMSetGlobalConstant(g, true);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMValueRef off = cg_const_i64(cg, 0);
+    int64_t s = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        off = LLVMBuildAdd(B, off, LLVMBuildMul(B, kern_dim_index(k, d), cg_const_i64(cg, s), ""),
+                           "");
+        s *= v->shape[d];
+    }
+    LLVMValueRef p =
+        LLVMBuildGEP2(B, st, LLVMBuildBitCast(B, g, LLVMPointerType(st, 0), ""), &off, 1, "");
+    return cg_load(k, p, t);
+}
+
+static const EmitFn emit_op[OP_COUNT] = {
+    [OP_ADD] = e_add,
+    [OP_SUB] = e_sub,
+    [OP_MUL] = e_mul,
+    [OP_DIV] = e_div,
+    [OP_POW] = e_pow,
+    [OP_REMAINDER] = e_remainder,
+    [OP_FLOOR_DIVIDE] = e_floordiv,
+    [OP_MINIMUM] = e_minimum,
+    [OP_MAXIMUM] = e_maximum,
+    [OP_EQ] = e_eq,
+    [OP_NE] = e_ne,
+    [OP_LT] = e_lt,
+    [OP_LE] = e_le,
+    [OP_GT] = e_gt,
+    [OP_GE] = e_ge,
+    [OP_LOGICAL_AND] = e_logical_and,
+    [OP_LOGICAL_OR] = e_logical_or,
+    [OP_BITWISE_AND] = e_bitwise_and,
+    [OP_BITWISE_OR] = e_bitwise_or,
+    [OP_WHERE] = e_where,
+    [OP_MASKED_FILL] = e_masked_fill,
+    [OP_CLAMP] = e_clamp,
+    [OP_CLIP] = e_clamp,
+    [OP_NEG] = e_neg,
+    [OP_ABS] = e_abs,
+    [OP_SIGN] = e_sign,
+    [OP_RELU] = e_relu,
+    [OP_FLOOR] = e_floor,
+    [OP_CEIL] = e_ceil,
+    [OP_ROUND] = e_round,
+    [OP_TRUNC] = e_trunc,
+    [OP_SQUARE] = e_square,
+    [OP_EXP] = e_exp,
+    [OP_LOG] = e_log,
+    [OP_LOG1P] = e_log1p,
+    [OP_EXPM1] = e_expm1,
+    [OP_SQRT] = e_sqrt,
+    [OP_RSQRT] = e_rsqrt,
+    [OP_RECIPROCAL] = e_reciprocal,
+    [OP_SIN] = e_sin,
+    [OP_COS] = e_cos,
+    [OP_TANH] = e_tanh,
+    [OP_SIGMOID] = e_sigmoid,
+    [OP_ERF] = e_erf,
+    [OP_GELU] = e_gelu,
+    [OP_SILU] = e_silu,
+    [OP_LOGICAL_NOT] = e_logical_not,
+    [OP_BITWISE_NOT] = e_bitwise_not,
+    [OP_CAST] = e_cast,
+    [OP_TO] = e_cast,
+    [OP_CLONE] = e_cast,
+    [OP_COPY] = e_cast,
+    [OP_CONTIGUOUS] = e_cast,
+    [OP_ZEROS] = e_fill,
+    [OP_ONES] = e_fill,
+    [OP_FULL] = e_fill,
+    [OP_ZEROS_LIKE] = e_fill,
+    [OP_ONES_LIKE] = e_fill,
+    [OP_FULL_LIKE] = e_fill,
+    [OP_ARANGE] = e_arange,
+    [OP_EYE] = e_eye,
+    [OP_TENSOR] = e_tensor,
+    [OP_TRIL] = e_tri,
+    [OP_TRIU] = e_tri,
+};
+
+bool expr_uses_index(const Value *v) {
+    switch (v->op) {
+    case OP_ARANGE:
+    case OP_EYE:
+    case OP_TENSOR:
+    case OP_TRIL:
+    case OP_TRIU: return true;
+    default: return false;
+    }
+}
+
+static bool reads_operands(const Value *v) {
+    /* *_like read only their operand's shape. */
+    return !(op_info(v->op)->flags & OPF_CREATION);
+}
+
+LLVMValueRef cg_expr(Kern *k, const Value *v, bool compute) {
+    Cg *cg = k->cg;
+    DType t = cg_dt(cg, v);
+    if (k->ov == v) return cg_load(k, kern_ptr(k, &k->ov_access), k->ov_access.dt);
+    if (v->storage->op == OP_SCALAR) return cg_const(cg, t, v->storage->scalar);
+    bool inlined = v->storage == v && cg->p->kp->inlined[v->order];
+    if (!compute && !inlined) {
+        Access a;
+        access_of(k, v, &a);
+        return cg_load(k, kern_ptr(k, &a), a.dt);
+    }
+    EmitFn fn = emit_op[v->op];
+    if (!fn) {
+        cg_fail(cg, "internal: no element expression for op '%s'", op_display_name(v));
+        return cg_const(cg, t, 0);
+    }
+    LLVMValueRef ops[8] = {0};
+    if (reads_operands(v))
+        for (int i = 0; i < v->nin && i < 8; i++)
+            ops[i] = cg_expr(k, v->in[i], false);
+    LLVMValueRef r = fn(k, v, ops, t);
+    return cg_round(cg, r, t);
+}

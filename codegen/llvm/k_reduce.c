@@ -1,0 +1,412 @@
+/* Reductions and row-wise normalisations: kept dims are the outer loops
+ * (the first is split across threads), reduced dims the inner ones, with
+ * the input's elementwise producers computed in the inner loop. Sums
+ * accumulate in f32 (f64 for f64, i64 for integers) as PyTorch does for
+ * reduced-precision inputs; multi-pass ops (var, logsumexp, softmax,
+ * layer_norm) re-read their input rather than store it. */
+#include <math.h>
+#include <string.h>
+
+#include "codegen/llvm/cg.h"
+
+#define B (cg->b)
+
+typedef struct Red {
+    Kern k;
+    const Value *v, *x;
+    DType xt;      /* the input's storage dtype */
+    Access dst;    /* the output over the input's dims */
+    Access lin;    /* row-major index over the reduced dims (argmax/argmin) */
+    Access aux[2]; /* weight and bias of the norms */
+    int naux;
+    int64_t count; /* elements per reduction */
+} Red;
+
+static int red_norm_dim(int64_t d, int n) {
+    return (int)(d < 0 ? d + n : d);
+}
+
+/* Which of x's dims a reduction runs over. */
+static void reduced_dims(const Value *v, const Value *x, bool *red) {
+    memset(red, 0, sizeof(bool) * KMAXD);
+    int n = x->ndim;
+    switch (v->op) {
+    case OP_SOFTMAX:
+    case OP_LOG_SOFTMAX:
+        if (n) red[red_norm_dim(v->args[1].i, n)] = true;
+        return;
+    case OP_LAYER_NORM:
+        for (int i = 0; i < v->args[1].n; i++)
+            red[n - 1 - i] = true;
+        return;
+    case OP_RMS_NORM:
+        if (n) red[n - 1] = true;
+        return;
+    default: break;
+    }
+    const Arg *d = &v->args[1];
+    if (d->kind == ARG_INT) {
+        if (n) red[red_norm_dim(d->i, n)] = true;
+    } else if (d->kind == ARG_INTS && d->n > 0) {
+        for (int i = 0; i < d->n; i++)
+            if (n) red[red_norm_dim(d->ints[i], n)] = true;
+    } else {
+        for (int i = 0; i < n; i++)
+            red[i] = true;
+    }
+}
+
+static void red_setup(Cg *cg, Red *r, const Value *v, bool same_shape_out) {
+    memset(r, 0, sizeof *r);
+    r->v = v;
+    r->x = v->in[0];
+    const Value *x = r->x;
+    kern_begin(cg, &r->k, op_display_name(v));
+    r->k.root = v;
+    r->xt = cg_dt(cg, x);
+    bool red[KMAXD];
+    reduced_dims(v, x, red);
+    /* The output, addressed over x's dims. */
+    memset(&r->dst, 0, sizeof r->dst);
+    r->dst.owner = v;
+    r->dst.dt = cg_dt(cg, v);
+    int64_t cs[TG_MAX_DIMS];
+    shape_contiguous_strides(v->shape, v->ndim, cs);
+    if (same_shape_out) {
+        for (int d = 0; d < x->ndim; d++)
+            r->dst.strides[d] = cs[d];
+    } else {
+        bool keep = v->ndim == x->ndim;
+        for (int d = 0, o = 0; d < x->ndim; d++) {
+            if (red[d]) {
+                if (keep) o++;
+                continue;
+            }
+            r->dst.strides[d] = cs[o++];
+        }
+    }
+    memset(&r->lin, 0, sizeof r->lin);
+    r->count = 1;
+    int64_t s = 1;
+    for (int d = x->ndim - 1; d >= 0; d--)
+        if (red[d]) {
+            r->lin.strides[d] = s;
+            s *= x->shape[d];
+            r->count *= x->shape[d];
+        }
+    /* Weight and bias of layer_norm / rms_norm, aligned to x's last dims. */
+    for (int i = 2; i <= 3 && i < v->nargs; i++) {
+        if (v->args[i].kind != ARG_TENSOR) continue;
+        if (v->op == OP_RMS_NORM && i == 3) continue;
+        const Value *w = v->args[i].t;
+        Access *a = &r->aux[r->naux++];
+        access_of(&r->k, w, a);
+        memset(a->strides, 0, sizeof a->strides);
+        int pad = x->ndim - w->ndim;
+        for (int d = 0; d < w->ndim; d++)
+            a->strides[pad + d] = w->strides[d];
+    }
+    if (v->op == OP_RMS_NORM && v->args[1].kind == ARG_TENSOR) {
+        /* rms_norm(x, weight, eps): weight is args[1]. */
+        const Value *w = v->args[1].t;
+        Access *a = &r->aux[r->naux++];
+        access_of(&r->k, w, a);
+        memset(a->strides, 0, sizeof a->strides);
+        int pad = x->ndim - w->ndim;
+        for (int d = 0; d < w->ndim; d++)
+            a->strides[pad + d] = w->strides[d];
+    }
+    Access leaves[64], xa;
+    Access *acc[72];
+    int na = 0;
+    bool uses_index = false;
+    int nl = 0;
+    if (x->storage == x && cg->p->kp->inlined[x->order]) {
+        nl = kern_collect_leaves(&r->k, x, leaves, 64, &uses_index);
+    } else if (x->storage->op != OP_SCALAR) {
+        access_of(&r->k, x, &xa);
+        leaves[nl++] = xa;
+    }
+    for (int i = 0; i < nl; i++)
+        acc[na++] = &leaves[i];
+    acc[na++] = &r->dst;
+    acc[na++] = &r->lin;
+    for (int i = 0; i < r->naux; i++)
+        acc[na++] = &r->aux[i];
+    kern_space(&r->k, x->shape, x->ndim, red, acc, na, uses_index);
+}
+
+static int64_t red_work(const Red *r) {
+    int64_t w = 1;
+    for (int l = 1; l < r->k.nloops; l++)
+        w *= r->k.ext[l];
+    return w;
+}
+
+/* One pass over the reduced loops: acc = step(acc, x). */
+typedef LLVMValueRef (*StepFn)(Cg *cg, Red *r, LLVMValueRef acc, LLVMValueRef x, void *ctx);
+
+static LLVMValueRef x_as(Cg *cg, Red *r, DType at) {
+    return cg_convert(cg, cg_expr(&r->k, r->x, false), r->xt, at);
+}
+
+static LLVMValueRef run_pass(Cg *cg, Red *r, DType at, LLVMValueRef init, StepFn step, void *ctx,
+                             bool vectorize) {
+    LLVMValueRef slot = kern_alloca(&r->k, LLVMTypeOf(init));
+    LLVMBuildStore(B, init, slot);
+    LoopNest ln;
+    kern_open(&r->k, &ln, r->k.nkept, r->k.nloops, vectorize);
+    LLVMValueRef acc = LLVMBuildLoad2(B, LLVMTypeOf(init), slot, "");
+    LLVMValueRef x = x_as(cg, r, at);
+    LLVMBuildStore(B, step(cg, r, acc, x, ctx), slot);
+    kern_close(&r->k, &ln);
+    return LLVMBuildLoad2(B, LLVMTypeOf(init), slot, "");
+}
+
+static bool isf(DType t) {
+    return dtype_is_float(t);
+}
+static DType float_acc(DType t) {
+    return t == DT_F64 ? DT_F64 : DT_F32;
+}
+
+static LLVMValueRef st_add(Cg *cg, Red *r, LLVMValueRef a, LLVMValueRef x, void *ctx) {
+    (void)r, (void)ctx;
+    return LLVMGetTypeKind(LLVMTypeOf(a)) == LLVMIntegerTypeKind ? LLVMBuildAdd(B, a, x, "")
+                                                                 : LLVMBuildFAdd(B, a, x, "");
+}
+static LLVMValueRef st_mul(Cg *cg, Red *r, LLVMValueRef a, LLVMValueRef x, void *ctx) {
+    (void)r, (void)ctx;
+    return LLVMGetTypeKind(LLVMTypeOf(a)) == LLVMIntegerTypeKind ? LLVMBuildMul(B, a, x, "")
+                                                                 : LLVMBuildFMul(B, a, x, "");
+}
+/* sum of (x - mean)^2 */
+static LLVMValueRef st_sqdev(Cg *cg, Red *r, LLVMValueRef a, LLVMValueRef x, void *ctx) {
+    (void)r;
+    LLVMValueRef d = LLVMBuildFSub(B, x, (LLVMValueRef)ctx, "");
+    return LLVMBuildFAdd(B, a, LLVMBuildFMul(B, d, d, ""), "");
+}
+static LLVMValueRef st_sq(Cg *cg, Red *r, LLVMValueRef a, LLVMValueRef x, void *ctx) {
+    (void)r, (void)ctx;
+    return LLVMBuildFAdd(B, a, LLVMBuildFMul(B, x, x, ""), "");
+}
+/* sum of exp(x - m) */
+static LLVMValueRef st_sumexp(Cg *cg, Red *r, LLVMValueRef a, LLVMValueRef x, void *ctx) {
+    DType t = LLVMTypeOf(a) == cg->t_f64 ? DT_F64 : DT_F32;
+    (void)r;
+    return LLVMBuildFAdd(B, a, cg_exp(cg, LLVMBuildFSub(B, x, (LLVMValueRef)ctx, ""), t), "");
+}
+typedef struct MaxCtx {
+    bool is_max, nan_wins;
+    DType t;
+} MaxCtx;
+static LLVMValueRef st_max(Cg *cg, Red *r, LLVMValueRef a, LLVMValueRef x, void *vctx) {
+    (void)r;
+    MaxCtx *c = vctx;
+    if (c->t == DT_BOOL) return c->is_max ? LLVMBuildOr(B, a, x, "") : LLVMBuildAnd(B, a, x, "");
+    LLVMValueRef take;
+    if (isf(c->t)) {
+        take = LLVMBuildFCmp(B, c->is_max ? LLVMRealOGT : LLVMRealOLT, x, a, "");
+        if (c->nan_wins) take = LLVMBuildOr(B, take, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""), "");
+    } else {
+        bool u = dt_unsigned(c->t);
+        take = LLVMBuildICmp(
+            B, c->is_max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, a, "");
+    }
+    return LLVMBuildSelect(B, take, x, a, "");
+}
+static LLVMValueRef st_and(Cg *cg, Red *r, LLVMValueRef a, LLVMValueRef x, void *ctx) {
+    (void)r, (void)ctx;
+    return LLVMBuildAnd(B, a, x, "");
+}
+static LLVMValueRef st_or(Cg *cg, Red *r, LLVMValueRef a, LLVMValueRef x, void *ctx) {
+    (void)r, (void)ctx;
+    return LLVMBuildOr(B, a, x, "");
+}
+
+static LLVMValueRef extreme(Cg *cg, DType t, bool is_max) {
+    /* The identity of max (min): -inf (+inf), or the type's bounds. */
+    if (isf(t)) return cg_const(cg, t, is_max ? -INFINITY : INFINITY);
+    if (t == DT_BOOL) return LLVMConstInt(cg->t_i1, !is_max, false);
+    LLVMTypeRef ty = cg_ctype(cg, t);
+    unsigned w = LLVMGetIntTypeWidth(ty);
+    if (dt_unsigned(t)) return is_max ? LLVMConstNull(ty) : LLVMConstAllOnes(ty);
+    unsigned long long minv = 1ULL << (w - 1);
+    return is_max ? LLVMConstInt(ty, minv, false) : LLVMConstInt(ty, minv - 1, false);
+}
+
+static LLVMValueRef arg_extreme(Cg *cg, Red *r, bool is_max) {
+    /* Value and index in two allocas: the first extreme wins; NaN counts
+     * as the extreme (torch.argmax). */
+    DType t = r->xt;
+    LLVMTypeRef ct = cg_ctype(cg, t);
+    LLVMValueRef best = kern_alloca(&r->k, ct), bi = kern_alloca(&r->k, cg->t_i64);
+    LLVMBuildStore(B, extreme(cg, t, is_max), best);
+    LLVMBuildStore(B, cg_const_i64(cg, 0), bi);
+    LoopNest ln;
+    kern_open(&r->k, &ln, r->k.nkept, r->k.nloops, false);
+    LLVMValueRef x = cg_expr(&r->k, r->x, false);
+    LLVMValueRef b = LLVMBuildLoad2(B, ct, best, "");
+    LLVMValueRef take;
+    if (isf(t)) {
+        take = LLVMBuildFCmp(B, is_max ? LLVMRealOGT : LLVMRealOLT, x, b, "");
+        LLVMValueRef xn = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+        LLVMValueRef bn = LLVMBuildFCmp(B, LLVMRealUNO, b, b, "");
+        take = LLVMBuildOr(B, take, LLVMBuildAnd(B, xn, LLVMBuildNot(B, bn, ""), ""), "");
+    } else {
+        bool u = dt_unsigned(t);
+        take = LLVMBuildICmp(
+            B, is_max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, b, "");
+    }
+    LLVMBuildStore(B, LLVMBuildSelect(B, take, x, b, ""), best);
+    LLVMValueRef idx = kern_offset(&r->k, &r->lin);
+    LLVMBuildStore(B, LLVMBuildSelect(B, take, idx, LLVMBuildLoad2(B, cg->t_i64, bi, ""), ""), bi);
+    kern_close(&r->k, &ln);
+    return LLVMBuildLoad2(B, cg->t_i64, bi, "");
+}
+
+static LLVMValueRef fconst(Cg *cg, DType at, double x) {
+    return LLVMConstReal(at == DT_F64 ? cg->t_f64 : cg->t_f32, x);
+}
+
+void k_reduce(Cg *cg, const Value *v) {
+    Red r;
+    red_setup(cg, &r, v, false);
+    Kern *k = &r.k;
+    LoopNest outer;
+    kern_open(k, &outer, 0, k->nkept, false);
+    DType out = cg_dt(cg, v), res_t = out;
+    LLVMValueRef res = NULL;
+    switch (v->op) {
+    case OP_SUM:
+    case OP_PROD: {
+        DType at = isf(out) ? float_acc(out) : DT_I64;
+        bool sum = v->op == OP_SUM;
+        LLVMValueRef init = isf(at) ? fconst(cg, at, sum ? 0 : 1) : cg_const_i64(cg, sum ? 0 : 1);
+        res = run_pass(cg, &r, at, init, sum ? st_add : st_mul, NULL, true);
+        res_t = at;
+        break;
+    }
+    case OP_MEAN: {
+        DType at = float_acc(out);
+        LLVMValueRef s = run_pass(cg, &r, at, fconst(cg, at, 0), st_add, NULL, true);
+        res = LLVMBuildFDiv(B, s, fconst(cg, at, (double)r.count), "");
+        res_t = at;
+        break;
+    }
+    case OP_AMAX:
+    case OP_AMIN: {
+        MaxCtx c = {v->op == OP_AMAX, true, r.xt};
+        res = run_pass(cg, &r, r.xt, extreme(cg, r.xt, c.is_max), st_max, &c, false);
+        res_t = r.xt;
+        break;
+    }
+    case OP_ARGMAX:
+    case OP_ARGMIN:
+        res = arg_extreme(cg, &r, v->op == OP_ARGMAX);
+        res_t = DT_I64;
+        break;
+    case OP_VAR:
+    case OP_STD: {
+        DType at = float_acc(out);
+        LLVMValueRef s = run_pass(cg, &r, at, fconst(cg, at, 0), st_add, NULL, true);
+        LLVMValueRef mean = LLVMBuildFDiv(B, s, fconst(cg, at, (double)r.count), "");
+        LLVMValueRef ss = run_pass(cg, &r, at, fconst(cg, at, 0), st_sqdev, mean, true);
+        int64_t corr = v->args[2].kind == ARG_INT ? v->args[2].i : 1;
+        double dof = (double)r.count - (double)corr;
+        if (dof < 0) dof = 0;
+        res = LLVMBuildFDiv(B, ss, fconst(cg, at, dof), "");
+        if (v->op == OP_STD) res = cg_intrinsic(cg, "llvm.sqrt", LLVMTypeOf(res), &res, 1);
+        res_t = at;
+        break;
+    }
+    case OP_LOGSUMEXP: {
+        DType at = float_acc(out);
+        MaxCtx c = {true, true, at};
+        LLVMValueRef m = run_pass(cg, &r, at, extreme(cg, at, true), st_max, &c, false);
+        LLVMValueRef am = cg_intrinsic(cg, "llvm.fabs", LLVMTypeOf(m), &m, 1);
+        m = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, am, fconst(cg, at, INFINITY), ""),
+                            fconst(cg, at, 0), m, "");
+        LLVMValueRef s = run_pass(cg, &r, at, fconst(cg, at, 0), st_sumexp, m, true);
+        res = LLVMBuildFAdd(B, cg_log(cg, s, at), m, "");
+        res_t = at;
+        break;
+    }
+    case OP_ALL:
+    case OP_ANY: {
+        bool all = v->op == OP_ALL;
+        res = run_pass(cg, &r, DT_BOOL, LLVMConstInt(cg->t_i1, all, false), all ? st_and : st_or,
+                       NULL, false);
+        res_t = DT_BOOL;
+        break;
+    }
+    default: cg_fail(cg, "internal: '%s' is not a reduction", op_display_name(v)); return;
+    }
+    cg_store(k, kern_ptr(k, &r.dst), cg_convert(cg, res, res_t, out), out);
+    kern_close(k, &outer);
+    kern_end(k, red_work(&r) * 2);
+}
+
+void k_norm(Cg *cg, const Value *v) {
+    Red r;
+    red_setup(cg, &r, v, true);
+    Kern *k = &r.k;
+    DType out = cg_dt(cg, v);
+    DType at = float_acc(out == DT_F64 || r.xt == DT_F64 ? DT_F64 : DT_F32);
+    LoopNest outer, ln;
+    kern_open(k, &outer, 0, k->nkept, false);
+    LLVMValueRef a = NULL, c = NULL; /* out = f(x) per op, from a and c */
+    double eps = 0;
+    switch (v->op) {
+    case OP_SOFTMAX:
+    case OP_LOG_SOFTMAX: {
+        MaxCtx mc = {true, false, at};
+        LLVMValueRef m = run_pass(cg, &r, at, fconst(cg, at, -INFINITY), st_max, &mc, false);
+        LLVMValueRef s = run_pass(cg, &r, at, fconst(cg, at, 0), st_sumexp, m, true);
+        a = m;
+        c = v->op == OP_SOFTMAX ? LLVMBuildFDiv(B, fconst(cg, at, 1), s, "") : cg_log(cg, s, at);
+        break;
+    }
+    case OP_LAYER_NORM: {
+        eps = v->args[4].kind == ARG_NUM ? v->args[4].f : 1e-5;
+        LLVMValueRef s = run_pass(cg, &r, at, fconst(cg, at, 0), st_add, NULL, true);
+        LLVMValueRef mean = LLVMBuildFDiv(B, s, fconst(cg, at, (double)r.count), "");
+        LLVMValueRef ss = run_pass(cg, &r, at, fconst(cg, at, 0), st_sqdev, mean, true);
+        LLVMValueRef var = LLVMBuildFDiv(B, ss, fconst(cg, at, (double)r.count), "");
+        LLVMValueRef ve = LLVMBuildFAdd(B, var, fconst(cg, at, eps), "");
+        a = mean;
+        c = LLVMBuildFDiv(B, fconst(cg, at, 1),
+                          cg_intrinsic(cg, "llvm.sqrt", LLVMTypeOf(ve), &ve, 1), "");
+        break;
+    }
+    case OP_RMS_NORM: {
+        eps = v->args[2].kind == ARG_NUM ? v->args[2].f : 1e-6;
+        LLVMValueRef ss = run_pass(cg, &r, at, fconst(cg, at, 0), st_sq, NULL, true);
+        LLVMValueRef ms = LLVMBuildFDiv(B, ss, fconst(cg, at, (double)r.count), "");
+        LLVMValueRef ve = LLVMBuildFAdd(B, ms, fconst(cg, at, eps), "");
+        c = LLVMBuildFDiv(B, fconst(cg, at, 1),
+                          cg_intrinsic(cg, "llvm.sqrt", LLVMTypeOf(ve), &ve, 1), "");
+        break;
+    }
+    default: cg_fail(cg, "internal: '%s' is not a normalisation", op_display_name(v)); return;
+    }
+    kern_open(k, &ln, k->nkept, k->nloops, false);
+    LLVMValueRef x = x_as(cg, &r, at), y;
+    switch (v->op) {
+    case OP_SOFTMAX: y = LLVMBuildFMul(B, cg_exp(cg, LLVMBuildFSub(B, x, a, ""), at), c, ""); break;
+    case OP_LOG_SOFTMAX: y = LLVMBuildFSub(B, LLVMBuildFSub(B, x, a, ""), c, ""); break;
+    case OP_LAYER_NORM: y = LLVMBuildFMul(B, LLVMBuildFSub(B, x, a, ""), c, ""); break;
+    default: y = LLVMBuildFMul(B, x, c, ""); break;
+    }
+    /* Weight, then bias (layer_norm's args 2 and 3; rms_norm's weight). */
+    for (int i = 0; i < r.naux; i++) {
+        LLVMValueRef w =
+            cg_convert(cg, cg_load(k, kern_ptr(k, &r.aux[i]), r.aux[i].dt), r.aux[i].dt, at);
+        bool is_bias = v->op == OP_LAYER_NORM && i == r.naux - 1 && v->args[3].kind == ARG_TENSOR;
+        y = is_bias ? LLVMBuildFAdd(B, y, w, "") : LLVMBuildFMul(B, y, w, "");
+    }
+    cg_store(k, kern_ptr(k, &r.dst), cg_convert(cg, y, at, out), out);
+    kern_close(k, &ln);
+    kern_close(k, &outer);
+    kern_end(k, red_work(&r) * 4);
+}

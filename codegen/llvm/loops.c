@@ -1,0 +1,240 @@
+/* Kernels as loop nests: the kernel function, its iteration space (dims
+ * merged where every access allows it), loops, addresses, and the call
+ * from the forward function through the runtime's thread pool. */
+#include <llvm-c/DebugInfo.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/llvm/cg.h"
+
+void kern_begin(Cg *cg, Kern *k, const char *what) {
+    memset(k, 0, sizeof *k);
+    k->cg = cg;
+    char name[96];
+    snprintf(name, sizeof name, "k%d_%s", cg->nkernels++, what);
+    k->fn = LLVMAddFunction(cg->mod, name, cg->t_kernel);
+    LLVMSetLinkage(k->fn, LLVMInternalLinkage);
+    k->bufs = LLVMGetParam(k->fn, 0);
+    k->begin = LLVMGetParam(k->fn, 1);
+    k->end = LLVMGetParam(k->fn, 2);
+    k->entry = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "entry");
+    LLVMPositionBuilderAtEnd(cg->b, k->entry);
+    /* Every buffer pointer is loaded once, here: the loops then see
+     * loop-invariant bases (and one arena base with constant offsets, so
+     * alias analysis can tell slots apart). */
+    LLVMValueRef bufs = LLVMBuildBitCast(cg->b, k->bufs, cg->t_pptr, "bufs");
+    k->nbase = cg->p->iface.nslots;
+    if (k->nbase > 1024) k->nbase = 1024;
+    for (int i = 0; i < k->nbase; i++) {
+        LLVMValueRef pp = LLVMBuildInBoundsGEP2(cg->b, cg->t_ptr, bufs,
+                                                (LLVMValueRef[]){cg_const_i64(cg, i)}, 1, "");
+        k->base[i] = LLVMBuildLoad2(cg->b, cg->t_ptr, pp, "");
+    }
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "body");
+    k->entry_term = LLVMBuildBr(cg->b, body);
+    LLVMPositionBuilderAtEnd(cg->b, body);
+}
+
+LLVMValueRef kern_alloca(Kern *k, LLVMTypeRef t) {
+    Cg *cg = k->cg;
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
+    LLVMPositionBuilderBefore(cg->b, k->entry_term);
+    LLVMValueRef a = LLVMBuildAlloca(cg->b, t, "");
+    LLVMPositionBuilderAtEnd(cg->b, cur);
+    return a;
+}
+
+LLVMValueRef kern_base(Kern *k, const Value *owner) {
+    Cg *cg = k->cg;
+    const CgProgram *p = cg->p;
+    int slot = p->iface.slot[owner->order];
+    if (slot >= 0) return k->base[slot];
+    int bi = p->sched->buf_of[owner->order];
+    if (bi < 0 || p->plan->offset[bi] < 0) {
+        cg_fail(cg, "internal: value %%%d has no buffer", owner->id);
+        return k->base[0];
+    }
+    return LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, k->base[0],
+                                 (LLVMValueRef[]){cg_const_i64(cg, p->plan->offset[bi])}, 1, "");
+}
+
+void access_of(Kern *k, const Value *v, Access *a) {
+    memset(a, 0, sizeof *a);
+    a->owner = v->storage;
+    a->dt = cg_dt(k->cg, v->storage);
+    a->offset = v->offset;
+    for (int d = 0; d < v->ndim; d++)
+        a->strides[d] = v->strides[d];
+}
+
+void access_contig(Kern *k, const Value *owner, const int64_t *shape, int n, Access *a) {
+    memset(a, 0, sizeof *a);
+    a->owner = owner;
+    a->dt = cg_dt(k->cg, owner);
+    int64_t s = 1;
+    for (int d = n - 1; d >= 0; d--) {
+        a->strides[d] = s;
+        s *= shape[d] > 0 ? shape[d] : 1;
+    }
+}
+
+void kern_space(Kern *k, const int64_t *shape, int n, const bool *reduced, Access **acc, int nacc,
+                bool uses_index) {
+    k->n = n;
+    for (int d = 0; d < n; d++) {
+        k->shape[d] = shape[d];
+        k->reduced[d] = reduced ? reduced[d] : false;
+        k->loop_of_dim[d] = -1;
+    }
+    /* Groups of adjacent dims of the same class that every access walks as
+     * one: stride[d] == stride[d + 1] * shape[d + 1]. Size-1 dims vanish
+     * (their index is always 0) unless an expression reads indices. */
+    int groups[2][KMAXD][2], ng[2] = {0, 0};
+    for (int cls = 0; cls < 2; cls++) {
+        int last = -1;
+        for (int d = 0; d < n; d++) {
+            if (k->reduced[d] != (cls == 1)) continue;
+            if (shape[d] == 1 && !uses_index) continue;
+            bool merge = last >= 0 && !uses_index;
+            for (int i = 0; merge && i < nacc; i++)
+                merge = acc[i]->strides[last] == acc[i]->strides[d] * shape[d];
+            /* Merging across a skipped size-1 dim: only adjacent ones. */
+            if (merge && last != d - 1) {
+                for (int j = last + 1; j < d; j++)
+                    if (shape[j] != 1) merge = false;
+            }
+            if (merge) {
+                groups[cls][ng[cls] - 1][1] = d;
+            } else {
+                groups[cls][ng[cls]][0] = groups[cls][ng[cls]][1] = d;
+                ng[cls]++;
+            }
+            last = d;
+        }
+    }
+    k->nloops = 0;
+    k->coalesced = false;
+    for (int cls = 0; cls < 2; cls++) {
+        if (cls == 1) k->nkept = k->nloops;
+        for (int gi = 0; gi < ng[cls]; gi++) {
+            int a = groups[cls][gi][0], b = groups[cls][gi][1];
+            int64_t e = 1;
+            for (int d = a; d <= b; d++)
+                e *= shape[d];
+            if (b > a) k->coalesced = true;
+            k->ext[k->nloops] = e;
+            k->inner_dim[k->nloops] = b;
+            for (int d = a; d <= b; d++)
+                k->loop_of_dim[d] = k->nloops;
+            k->nloops++;
+        }
+    }
+    /* The first loop is what the pool splits: a kernel with no kept dim
+     * gets a loop of one iteration. */
+    if (k->nkept == 0) {
+        memmove(&k->ext[1], &k->ext[0], sizeof(int64_t) * (size_t)k->nloops);
+        memmove(&k->inner_dim[1], &k->inner_dim[0], sizeof(int) * (size_t)k->nloops);
+        for (int d = 0; d < n; d++)
+            if (k->loop_of_dim[d] >= 0) k->loop_of_dim[d]++;
+        k->ext[0] = 1;
+        k->inner_dim[0] = -1;
+        k->nloops++;
+        k->nkept = 1;
+    }
+}
+
+static void set_vectorize_hint(Cg *cg, LLVMValueRef br) {
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(cg->ctx, NULL, 0);
+    LLVMMetadataRef kv[2] = {LLVMMDStringInContext2(cg->ctx, "llvm.loop.vectorize.enable", 26),
+                             LLVMValueAsMetadata(LLVMConstInt(cg->t_i1, 1, false))};
+    LLVMMetadataRef hint = LLVMMDNodeInContext2(cg->ctx, kv, 2);
+    LLVMMetadataRef ops[2] = {tmp, hint};
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(cg->ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, loop);
+    unsigned kind = LLVMGetMDKindIDInContext(cg->ctx, "llvm.loop", 9);
+    LLVMSetMetadata(br, kind, LLVMMetadataAsValue(cg->ctx, loop));
+}
+
+void kern_open(Kern *k, LoopNest *ln, int from, int to, bool vectorize_hint) {
+    Cg *cg = k->cg;
+    ln->from = from;
+    ln->to = to;
+    for (int l = from; l < to; l++) {
+        LLVMValueRef lo = l == 0 ? k->begin : cg_const_i64(cg, 0);
+        LLVMValueRef hi = l == 0 ? k->end : cg_const_i64(cg, k->ext[l]);
+        LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+        ln->header[l] = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "loop");
+        LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "body");
+        ln->exit[l] = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "done");
+        LLVMBuildBr(cg->b, ln->header[l]);
+        LLVMPositionBuilderAtEnd(cg->b, ln->header[l]);
+        LLVMValueRef phi = LLVMBuildPhi(cg->b, cg->t_i64, "i");
+        LLVMAddIncoming(phi, &lo, &pre, 1);
+        LLVMValueRef c = LLVMBuildICmp(cg->b, LLVMIntSLT, phi, hi, "");
+        LLVMBuildCondBr(cg->b, c, body, ln->exit[l]);
+        LLVMPositionBuilderAtEnd(cg->b, body);
+        ln->phi[l] = phi;
+        k->idx[l] = phi;
+    }
+    ln->hint = vectorize_hint;
+}
+
+void kern_close(Kern *k, LoopNest *ln) {
+    Cg *cg = k->cg;
+    bool hint = ln->hint;
+    for (int l = ln->to - 1; l >= ln->from; l--) {
+        LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
+        LLVMValueRef next = LLVMBuildAdd(cg->b, ln->phi[l], cg_const_i64(cg, 1), "");
+        LLVMValueRef br = LLVMBuildBr(cg->b, ln->header[l]);
+        if (hint && l == ln->to - 1) set_vectorize_hint(cg, br);
+        LLVMAddIncoming(ln->phi[l], &next, &cur, 1);
+        LLVMPositionBuilderAtEnd(cg->b, ln->exit[l]);
+        k->idx[l] = NULL;
+    }
+}
+
+LLVMValueRef kern_dim_index(Kern *k, int dim) {
+    int l = k->loop_of_dim[dim];
+    if (l < 0 || !k->idx[l]) return cg_const_i64(k->cg, 0);
+    /* Only unmerged dims are asked for (kern_space merges nothing when an
+     * expression reads indices). */
+    return k->idx[l];
+}
+
+LLVMValueRef kern_offset(Kern *k, const Access *a) {
+    Cg *cg = k->cg;
+    LLVMValueRef off = cg_const_i64(cg, a->offset);
+    for (int l = 0; l < k->nloops; l++) {
+        if (!k->idx[l] || k->inner_dim[l] < 0) continue;
+        int64_t s = a->strides[k->inner_dim[l]];
+        if (s == 0) continue;
+        off = LLVMBuildAdd(cg->b, off, LLVMBuildMul(cg->b, k->idx[l], cg_const_i64(cg, s), ""), "");
+    }
+    return off;
+}
+
+LLVMValueRef kern_ptr(Kern *k, const Access *a) {
+    Cg *cg = k->cg;
+    LLVMValueRef off = kern_offset(k, a);
+    LLVMValueRef base = a->slot > 0 ? k->base[a->slot] : kern_base(k, a->owner);
+    LLVMTypeRef st = cg_stype(cg, a->dt);
+    LLVMValueRef typed = LLVMBuildBitCast(cg->b, base, LLVMPointerType(st, 0), "");
+    return LLVMBuildGEP2(cg->b, st, typed, &off, 1, "");
+}
+
+void kern_end(Kern *k, int64_t work_per_outer) {
+    Cg *cg = k->cg;
+    LLVMBuildRetVoid(cg->b);
+    /* The forward function calls the kernel over its first loop. */
+    LLVMPositionBuilderAtEnd(cg->b, LLVMGetLastBasicBlock(cg->fwd));
+    int64_t grain = work_per_outer > 0 ? (32768 + work_per_outer - 1) / work_per_outer : 1;
+    if (grain < 1) grain = 1;
+    LLVMValueRef args[6] = {cg->fwd_pool,
+                            cg_const_i64(cg, 0),
+                            cg_const_i64(cg, k->ext[0]),
+                            cg_const_i64(cg, grain),
+                            LLVMBuildBitCast(cg->b, k->fn, cg->t_ptr, ""),
+                            LLVMBuildBitCast(cg->b, cg->fwd_bufs, cg->t_ptr, "")};
+    LLVMValueRef pf = LLVMGetNamedFunction(cg->mod, "rt_pool_parallel_for");
+    LLVMBuildCall2(cg->b, cg->t_pfor, pf, args, 6, "");
+}

@@ -1,0 +1,180 @@
+/* The LLVM module of one graph: the forward function that runs every
+ * kernel in plan order, optimised with default<O3> and written as an
+ * object for the host CPU (or --cpu), with optional .ll / .s listings. */
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/llvm/cg.h"
+
+LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v);
+
+static void emit_kernel(Cg *cg, const Kernel *kn) {
+    const Value *v = kn->root;
+    if (kn->out_copy >= 0) {
+        k_output_copy(cg, v, kn->out_copy);
+        return;
+    }
+    if (fusion_is_expression(v)) {
+        k_elementwise(cg, v);
+        return;
+    }
+    unsigned f = op_info(v->op)->flags;
+    if (f & OPF_REDUCTION) {
+        k_reduce(cg, v);
+        return;
+    }
+    switch (v->op) {
+    case OP_RESHAPE:
+    case OP_FLATTEN:
+    case OP_VIEW:
+    case OP_UNFLATTEN: k_reshape_copy(cg, v); return;
+    case OP_CAT:
+    case OP_CONCAT:
+    case OP_STACK: k_cat(cg, v); return;
+    case OP_REPEAT: k_repeat(cg, v); return;
+    case OP_FLIP: k_flip(cg, v); return;
+    case OP_SOFTMAX:
+    case OP_LOG_SOFTMAX:
+    case OP_LAYER_NORM:
+    case OP_RMS_NORM: k_norm(cg, v); return;
+    case OP_GATHER:
+    case OP_INDEX_SELECT:
+    case OP_EMBEDDING:
+    case OP_INDEX: k_gather(cg, v); return;
+    case OP_MATMUL:
+    case OP_MM:
+    case OP_BMM:
+    case OP_MV:
+    case OP_OUTER:
+    case OP_LINEAR: k_matmul(cg, v); return;
+    case OP_EINSUM: k_einsum(cg, v); return;
+    default: cg_fail(cg, "internal: no code generator for op '%s'", op_display_name(v));
+    }
+}
+
+static void init_types(Cg *cg) {
+    LLVMContextRef c = cg->ctx;
+    cg->t_void = LLVMVoidTypeInContext(c);
+    cg->t_i1 = LLVMInt1TypeInContext(c);
+    cg->t_i8 = LLVMInt8TypeInContext(c);
+    cg->t_i16 = LLVMInt16TypeInContext(c);
+    cg->t_i32 = LLVMInt32TypeInContext(c);
+    cg->t_i64 = LLVMInt64TypeInContext(c);
+    cg->t_half = LLVMHalfTypeInContext(c);
+    cg->t_f32 = LLVMFloatTypeInContext(c);
+    cg->t_f64 = LLVMDoubleTypeInContext(c);
+    cg->t_ptr = LLVMPointerType(cg->t_i8, 0);
+    cg->t_pptr = LLVMPointerType(cg->t_ptr, 0);
+    LLVMTypeRef kp[4] = {cg->t_ptr, cg->t_i64, cg->t_i64, cg->t_i32};
+    cg->t_kernel = LLVMFunctionType(cg->t_void, kp, 4, false);
+    LLVMTypeRef pp[6] = {cg->t_ptr, cg->t_i64, cg->t_i64, cg->t_i64, cg->t_ptr, cg->t_ptr};
+    cg->t_pfor = LLVMFunctionType(cg->t_void, pp, 6, false);
+}
+
+static bool write_text(const char *path, const char *text, char *err, size_t nerr) {
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        snprintf(err, nerr, "cannot write '%s'", path);
+        if (f) fclose(f);
+        return false;
+    }
+    return true;
+}
+
+bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr) {
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
+    char *triple = LLVMGetDefaultTargetTriple();
+    LLVMTargetRef target;
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+        snprintf(err, nerr, "LLVM has no target for '%s': %s", triple, msg);
+        LLVMDisposeMessage(msg);
+        LLVMDisposeMessage(triple);
+        return false;
+    }
+    char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
+    const char *cpu = o->cpu ? o->cpu : host_cpu;
+    const char *features = o->cpu ? "" : host_features;
+    LLVMTargetMachineRef tm =
+        LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+                                LLVMRelocPIC, LLVMCodeModelDefault);
+    Cg cg;
+    memset(&cg, 0, sizeof cg);
+    cg.p = p;
+    cg.ctx = LLVMContextCreate();
+    char modname[160];
+    snprintf(modname, sizeof modname, "tgc_%s", p->g->name);
+    cg.mod = LLVMModuleCreateWithNameInContext(modname, cg.ctx);
+    LLVMSetTarget(cg.mod, triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(cg.mod, td);
+    cg.b = LLVMCreateBuilderInContext(cg.ctx);
+    init_types(&cg);
+    LLVMAddFunction(cg.mod, "rt_pool_parallel_for", cg.t_pfor);
+
+    char fname[200];
+    snprintf(fname, sizeof fname, "%s__forward", p->g->name);
+    LLVMTypeRef fp[2] = {cg.t_pptr, cg.t_ptr};
+    cg.fwd = LLVMAddFunction(cg.mod, fname, LLVMFunctionType(cg.t_void, fp, 2, false));
+    LLVMAppendBasicBlockInContext(cg.ctx, cg.fwd, "entry");
+    LLVMPositionBuilderAtEnd(cg.b, LLVMGetLastBasicBlock(cg.fwd));
+    cg.fwd_bufs = LLVMBuildBitCast(cg.b, LLVMGetParam(cg.fwd, 0), cg.t_ptr, "bufs");
+    cg.fwd_pool = LLVMGetParam(cg.fwd, 1);
+    for (int i = 0; i < p->kp->nkernels && !cg.fail; i++)
+        emit_kernel(&cg, &p->kp->kernels[i]);
+    LLVMPositionBuilderAtEnd(cg.b, LLVMGetLastBasicBlock(cg.fwd));
+    LLVMBuildRetVoid(cg.b);
+
+    bool ok = !cg.fail;
+    if (!ok) snprintf(err, nerr, "%s", cg.err);
+    if (ok && LLVMVerifyModule(cg.mod, LLVMReturnStatusAction, &msg)) {
+        snprintf(err, nerr, "internal: generated LLVM IR does not verify: %.400s", msg);
+        ok = false;
+    }
+    if (msg) LLVMDisposeMessage(msg), msg = NULL;
+    if (ok) {
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+        LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+        LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+        LLVMErrorRef e = LLVMRunPasses(cg.mod, "default<O3>", tm, po);
+        LLVMDisposePassBuilderOptions(po);
+        if (e) {
+            char *em = LLVMGetErrorMessage(e);
+            snprintf(err, nerr, "internal: LLVM passes failed: %s", em);
+            LLVMDisposeErrorMessage(em);
+            ok = false;
+        }
+    }
+    if (ok && o->emit_llvm_path) {
+        char *text = LLVMPrintModuleToString(cg.mod);
+        ok = write_text(o->emit_llvm_path, text, err, nerr);
+        LLVMDisposeMessage(text);
+    }
+    if (ok && o->emit_asm_path &&
+        LLVMTargetMachineEmitToFile(tm, cg.mod, (char *)o->emit_asm_path, LLVMAssemblyFile, &msg)) {
+        snprintf(err, nerr, "cannot write '%s': %s", o->emit_asm_path, msg);
+        ok = false;
+    }
+    if (msg) LLVMDisposeMessage(msg), msg = NULL;
+    if (ok && o->obj_path &&
+        LLVMTargetMachineEmitToFile(tm, cg.mod, (char *)o->obj_path, LLVMObjectFile, &msg)) {
+        snprintf(err, nerr, "cannot write '%s': %s", o->obj_path, msg);
+        ok = false;
+    }
+    if (msg) LLVMDisposeMessage(msg);
+    LLVMDisposeBuilder(cg.b);
+    LLVMDisposeModule(cg.mod);
+    LLVMDisposeTargetData(td);
+    LLVMContextDispose(cg.ctx);
+    LLVMDisposeTargetMachine(tm);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(host_cpu);
+    LLVMDisposeMessage(host_features);
+    return ok;
+}

@@ -1,0 +1,414 @@
+/* tgc build, tgc compile and tgc run: a graph through fusion, memory
+ * planning and LLVM code generation, then linked by the system C compiler
+ * against libtgcrt and OpenBLAS (cli.md). */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "driver/driver.h"
+#include "driver/toolchain.h"
+#include "passes/precision.h"
+#include "tgcrt.h"
+
+typedef enum { MODE_BUILD, MODE_COMPILE, MODE_RUN } Mode;
+
+typedef struct BuildOpts {
+    Mode mode;
+    const char *cmd, *usage;
+    Options o; /* file and -D */
+    const char *out, *header, *target, *weights, *precision, *emit_kind, *emit_dir, *cpu;
+    bool embed, static_rt;
+    int threads;
+    /* tgc run: passed to the program */
+    char *run_args[512];
+    int nrun;
+} BuildOpts;
+
+static const char *USAGE_BUILD =
+    "tgc build FILE -o EXE [--target cpu|cuda] [--weights W.safetensors] [--embed-weights]\n"
+    "                 [-D NAME=VALUE]... [--precision P] [--emit llvm|asm|cuda|ptx DIR]\n"
+    "                 [--cpu NAME] [--threads N] [--static-runtime]";
+static const char *USAGE_COMPILE = "tgc compile FILE -o OBJ.o --header H.h [same options as build]";
+static const char *USAGE_RUN =
+    "tgc run FILE [--input NAME=FILE.npy]... [--weights W] [--output-dir D] [--random-inputs "
+    "SEED]\n"
+    "               [--print] [--bench N] [same options as build]";
+
+static int usage_err(BuildOpts *b, const char *fmt, const char *arg) {
+    fprintf(stderr, "tgc %s: ", b->cmd);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: %s\n", b->usage);
+    return 2;
+}
+
+static void help(BuildOpts *b) {
+    printf("usage: %s\n\n", b->usage);
+    printf("  -o PATH              the executable (build) or object file (compile)\n"
+           "  --header H.h         the C header declaring the object's API (compile)\n"
+           "  --weights W          safetensors weights: checked now; embedded with "
+           "--embed-weights, else the default for the program's --weights\n"
+           "  --embed-weights      put the weights file into the executable\n"
+           "  -D NAME=VALUE        set a symbolic dimension\n"
+           "  --precision P        store floating values in f32, f16 or bf16\n"
+           "  --emit KIND DIR      also write the generated code: llvm (.ll) or asm (.s)\n"
+           "  --cpu NAME           generate code for this CPU (LLVM name), not the host's\n"
+           "  --threads N          default thread count of the program (0: every core)\n"
+           "  --static-runtime     link OpenBLAS statically (to run on another machine)\n"
+           "  --target cpu|cuda    the backend (cpu)\n");
+    if (b->mode == MODE_RUN)
+        printf("  --input NAME=FILE    an input .npy file\n"
+               "  --output-dir D       where outputs are written (default .)\n"
+               "  --random-inputs SEED, --print, --bench N: as the executable's flags\n");
+}
+
+static bool parse_int(const char *s, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > 4096) return false;
+    *out = (int)v;
+    return true;
+}
+
+static int parse(BuildOpts *b, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+#define NEED()                                                                                     \
+    do {                                                                                           \
+        if (i + 1 >= argc) return usage_err(b, "%s needs an argument", a);                         \
+    } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            help(b);
+            return -1;
+        } else if (!strcmp(a, "-o")) {
+            NEED();
+            b->out = argv[++i];
+        } else if (!strcmp(a, "--header") && b->mode == MODE_COMPILE) {
+            NEED();
+            b->header = argv[++i];
+        } else if (!strcmp(a, "--target")) {
+            NEED();
+            b->target = argv[++i];
+        } else if (!strcmp(a, "--weights")) {
+            NEED();
+            b->weights = argv[++i];
+        } else if (!strcmp(a, "--embed-weights")) {
+            b->embed = true;
+        } else if (!strcmp(a, "--static-runtime")) {
+            b->static_rt = true;
+        } else if (!strcmp(a, "--precision")) {
+            NEED();
+            b->precision = argv[++i];
+        } else if (!strcmp(a, "--cpu")) {
+            NEED();
+            b->cpu = argv[++i];
+        } else if (!strcmp(a, "--threads")) {
+            NEED();
+            if (!parse_int(argv[++i], &b->threads))
+                return usage_err(b, "--threads expects a count from 0 to 4096, found '%s'",
+                                 argv[i]);
+            if (b->mode == MODE_RUN && b->nrun < 500) {
+                b->run_args[b->nrun++] = "--threads";
+                b->run_args[b->nrun++] = argv[i];
+            }
+        } else if (!strcmp(a, "--emit")) {
+            if (i + 2 >= argc) return usage_err(b, "%s needs KIND and DIR", a);
+            b->emit_kind = argv[++i];
+            b->emit_dir = argv[++i];
+        } else if (!strcmp(a, "-D") || !strncmp(a, "-D", 2)) {
+            const char *def = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!def) return usage_err(b, "-D needs NAME=VALUE%s", "");
+            if (b->o.ndims >= 64) return usage_err(b, "too many -D options%s", "");
+            if (!options_parse_define(def, &b->o.dims[b->o.ndims])) {
+                fprintf(stderr, "tgc %s: error: -D %s: expected NAME=VALUE with an integer VALUE\n",
+                        b->cmd, def);
+                return 1;
+            }
+            b->o.ndims++;
+        } else if (b->mode == MODE_RUN &&
+                   (!strcmp(a, "--input") || !strcmp(a, "--output-dir") ||
+                    !strcmp(a, "--random-inputs") || !strcmp(a, "--bench"))) {
+            NEED();
+            if (b->nrun < 500) {
+                b->run_args[b->nrun++] = (char *)a;
+                b->run_args[b->nrun++] = argv[++i];
+            }
+        } else if (b->mode == MODE_RUN && !strcmp(a, "--print")) {
+            if (b->nrun < 500) b->run_args[b->nrun++] = (char *)a;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_err(b, "unknown option '%s'", a);
+        } else if (!b->o.file) {
+            b->o.file = a;
+        } else {
+            return usage_err(b, "unexpected argument '%s' (one FILE only)", a);
+        }
+#undef NEED
+    }
+    if (!b->o.file) return usage_err(b, "missing FILE%s", "");
+    if (b->mode != MODE_RUN && !b->out) return usage_err(b, "missing -o%s", "");
+    if (b->mode == MODE_COMPILE && !b->header) return usage_err(b, "missing --header%s", "");
+    if (b->target && strcmp(b->target, "cpu") && strcmp(b->target, "cuda"))
+        return usage_err(b, "--target expects cpu or cuda, found '%s'", b->target);
+    if (b->emit_kind && strcmp(b->emit_kind, "llvm") && strcmp(b->emit_kind, "asm") &&
+        strcmp(b->emit_kind, "cuda") && strcmp(b->emit_kind, "ptx"))
+        return usage_err(b, "--emit expects llvm, asm, cuda or ptx, found '%s'", b->emit_kind);
+    return 0;
+}
+
+/* Weights are checked at build time too: a bad file is the user's error
+ * now rather than at every start of the program. */
+static bool check_weights(const BuildOpts *b, const CgProgram *p) {
+    RtSafetensors *st = NULL;
+    RtError e;
+    rt_error_clear(&e);
+    if (rt_st_open(b->weights, &st, &e) != TGCRT_OK) {
+        fprintf(stderr, "tgc %s: error: %s\n", b->cmd, e.msg);
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; i < p->iface.nparams && ok; i++) {
+        const Value *v = p->iface.params[i];
+        const RtStTensor *t = rt_st_find(st, v->name);
+        if (!t) {
+            if (v->init.kind == INIT_NONE) {
+                fprintf(stderr,
+                        "tgc %s: error: %s: missing tensor '%s' (param '%s' has no initialiser)\n",
+                        b->cmd, b->weights, v->name, v->name);
+                ok = false;
+            }
+            continue;
+        }
+        bool shape_ok = t->desc.ndim == v->ndim;
+        for (int d = 0; shape_ok && d < v->ndim; d++)
+            shape_ok = t->desc.shape[d] == v->shape[d];
+        char found[RT_DESC_STR_MAX];
+        rt_desc_format(&t->desc, found, sizeof found);
+        bool float_pair =
+            dtype_is_float(v->dtype) && (t->desc.dtype == RT_F16 || t->desc.dtype == RT_BF16 ||
+                                         t->desc.dtype == RT_F32 || t->desc.dtype == RT_F64);
+        if (!shape_ok || ((int)t->desc.dtype != (int)v->dtype && !float_pair)) {
+            fprintf(stderr, "tgc %s: error: %s: tensor '%s': expected %s[", b->cmd, b->weights,
+                    v->name, dtype_name(v->dtype));
+            for (int d = 0; d < v->ndim; d++)
+                fprintf(stderr, "%s%lld", d ? ", " : "", (long long)v->shape[d]);
+            fprintf(stderr, "], found %s\n", found);
+            ok = false;
+        }
+    }
+    rt_st_close(st);
+    return ok;
+}
+
+static bool remove_tree(const char *dir, const char **files, int n) {
+    char path[PATH_MAX];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    return rmdir(dir) == 0;
+}
+
+static int drive(Mode mode, int argc, char **argv) {
+    BuildOpts b;
+    memset(&b, 0, sizeof b);
+    b.mode = mode;
+    b.cmd = argv[0];
+    b.usage = mode == MODE_BUILD ? USAGE_BUILD : mode == MODE_COMPILE ? USAGE_COMPILE : USAGE_RUN;
+    int rc = parse(&b, argc, argv);
+    if (rc) {
+        options_free(&b.o);
+        return rc < 0 ? 0 : rc;
+    }
+    rc = 1;
+    Arena a = {0};
+    Diag d;
+    diag_init(&d, stderr);
+    SrcFile file;
+    Precision prec = PREC_DECLARED;
+    char tmp[PATH_MAX] = "";
+    const char *tmpfiles[] = {"kernels.o", "glue.c", "glue.o", "program"};
+    if (b.target && !strcmp(b.target, "cuda")) {
+        fprintf(stderr,
+                "tgc %s: error: --target cuda: the CUDA backend is not built yet; use "
+                "--target cpu\n",
+                b.cmd);
+        goto out;
+    }
+    if (b.emit_kind && (!strcmp(b.emit_kind, "cuda") || !strcmp(b.emit_kind, "ptx"))) {
+        fprintf(stderr, "tgc %s: error: --emit %s needs --target cuda\n", b.cmd, b.emit_kind);
+        goto out;
+    }
+    if (b.precision && !precision_parse(b.precision, &prec)) {
+        fprintf(stderr, "tgc %s: error: --precision %s: expected f32, f16 or bf16\n", b.cmd,
+                b.precision);
+        goto out;
+    }
+    if (b.embed && !b.weights) {
+        fprintf(stderr, "tgc %s: error: --embed-weights needs --weights FILE\n", b.cmd);
+        goto out;
+    }
+    Graph *g = load_graph(&a, &d, &b.o, &file);
+    if (!g) {
+        if (d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
+        goto out;
+    }
+    CgProgram p;
+    memset(&p, 0, sizeof p);
+    p.g = g;
+    p.dt = precision_storage_dtypes(&a, g, prec);
+    p.kp = fusion_plan(&a, g);
+    p.sched = fusion_schedule(&a, g, p.kp, p.dt);
+    p.plan = memplan_plan(&a, p.sched);
+    cg_interface_init(&a, &p);
+    if (b.weights && !check_weights(&b, &p)) goto out;
+
+    char lib[PATH_MAX], inc[PATH_MAX];
+    if (!toolchain_find_runtime(lib, inc, sizeof lib)) {
+        fprintf(stderr,
+                "tgc %s: error: cannot find the runtime library libtgcrt.a (set "
+                "TGC_RUNTIME_DIR to the directory holding libtgcrt.a and tgcrt.h)\n",
+                b.cmd);
+        goto out;
+    }
+    const char *tdir = getenv("TMPDIR");
+    snprintf(tmp, sizeof tmp, "%s/tgc-XXXXXX", tdir && *tdir ? tdir : "/tmp");
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr, "tgc %s: error: cannot create a temporary directory: %s\n", b.cmd,
+                strerror(errno));
+        tmp[0] = 0;
+        goto out;
+    }
+    char obj[PATH_MAX + 32], glue[PATH_MAX + 32], glue_o[PATH_MAX + 32], prog[PATH_MAX + 32];
+    snprintf(obj, sizeof obj, "%s/kernels.o", tmp);
+    snprintf(glue, sizeof glue, "%s/glue.c", tmp);
+    snprintf(glue_o, sizeof glue_o, "%s/glue.o", tmp);
+    snprintf(prog, sizeof prog, "%s/program", tmp);
+
+    CgOptions co = {.cpu = b.cpu, .obj_path = obj};
+    char listing[PATH_MAX + 256];
+    if (b.emit_kind) {
+        if (mkdir(b.emit_dir, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "tgc %s: error: --emit: cannot create '%s': %s\n", b.cmd, b.emit_dir,
+                    strerror(errno));
+            goto out;
+        }
+        bool ll = !strcmp(b.emit_kind, "llvm");
+        snprintf(listing, sizeof listing, "%s/%s.%s", b.emit_dir, g->name, ll ? "ll" : "s");
+        if (ll)
+            co.emit_llvm_path = listing;
+        else
+            co.emit_asm_path = listing;
+    }
+    char err[1024];
+    if (!cg_llvm_emit(&p, &co, err, sizeof err)) {
+        fprintf(stderr, "tgc %s: %s\n", b.cmd, err);
+        rc = strstr(err, "cannot write") ? 1 : 3;
+        goto out;
+    }
+    FILE *f = fopen(glue, "w");
+    if (!f) {
+        fprintf(stderr, "tgc %s: error: cannot write '%s'\n", b.cmd, glue);
+        goto out;
+    }
+    char wabs[PATH_MAX];
+    GlueOptions go = {.default_threads = b.threads, .with_main = mode != MODE_COMPILE};
+    if (b.embed) go.embed_path = realpath(b.weights, wabs) ? wabs : b.weights;
+    cg_write_glue(f, &p, &go);
+    fclose(f);
+
+    char incflag[PATH_MAX + 8];
+    snprintf(incflag, sizeof incflag, "-I%s", inc);
+    const char *cc = toolchain_cc();
+    if (mode == MODE_COMPILE) {
+        char *c1[] = {(char *)cc, "-O2", "-fPIC", "-c", incflag, glue, "-o", glue_o, NULL};
+        if (toolchain_exec(c1, false) != 0) {
+            fprintf(stderr, "tgc %s: internal error: the C compiler failed on the glue\n", b.cmd);
+            rc = 3;
+            goto out;
+        }
+        char *c2[] = {(char *)cc, "-r", "-nostdlib", "-o", (char *)b.out, glue_o, obj, NULL};
+        if (toolchain_exec(c2, false) != 0) {
+            fprintf(stderr, "tgc %s: error: cannot link '%s'\n", b.cmd, b.out);
+            goto out;
+        }
+        FILE *h = fopen(b.header, "w");
+        if (!h) {
+            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.header,
+                    strerror(errno));
+            goto out;
+        }
+        cg_write_header(h, &p);
+        if (fclose(h) != 0) goto out;
+        rc = 0;
+        goto out;
+    }
+    const char *exe = mode == MODE_BUILD ? b.out : prog;
+    char *link[32];
+    int n = 0;
+    link[n++] = (char *)cc;
+    link[n++] = "-O2";
+    link[n++] = incflag;
+    link[n++] = "-o";
+    link[n++] = (char *)exe;
+    link[n++] = glue;
+    link[n++] = obj;
+    link[n++] = lib;
+    if (b.static_rt) {
+        link[n++] = "-Wl,-Bstatic";
+        link[n++] = "-lopenblas";
+        link[n++] = "-Wl,-Bdynamic";
+        link[n++] = "-lgfortran";
+    } else {
+        link[n++] = "-lopenblas";
+    }
+    link[n++] = "-lcjson";
+    link[n++] = "-lpthread";
+    link[n++] = "-lm";
+    link[n] = NULL;
+    if (toolchain_exec(link, false) != 0) {
+        fprintf(stderr,
+                "tgc %s: error: linking '%s' failed (the C compiler's messages are above)\n", b.cmd,
+                exe);
+        goto out;
+    }
+    if (mode == MODE_BUILD) {
+        rc = 0;
+        goto out;
+    }
+    char *run[520];
+    int r = 0;
+    run[r++] = prog;
+    if (b.weights && !b.embed) {
+        run[r++] = "--weights";
+        run[r++] = (char *)b.weights;
+    }
+    for (int i = 0; i < b.nrun; i++)
+        run[r++] = b.run_args[i];
+    run[r] = NULL;
+    rc = toolchain_exec(run, false);
+    if (rc < 0 || rc > 3) {
+        fprintf(stderr, "tgc run: internal error: the program ended with status %d\n", rc);
+        rc = 3;
+    }
+out:
+    if (tmp[0]) remove_tree(tmp, tmpfiles, 4);
+    options_free(&b.o);
+    arena_free(&a);
+    return rc;
+}
+
+int cmd_build(int argc, char **argv) {
+    return drive(MODE_BUILD, argc, argv);
+}
+int cmd_compile(int argc, char **argv) {
+    return drive(MODE_COMPILE, argc, argv);
+}
+int cmd_run(int argc, char **argv) {
+    return drive(MODE_RUN, argc, argv);
+}

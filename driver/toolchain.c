@@ -1,0 +1,72 @@
+/* The toolchain `tgc build` drives: where the runtime library and header
+ * are, and running the system C compiler. */
+#include "driver/toolchain.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static bool is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool toolchain_find_runtime(char *lib, char *inc, size_t cap) {
+    const char *env = getenv("TGC_RUNTIME_DIR");
+    if (env && *env) {
+        snprintf(lib, cap, "%s/libtgcrt.a", env);
+        snprintf(inc, cap, "%s", env);
+        char h[PATH_MAX];
+        snprintf(h, sizeof h, "%s/tgcrt.h", env);
+        if (is_file(lib) && is_file(h)) return true;
+    }
+    /* An installed tgc: PREFIX/bin/tgc with PREFIX/lib/tgc and
+     * PREFIX/include/tgc beside it. */
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *dir = dirname(self);
+        snprintf(lib, cap, "%s/../lib/tgc/libtgcrt.a", dir);
+        snprintf(inc, cap, "%s/../include/tgc", dir);
+        char h[PATH_MAX + 16];
+        snprintf(h, sizeof h, "%s/tgcrt.h", inc);
+        if (is_file(lib) && is_file(h)) return true;
+    }
+#ifdef TGC_BUILD_RUNTIME_LIB
+    snprintf(lib, cap, "%s", TGC_BUILD_RUNTIME_LIB);
+    snprintf(inc, cap, "%s", TGC_BUILD_RUNTIME_INCLUDE);
+    if (is_file(lib)) return true;
+#endif
+    return false;
+}
+
+const char *toolchain_cc(void) {
+    const char *cc = getenv("CC");
+    return cc && *cc ? cc : "cc";
+}
+
+int toolchain_exec(char *const *argv, bool quiet) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (quiet) {
+            FILE *f = freopen("/dev/null", "w", stdout);
+            (void)f;
+        }
+        execvp(argv[0], argv);
+        fprintf(stderr, "tgc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}

@@ -1,0 +1,12 @@
+#ifndef TGC_TOOLCHAIN_H
+#define TGC_TOOLCHAIN_H
+#include <stdbool.h>
+#include <stddef.h>
+
+/* libtgcrt.a and the directory of tgcrt.h: $TGC_RUNTIME_DIR, else an
+ * installed copy beside the tgc binary, else the build tree's. */
+bool toolchain_find_runtime(char *lib, char *inc, size_t cap);
+const char *toolchain_cc(void); /* $CC or cc */
+/* Runs argv, waits; the exit status, 128 + signal, or -1. */
+int toolchain_exec(char *const *argv, bool quiet);
+#endif

@@ -1,0 +1,373 @@
+/* Matrix products for generated code: C[b] (+)= A[b] @ B[b] over a batch
+ * index space, every operand addressed by element strides.
+ *
+ * f32/f64 go to OpenBLAS's cblas_sgemm/dgemm. An operand whose columns are
+ * contiguous is passed as it is (NoTrans, ld = row stride), one whose rows
+ * are contiguous as a transpose (Trans, ld = column stride); only layouts
+ * BLAS cannot describe (both strides > 1, zero or negative strides, a
+ * leading dimension below what BLAS requires) are copied to a contiguous
+ * scratch matrix. A C with contiguous rows is computed directly, one with
+ * contiguous columns as C^T = B^T A^T, any other through a scratch matrix.
+ * f16/bf16 operands are widened to f32 scratch, multiplied by sgemm and
+ * rounded once into C. Integers and bool use a loop with 64-bit wrapping
+ * accumulation (bool: C = OR_k (A and B)). Scratch is allocated per call: no
+ * global state besides OpenBLAS's own thread count. See docs/runtime.md
+ * "Matrix products". */
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+typedef struct Mat {
+    const char *p; /* element (0, 0) */
+    int64_t rs, cs;
+} Mat;
+
+/* Per-call scratch: grown on demand, freed at the end of the call. The
+ * source a converted/copied operand came from is remembered, so a
+ * broadcast operand is not converted again for every batch. */
+typedef struct Slot {
+    void *p;
+    size_t cap;
+    const void *src;
+} Slot;
+
+typedef struct Scratch {
+    Slot a, b, c;
+} Scratch;
+
+static void *slot_get(Slot *s, size_t bytes) {
+    if (bytes <= s->cap && s->p) return s->p;
+    rt_aligned_free(s->p);
+    s->p = rt_aligned_alloc(bytes);
+    s->cap = s->p ? bytes : 0;
+    s->src = NULL;
+    return s->p;
+}
+
+static int64_t max1(int64_t x) {
+    return x > 1 ? x : 1;
+}
+
+static bool mul_size(int64_t a, int64_t b, size_t es, size_t *out) {
+    if (a < 0 || b < 0) return false;
+    if (a && (uint64_t)b > SIZE_MAX / (uint64_t)a) return false;
+    size_t n = (size_t)a * (size_t)b;
+    if (es && n > SIZE_MAX / es) return false;
+    *out = n * es;
+    return true;
+}
+
+/* ---- element access ---- */
+
+static int64_t load_int(const char *p, RtDType t) {
+    switch (t) {
+    case RT_BOOL:
+    case RT_U8: return *(const uint8_t *)p;
+    case RT_I8: return *(const int8_t *)p;
+    case RT_I16: {
+        int16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case RT_I32: {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    default: {
+        int64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    }
+}
+
+/* Wraps like C and torch: the low bits of the 64-bit sum. */
+static void store_int(char *p, RtDType t, uint64_t v) {
+    switch (t) {
+    case RT_BOOL: *(uint8_t *)p = v != 0; break;
+    case RT_U8:
+    case RT_I8: *(uint8_t *)p = (uint8_t)v; break;
+    case RT_I16: {
+        uint16_t x = (uint16_t)v;
+        memcpy(p, &x, 2);
+        break;
+    }
+    case RT_I32: {
+        uint32_t x = (uint32_t)v;
+        memcpy(p, &x, 4);
+        break;
+    }
+    default: memcpy(p, &v, 8); break;
+    }
+}
+
+/* ---- the loop kernels (integers, and floats when BLAS cannot be used) ---- */
+
+typedef struct LoopJob {
+    RtDType t;
+    int64_t n, k;
+    bool acc;
+    Mat A, B;
+    char *c;
+    int64_t c_rs, c_cs;
+} LoopJob;
+
+static void loop_rows(void *ctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    const LoopJob *j = ctx;
+    size_t es = rt_dtype_size(j->t);
+    bool fl = rt_dtype_is_float(j->t);
+    for (int64_t i = i0; i < i1; i++) {
+        for (int64_t n = 0; n < j->n; n++) {
+            char *cp = j->c + (ptrdiff_t)((i * j->c_rs + n * j->c_cs) * (int64_t)es);
+            const char *ap = j->A.p + (ptrdiff_t)(i * j->A.rs * (int64_t)es);
+            const char *bp = j->B.p + (ptrdiff_t)(n * j->B.cs * (int64_t)es);
+            ptrdiff_t as = (ptrdiff_t)(j->A.cs * (int64_t)es),
+                      bs = (ptrdiff_t)(j->B.rs * (int64_t)es);
+            if (fl) {
+                double acc = j->acc ? rt_load_float(cp, j->t, 0) : 0.0;
+                for (int64_t k = 0; k < j->k; k++, ap += as, bp += bs)
+                    acc += rt_load_float(ap, j->t, 0) * rt_load_float(bp, j->t, 0);
+                rt_store_float(cp, j->t, 0, acc);
+            } else {
+                uint64_t acc = j->acc ? (uint64_t)load_int(cp, j->t) : 0;
+                for (int64_t k = 0; k < j->k; k++, ap += as, bp += bs)
+                    acc += (uint64_t)load_int(ap, j->t) * (uint64_t)load_int(bp, j->t);
+                store_int(cp, j->t, acc);
+            }
+        }
+    }
+}
+
+static void matmul_loop(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Mat A, Mat B, Mat C,
+                        RtPool *pool) {
+    LoopJob j = {t, n, k, acc, A, B, (char *)C.p, C.rs, C.cs};
+    int64_t work = max1(n) * max1(k);
+    int64_t grain = work >= 16384 ? 1 : 16384 / work;
+    rt_pool_parallel_for(pool, 0, m, grain, loop_rows, &j);
+}
+
+/* ---- BLAS ---- */
+
+static void gather(char *dst, const char *src, int64_t r, int64_t c, int64_t rs, int64_t cs,
+                   size_t es) {
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++)
+            memcpy(dst + (size_t)(i * c + j) * es,
+                   src + (ptrdiff_t)((i * rs + j * cs) * (int64_t)es), es);
+}
+
+static void scatter(char *dst, const char *src, int64_t r, int64_t c, int64_t rs, int64_t cs,
+                    size_t es) {
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++)
+            memcpy(dst + (ptrdiff_t)((i * rs + j * cs) * (int64_t)es),
+                   src + (size_t)(i * c + j) * es, es);
+}
+
+/* How BLAS reads an r x c operand with strides (rs, cs): NoTrans (0) with
+ * ld = rs, Trans (1) with ld = cs, or not at all (-1). A stride along a
+ * dimension of size 1 is irrelevant and replaced by a legal ld. */
+static int blas_layout(int64_t r, int64_t c, int64_t rs, int64_t cs, int64_t *ld) {
+    int how = -1;
+    if ((cs == 1 || c <= 1) && (r <= 1 || rs >= max1(c))) {
+        *ld = r <= 1 ? max1(c) : rs;
+        how = 0;
+    } else if ((rs == 1 || r <= 1) && (c <= 1 || cs >= max1(r))) {
+        *ld = c <= 1 ? max1(r) : cs;
+        how = 1;
+    }
+    return how >= 0 && *ld <= INT_MAX ? how : -1;
+}
+
+/* An operand as BLAS takes it: the matrix itself, or a contiguous copy in
+ * s (remembered by source, so a broadcast operand is copied once). */
+static bool blas_operand(Mat X, int64_t r, int64_t c, size_t es, Slot *s, const void **p,
+                         bool *trans, int *ld) {
+    int64_t l;
+    int how = blas_layout(r, c, X.rs, X.cs, &l);
+    if (how >= 0) {
+        *p = X.p;
+        *trans = how == 1;
+        *ld = (int)l;
+        return true;
+    }
+    size_t bytes;
+    if (!mul_size(r, c, es, &bytes) || !slot_get(s, bytes)) return false;
+    if (s->src != X.p) gather(s->p, X.p, r, c, X.rs, X.cs, es);
+    s->src = X.p;
+    *p = s->p;
+    *trans = false;
+    *ld = (int)max1(c);
+    return true;
+}
+
+static void gemm(RtDType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                 int lda, const void *b, int ldb, bool acc, void *c, int ldc) {
+    enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    if (t == RT_F64)
+        cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, a, lda, b, ldb,
+                    acc ? 1.0 : 0.0, c, ldc);
+    else
+        cblas_sgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0f, a, lda, b, ldb,
+                    acc ? 1.0f : 0.0f, c, ldc);
+}
+
+/* C (+)= A @ B through BLAS for f32/f64; false when it cannot (a dimension
+ * above INT_MAX, or no memory for scratch): the caller falls back to the
+ * loop. m, n, k > 0. */
+static bool matmul_blas(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Mat A, Mat B, Mat C,
+                        Scratch *s) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
+    size_t es = rt_dtype_size(t);
+    int64_t ldc;
+    if (blas_layout(m, n, C.rs, C.cs, &ldc) == 1) {
+        /* Contiguous columns: C^T = B^T A^T, with C^T's rows contiguous. */
+        Mat T = A;
+        A = (Mat){B.p, B.cs, B.rs};
+        B = (Mat){T.p, T.cs, T.rs};
+        C = (Mat){C.p, C.cs, C.rs};
+        int64_t x = m;
+        m = n;
+        n = x;
+    }
+    const void *a, *b;
+    bool ta, tb;
+    int lda, ldb;
+    if (!blas_operand(A, m, k, es, &s->a, &a, &ta, &lda) ||
+        !blas_operand(B, k, n, es, &s->b, &b, &tb, &ldb))
+        return false;
+    if (blas_layout(m, n, C.rs, C.cs, &ldc) == 0) {
+        gemm(t, ta, tb, m, n, k, a, lda, b, ldb, acc, (void *)C.p, (int)ldc);
+        return true;
+    }
+    size_t bytes;
+    if (!mul_size(m, n, es, &bytes) || !slot_get(&s->c, bytes)) return false;
+    if (acc) gather(s->c.p, C.p, m, n, C.rs, C.cs, es);
+    gemm(t, ta, tb, m, n, k, a, lda, b, ldb, acc, s->c.p, (int)n);
+    scatter((char *)C.p, s->c.p, m, n, C.rs, C.cs, es);
+    return true;
+}
+
+/* f16/bf16 <-> f32 for one matrix. */
+static void widen(float *dst, const char *src, RtDType t, int64_t r, int64_t c, int64_t rs,
+                  int64_t cs) {
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++) {
+            uint16_t h;
+            memcpy(&h, src + (ptrdiff_t)((i * rs + j * cs) * 2), 2);
+            dst[i * c + j] = t == RT_F16 ? rt_f16_to_f32(h) : rt_bf16_to_f32(h);
+        }
+}
+
+static void narrow(char *dst, const float *src, RtDType t, int64_t r, int64_t c, int64_t rs,
+                   int64_t cs) {
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++) {
+            float f = src[i * c + j];
+            uint16_t h = t == RT_F16 ? rt_f32_to_f16(f) : rt_f32_to_bf16(f);
+            memcpy(dst + (ptrdiff_t)((i * rs + j * cs) * 2), &h, 2);
+        }
+}
+
+static bool matmul_half(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Mat A, Mat B, Mat C,
+                        Scratch *s) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
+    size_t ba, bb, bc;
+    if (!mul_size(m, k, 4, &ba) || !mul_size(k, n, 4, &bb) || !mul_size(m, n, 4, &bc) ||
+        !slot_get(&s->a, ba) || !slot_get(&s->b, bb) || !slot_get(&s->c, bc))
+        return false;
+    if (s->a.src != A.p) widen(s->a.p, A.p, t, m, k, A.rs, A.cs);
+    if (s->b.src != B.p) widen(s->b.p, B.p, t, k, n, B.rs, B.cs);
+    s->a.src = A.p;
+    s->b.src = B.p;
+    if (acc) widen(s->c.p, C.p, t, m, n, C.rs, C.cs);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, s->a.p,
+                (int)k, s->b.p, (int)n, acc ? 1.0f : 0.0f, s->c.p, (int)n);
+    narrow((char *)C.p, s->c.p, t, m, n, C.rs, C.cs);
+    return true;
+}
+
+/* ---- one matrix, and the batch loop ---- */
+
+static void matmul_one(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Mat A, Mat B, Mat C,
+                       Scratch *s, RtPool *pool) {
+    size_t es = rt_dtype_size(t);
+    if (k == 0) {
+        if (!acc) {
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++)
+                    memset((char *)C.p + (ptrdiff_t)((i * C.rs + j * C.cs) * (int64_t)es), 0, es);
+        }
+        return;
+    }
+    bool done = false;
+    if (t == RT_F32 || t == RT_F64)
+        done = matmul_blas(t, m, n, k, acc, A, B, C, s);
+    else if (t == RT_F16 || t == RT_BF16)
+        done = matmul_half(t, m, n, k, acc, A, B, C, s);
+    if (!done) matmul_loop(t, m, n, k, acc, A, B, C, pool);
+}
+
+/* Element `off` of an operand; an operand that is never read (k = 0) may
+ * be NULL. */
+static const char *at(const void *base, int64_t off, size_t es) {
+    return base ? (const char *)base + (ptrdiff_t)(off * (int64_t)es) : NULL;
+}
+
+void rt_matmul(const RtMatmulDesc *d, const void *a, const void *b, void *c, RtPool *pool) {
+    /* A malformed descriptor (a bug in generated code) does nothing rather
+     * than touch memory it does not describe. */
+    if (!d || d->dtype < 0 || d->dtype >= RT_DTYPE_COUNT || d->m < 0 || d->n < 0 || d->k < 0 ||
+        d->nbatch < 0 || d->nbatch > RT_MATMUL_MAX_BATCH)
+        return;
+    for (int i = 0; i < d->nbatch; i++)
+        if (d->batch[i] <= 0) return; /* an empty batch: nothing to do (negative: malformed) */
+    if (d->m == 0 || d->n == 0) return;
+    RtDType t = (RtDType)d->dtype;
+    size_t es = rt_dtype_size(t);
+    bool acc = d->accumulate != 0;
+
+    /* Fold trailing batch dimensions over which B is broadcast and the
+     * rows of A and C simply continue into m: [b, m, k] @ [k, n] is one
+     * [b*m, k] @ [k, n] product. */
+    int nb = (int)d->nbatch;
+    int64_t m = d->m;
+    while (nb > 0) {
+        int i = nb - 1;
+        if (d->b_bs[i] != 0 || d->a_bs[i] != m * d->a_rs || d->c_bs[i] != m * d->c_rs ||
+            m > INT64_MAX / d->batch[i])
+            break;
+        m *= d->batch[i];
+        nb--;
+    }
+
+    Scratch s = {{0}, {0}, {0}};
+    int64_t idx[RT_MATMUL_MAX_BATCH] = {0}, oa = 0, ob = 0, oc = 0;
+    for (;;) {
+        Mat A = {at(a, oa, es), d->a_rs, d->a_cs};
+        Mat B = {at(b, ob, es), d->b_rs, d->b_cs};
+        Mat C = {at(c, oc, es), d->c_rs, d->c_cs};
+        matmul_one(t, m, d->n, d->k, acc, A, B, C, &s, pool);
+        int j = nb - 1;
+        for (; j >= 0; j--) {
+            oa += d->a_bs[j], ob += d->b_bs[j], oc += d->c_bs[j];
+            if (++idx[j] < d->batch[j]) break;
+            oa -= d->a_bs[j] * d->batch[j], ob -= d->b_bs[j] * d->batch[j];
+            oc -= d->c_bs[j] * d->batch[j];
+            idx[j] = 0;
+        }
+        if (j < 0) break;
+    }
+    rt_aligned_free(s.a.p);
+    rt_aligned_free(s.b.p);
+    rt_aligned_free(s.c.p);
+}
+
+void rt_blas_set_threads(int n) {
+    openblas_set_num_threads(n < 1 ? 1 : n);
+}

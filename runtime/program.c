@@ -1,0 +1,332 @@
+/* Contexts: everything a compiled program needs around its generated
+ * forward function. A context owns the weights (mapped, copied, converted
+ * or initialised), the activation arena, the thread pool, the staging
+ * buffers for inputs and outputs whose storage dtype differs from the
+ * declared one, and its last error message. Nothing is global: two
+ * contexts run at once on different threads (one run at a time per
+ * context). See docs/runtime.md "Compiled programs". */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+struct RtContext {
+    const RtProgram *p;
+    RtError err;
+    bool ready;        /* created successfully */
+    RtSafetensors *st; /* open while params point into it (zero copy) */
+    RtArena arena;
+    RtPool *pool;
+    void **bufs;      /* [arena, inputs..., params..., outputs...] at storage dtypes */
+    void **owned;     /* per param: a buffer the context allocated, or NULL */
+    void **in_stage;  /* per input: storage-dtype staging buffer, or NULL */
+    void **out_stage; /* per output: likewise */
+};
+
+/* ---- checking the descriptor (generated code, but a context must not
+ * crash on a broken one) ---- */
+
+static RtStatus check_tensor(RtContext *c, const char *what, int i, const RtTensorInfo *t,
+                             bool param) {
+    size_t nb;
+    if (!t->name)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "program '%s': %s %d has no name",
+                            c->p->name ? c->p->name : "?", what, i);
+    if (t->desc.ndim < 0 || t->desc.ndim > RT_MAX_DIMS || !rt_desc_nbytes(&t->desc, &nb))
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "%s '%s': invalid declared type", what,
+                            t->name);
+    if (rt_dtype_size(t->storage) == 0 ||
+        (t->storage != t->desc.dtype &&
+         !(rt_dtype_is_float(t->storage) && rt_dtype_is_float(t->desc.dtype))))
+        return rt_error_set(&c->err, TGCRT_ERR_ARG,
+                            "%s '%s': storage dtype %s cannot hold declared dtype %s", what,
+                            t->name, rt_dtype_name(t->storage), rt_dtype_name(t->desc.dtype));
+    if (param && (t->init < RT_INIT_NONE || t->init > RT_INIT_ARANGE))
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "param '%s': unknown initialiser %d", t->name,
+                            (int)t->init);
+    return TGCRT_OK;
+}
+
+static RtStatus check_program(RtContext *c) {
+    const RtProgram *p = c->p;
+    if (p->ninputs < 0 || p->nparams < 0 || p->noutputs < 0 || !p->forward ||
+        (p->ninputs && !p->inputs) || (p->nparams && !p->params) || (p->noutputs && !p->outputs) ||
+        p->default_threads < 0)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "program '%s': malformed descriptor",
+                            p->name ? p->name : "?");
+    RtStatus s = TGCRT_OK;
+    for (int i = 0; !s && i < p->ninputs; i++)
+        s = check_tensor(c, "input", i, &p->inputs[i], false);
+    for (int i = 0; !s && i < p->nparams; i++)
+        s = check_tensor(c, "param", i, &p->params[i], true);
+    for (int i = 0; !s && i < p->noutputs; i++)
+        s = check_tensor(c, "output", i, &p->outputs[i], false);
+    return s;
+}
+
+static size_t storage_bytes(const RtTensorInfo *t) {
+    size_t nb = 0;
+    RtDesc d = t->desc;
+    d.dtype = t->storage;
+    rt_desc_nbytes(&d, &nb); /* checked by check_tensor */
+    return nb;
+}
+
+static size_t numel_of(const RtTensorInfo *t) {
+    int64_t n = 0;
+    rt_desc_numel(&t->desc, &n);
+    return (size_t)n;
+}
+
+/* ---- params ---- */
+
+/* Where the file's data ends: the tensors tile the data section, so the
+ * furthest tensor end is the end of the buffer. */
+static const char *data_end(const RtSafetensors *st) {
+    const char *end = NULL;
+    for (size_t i = 0; i < rt_st_count(st); i++) {
+        const RtStTensor *t = rt_st_get(st, i);
+        const char *e = (const char *)t->data + t->nbytes;
+        if (!end || e > end) end = e;
+    }
+    return end;
+}
+
+static bool bool_bytes_ok(const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] > 1) return false;
+    return true;
+}
+
+static RtStatus load_param(RtContext *c, int i, const char *end) {
+    const RtTensorInfo *t = &c->p->params[i];
+    void **slot = &c->bufs[1 + c->p->ninputs + i];
+    char e[RT_DESC_STR_MAX], f[RT_DESC_STR_MAX];
+    size_t nb = storage_bytes(t), n = numel_of(t);
+    const RtStTensor *w = c->st ? rt_st_find(c->st, t->name) : NULL;
+
+    if (!w) {
+        if (t->init == RT_INIT_NONE) {
+            if (c->st)
+                return rt_error_set(&c->err, TGCRT_ERR_MISSING,
+                                    "%s: missing tensor '%s' (expected %s) and the graph gives "
+                                    "it no initialiser",
+                                    rt_st_name(c->st), t->name,
+                                    rt_desc_format(&t->desc, e, sizeof e));
+            return rt_error_set(&c->err, TGCRT_ERR_MISSING,
+                                "no weights given: missing tensor '%s' (expected %s) and the "
+                                "graph gives it no initialiser",
+                                t->name, rt_desc_format(&t->desc, e, sizeof e));
+        }
+        if (!(c->owned[i] = rt_aligned_alloc(nb)))
+            return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
+                                "out of memory initialising param '%s' (%zu bytes)", t->name, nb);
+        rt_fill(c->pool, t->init, t->init_a, t->init_b, (uint64_t)t->init_seed, t->name, t->storage,
+                c->owned[i], (int64_t)n);
+        *slot = c->owned[i];
+        return TGCRT_OK;
+    }
+
+    bool same_shape = w->desc.ndim == t->desc.ndim;
+    for (int d = 0; same_shape && d < t->desc.ndim; d++)
+        same_shape = w->desc.shape[d] == t->desc.shape[d];
+    if (!same_shape)
+        return rt_error_set(&c->err, TGCRT_ERR_SHAPE, "%s: tensor '%s': expected %s, found %s",
+                            rt_st_name(c->st), t->name, rt_desc_format(&t->desc, e, sizeof e),
+                            rt_desc_format(&w->desc, f, sizeof f));
+    RtDType have = w->desc.dtype;
+    if (have != t->storage && !(rt_dtype_is_float(have) && rt_dtype_is_float(t->storage)))
+        return rt_error_set(&c->err, TGCRT_ERR_DTYPE, "%s: tensor '%s': expected %s%s, found %s",
+                            rt_st_name(c->st), t->name, rt_desc_format(&t->desc, e, sizeof e),
+                            rt_dtype_is_float(t->desc.dtype) ? " (or another floating dtype)" : "",
+                            rt_desc_format(&w->desc, f, sizeof f));
+
+    if (have == t->storage) {
+        /* Zero copy when the data is aligned to its element size and a
+         * kernel's whole-vector load at the last elements (up to 64 bytes
+         * past the end) stays inside the file's data. Bool bytes must be
+         * 0 or 1 (the kernels' encoding). */
+        size_t es = rt_dtype_size(have);
+        const char *d = w->data;
+        if ((uintptr_t)d % es == 0 && end && (size_t)(end - d) >= nb + RT_ALIGN &&
+            (have != RT_BOOL || bool_bytes_ok(w->data, nb))) {
+            *slot = (void *)w->data; /* read-only mapping: kernels never write params */
+            return TGCRT_OK;
+        }
+    }
+    if (!(c->owned[i] = rt_aligned_alloc(nb)))
+        return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
+                            "out of memory loading param '%s' (%zu bytes)", t->name, nb);
+    if (have == t->storage) {
+        if (nb) memcpy(c->owned[i], w->data, nb);
+        if (have == RT_BOOL)
+            for (size_t k = 0; k < nb; k++)
+                ((uint8_t *)c->owned[i])[k] = ((uint8_t *)c->owned[i])[k] != 0;
+    } else {
+        rt_convert_float_par(c->pool, w->data, have, c->owned[i], t->storage, n);
+    }
+    *slot = c->owned[i];
+    return TGCRT_OK;
+}
+
+/* ---- creation ---- */
+
+static RtStatus alloc_staging(RtContext *c, const RtTensorInfo *t, void **slot, const char *what) {
+    if (t->storage == t->desc.dtype) return TGCRT_OK;
+    size_t nb = storage_bytes(t);
+    if (!(*slot = rt_aligned_alloc(nb)))
+        return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
+                            "out of memory for the staging buffer of %s '%s' (%zu bytes)", what,
+                            t->name, nb);
+    return TGCRT_OK;
+}
+
+static RtStatus setup(RtContext *c, int threads, const char *path, const void *mem, size_t len,
+                      const char *mem_name) {
+    const RtProgram *p = c->p;
+    RtStatus s = check_program(c);
+    if (s) return s;
+    if (threads < 0)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG,
+                            "thread count %d is negative (0 means the program's default)", threads);
+    size_t nbufs = 1 + (size_t)p->ninputs + (size_t)p->nparams + (size_t)p->noutputs;
+    c->bufs = calloc(nbufs, sizeof *c->bufs);
+    c->owned = calloc((size_t)p->nparams + 1, sizeof *c->owned);
+    c->in_stage = calloc((size_t)p->ninputs + 1, sizeof *c->in_stage);
+    c->out_stage = calloc((size_t)p->noutputs + 1, sizeof *c->out_stage);
+    if (!c->bufs || !c->owned || !c->in_stage || !c->out_stage)
+        return rt_error_set(&c->err, TGCRT_ERR_NOMEM, "out of memory creating a context");
+
+    if ((s = rt_pool_create(threads ? threads : p->default_threads, &c->pool, &c->err))) return s;
+    rt_blas_set_threads(rt_pool_threads(c->pool));
+
+    if (path)
+        s = rt_st_open(path, &c->st, &c->err);
+    else if (mem)
+        s = rt_st_open_memory(mem, len, mem_name, &c->st, &c->err);
+    if (s) return s;
+
+    const char *end = c->st ? data_end(c->st) : NULL;
+    for (int i = 0; !s && i < p->nparams; i++)
+        s = load_param(c, i, end);
+    if (s) return s;
+    /* Keep the mapping only while a param points into it. */
+    bool mapped = false;
+    for (int i = 0; i < p->nparams; i++)
+        mapped |= !c->owned[i];
+    if (!mapped) {
+        rt_st_close(c->st);
+        c->st = NULL;
+    }
+
+    for (int i = 0; !s && i < p->ninputs; i++)
+        s = alloc_staging(c, &p->inputs[i], &c->in_stage[i], "input");
+    for (int i = 0; !s && i < p->noutputs; i++)
+        s = alloc_staging(c, &p->outputs[i], &c->out_stage[i], "output");
+    if (s) return s;
+    if ((s = rt_arena_init(&c->arena, p->arena_bytes, &c->err))) return s;
+    c->bufs[0] = c->arena.base;
+    return TGCRT_OK;
+}
+
+static RtStatus create(const RtProgram *p, const char *path, const void *mem, size_t len,
+                       const char *mem_name, int threads, RtContext **out) {
+    if (!out) return TGCRT_ERR_ARG;
+    RtContext *c = *out = calloc(1, sizeof *c);
+    if (!c) return TGCRT_ERR_NOMEM;
+    rt_error_clear(&c->err);
+    c->p = p;
+    if (!p) return rt_error_set(&c->err, TGCRT_ERR_ARG, "no program given");
+    RtStatus s = setup(c, threads, path, mem, len, mem_name);
+    c->ready = s == TGCRT_OK;
+    return s;
+}
+
+RtStatus rt_context_create(const RtProgram *p, const char *weights_path, int threads,
+                           RtContext **out) {
+    const void *mem = p && !weights_path ? p->embedded_weights : NULL;
+    return create(p, weights_path, mem, mem ? p->embedded_weights_len : 0, "embedded weights",
+                  threads, out);
+}
+
+RtStatus rt_context_create_from_memory(const RtProgram *p, const void *st, size_t len, int threads,
+                                       RtContext **out) {
+    /* st NULL: no weights at all (not even embedded ones), initialisers only. */
+    return create(p, NULL, st, st ? len : 0, "weights buffer", threads, out);
+}
+
+/* ---- running ---- */
+
+RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *outputs) {
+    if (!c) return TGCRT_ERR_ARG;
+    const RtProgram *p = c->p;
+    if (!c->ready) {
+        if (c->err.status) return c->err.status;
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "the context was not created");
+    }
+    if ((p->ninputs && !inputs) || (p->noutputs && !outputs))
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "rt_context_run: %s array is NULL",
+                            p->ninputs && !inputs ? "the inputs" : "the outputs");
+    for (int i = 0; i < p->ninputs; i++)
+        if (!inputs[i] && storage_bytes(&p->inputs[i]))
+            return rt_error_set(&c->err, TGCRT_ERR_ARG, "rt_context_run: input '%s' is NULL",
+                                p->inputs[i].name);
+    for (int i = 0; i < p->noutputs; i++)
+        if (!outputs[i] && storage_bytes(&p->outputs[i]))
+            return rt_error_set(&c->err, TGCRT_ERR_ARG, "rt_context_run: output '%s' is NULL",
+                                p->outputs[i].name);
+
+    void **in = c->bufs + 1, **out = c->bufs + 1 + p->ninputs + p->nparams;
+    for (int i = 0; i < p->ninputs; i++) {
+        const RtTensorInfo *t = &p->inputs[i];
+        if (c->in_stage[i]) {
+            rt_convert_float_par(c->pool, inputs[i], t->desc.dtype, c->in_stage[i], t->storage,
+                                 numel_of(t));
+            in[i] = c->in_stage[i];
+        } else {
+            in[i] = (void *)inputs[i]; /* kernels never write inputs */
+        }
+    }
+    for (int i = 0; i < p->noutputs; i++)
+        out[i] = c->out_stage[i] ? c->out_stage[i] : outputs[i];
+    p->forward(c->bufs, c->pool);
+    for (int i = 0; i < p->noutputs; i++) {
+        const RtTensorInfo *t = &p->outputs[i];
+        if (c->out_stage[i])
+            rt_convert_float_par(c->pool, c->out_stage[i], t->storage, outputs[i], t->desc.dtype,
+                                 numel_of(t));
+    }
+    rt_error_clear(&c->err);
+    return TGCRT_OK;
+}
+
+const char *rt_context_error(const RtContext *c) {
+    return c ? c->err.msg : "no context (out of memory)";
+}
+
+const RtProgram *rt_context_program(const RtContext *c) {
+    return c ? c->p : NULL;
+}
+
+void rt_context_destroy(RtContext *c) {
+    if (!c) return;
+    const RtProgram *p = c->p;
+    if (p && c->owned)
+        for (int i = 0; i < p->nparams; i++)
+            rt_aligned_free(c->owned[i]);
+    if (p && c->in_stage)
+        for (int i = 0; i < p->ninputs; i++)
+            rt_aligned_free(c->in_stage[i]);
+    if (p && c->out_stage)
+        for (int i = 0; i < p->noutputs; i++)
+            rt_aligned_free(c->out_stage[i]);
+    free(c->owned);
+    free(c->in_stage);
+    free(c->out_stage);
+    free(c->bufs);
+    rt_arena_release(&c->arena);
+    rt_pool_destroy(c->pool);
+    rt_st_close(c->st);
+    free(c);
+}

@@ -1,0 +1,32 @@
+/* Helpers shared by the runtime's own sources (program.c, init.c,
+ * exe_main.c, print.c, matmul.c, convert.c); not part of the public
+ * interface, not installed, not included by generated code. */
+#ifndef TGCRT_INTERNAL_H
+#define TGCRT_INTERNAL_H
+#include "tgcrt.h"
+
+static inline bool rt_dtype_is_float(RtDType t) {
+    return t == RT_F16 || t == RT_BF16 || t == RT_F32 || t == RT_F64;
+}
+
+/* Element i of a floating array as a double (exact for every floating
+ * dtype). */
+double rt_load_float(const void *p, RtDType t, size_t i);
+/* Stores v as element i of a floating array: f64 exactly, f32 rounded,
+ * f16/bf16 through f32 (as torch converts a double). */
+void rt_store_float(void *p, RtDType t, size_t i, double v);
+/* Converts n elements between floating dtypes (any direction; the same
+ * dtype copies). Rounds to nearest even; f64 -> f16/bf16 goes through f32,
+ * as torch's .to() does. */
+void rt_convert_float(const void *src, RtDType st, void *dst, RtDType dt, size_t n);
+/* rt_convert_float over the pool, in chunks (large tensors). */
+void rt_convert_float_par(RtPool *pool, const void *src, RtDType st, void *dst, RtDType dt,
+                          size_t n);
+
+/* The deterministic generators (init.c, docs/runtime.md "Initialisers"). */
+enum { RT_FILL_RANDOM_INPUT = 100 }; /* --random-inputs: randn / [0, 10) / 0-1 */
+/* Fills elements [0, numel) of dst (dtype dt) with initialiser `kind`
+ * (an RtInitKind or RT_FILL_RANDOM_INPUT) for tensor `name`, on the pool. */
+void rt_fill(RtPool *pool, int kind, double a, double b, uint64_t seed, const char *name,
+             RtDType dt, void *dst, int64_t numel);
+#endif
