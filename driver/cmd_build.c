@@ -370,6 +370,7 @@ static int drive(Mode mode, int argc, char **argv) {
     link[n++] = "-lcjson";
     link[n++] = "-lpthread";
     link[n++] = "-lm";
+    if (toolchain_sanitize_flag()) link[n++] = (char *)toolchain_sanitize_flag();
     link[n] = NULL;
     if (toolchain_exec(link, false) != 0) {
         fprintf(stderr,

@@ -49,7 +49,20 @@ bool toolchain_find_runtime(char *lib, char *inc, size_t cap) {
 
 const char *toolchain_cc(void) {
     const char *cc = getenv("CC");
-    return cc && *cc ? cc : "cc";
+    if (cc && *cc) return cc;
+#ifdef TGC_DEFAULT_CC
+    /* The compiler that built the runtime, when it is still there. */
+    if (access(TGC_DEFAULT_CC, X_OK) == 0) return TGC_DEFAULT_CC;
+#endif
+    return "cc";
+}
+
+const char *toolchain_sanitize_flag(void) {
+#ifdef TGC_LINK_SANITIZE
+    return "-fsanitize=address,undefined";
+#else
+    return NULL;
+#endif
 }
 
 int toolchain_exec(char *const *argv, bool quiet) {

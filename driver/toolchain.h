@@ -6,7 +6,9 @@
 /* libtgcrt.a and the directory of tgcrt.h: $TGC_RUNTIME_DIR, else an
  * installed copy beside the tgc binary, else the build tree's. */
 bool toolchain_find_runtime(char *lib, char *inc, size_t cap);
-const char *toolchain_cc(void); /* $CC or cc */
+const char *toolchain_cc(void); /* $CC, else the compiler that built tgc, else cc */
+/* The flag programs link with when the runtime is instrumented, or NULL. */
+const char *toolchain_sanitize_flag(void);
 /* Runs argv, waits; the exit status, 128 + signal, or -1. */
 int toolchain_exec(char *const *argv, bool quiet);
 #endif

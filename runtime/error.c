@@ -32,6 +32,7 @@ const char *rt_status_name(RtStatus s) {
         [TGCRT_ERR_NOMEM] = "nomem",
         [TGCRT_ERR_ARG] = "argument",
         [TGCRT_ERR_INTERNAL] = "internal",
+        [TGCRT_ERR_VALUE] = "value",
     };
     return s >= 0 && s < TGCRT_STATUS_COUNT ? names[s] : "unknown";
 }
@@ -44,7 +45,8 @@ int rt_status_exit_code(RtStatus s) {
     case TGCRT_ERR_SHAPE:
     case TGCRT_ERR_DTYPE:
     case TGCRT_ERR_MISSING:
-    case TGCRT_ERR_NOMEM: return 1;
+    case TGCRT_ERR_NOMEM:
+    case TGCRT_ERR_VALUE: return 1;
     default: return 3;
     }
 }

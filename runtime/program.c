@@ -18,7 +18,8 @@ struct RtContext {
     RtSafetensors *st; /* open while params point into it (zero copy) */
     RtArena arena;
     RtPool *pool;
-    void **bufs;      /* [arena, inputs..., params..., outputs...] at storage dtypes */
+    void **bufs;      /* [arena, inputs..., params..., outputs..., &index_error] at storage dtypes */
+    int64_t index_error; /* set by gather/embedding/indexing kernels on an index out of range */
     void **owned;     /* per param: a buffer the context allocated, or NULL */
     void **in_stage;  /* per input: storage-dtype staging buffer, or NULL */
     void **out_stage; /* per output: likewise */
@@ -190,8 +191,10 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
     if (threads < 0)
         return rt_error_set(&c->err, TGCRT_ERR_ARG,
                             "thread count %d is negative (0 means the program's default)", threads);
-    size_t nbufs = 1 + (size_t)p->ninputs + (size_t)p->nparams + (size_t)p->noutputs;
+    /* ... then the index-error cell the kernels set (RtForwardFn). */
+    size_t nbufs = 2 + (size_t)p->ninputs + (size_t)p->nparams + (size_t)p->noutputs;
     c->bufs = calloc(nbufs, sizeof *c->bufs);
+    if (c->bufs) c->bufs[nbufs - 1] = &c->index_error;
     c->owned = calloc((size_t)p->nparams + 1, sizeof *c->owned);
     c->in_stage = calloc((size_t)p->ninputs + 1, sizeof *c->in_stage);
     c->out_stage = calloc((size_t)p->noutputs + 1, sizeof *c->out_stage);
@@ -290,7 +293,12 @@ RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *ou
     }
     for (int i = 0; i < p->noutputs; i++)
         out[i] = c->out_stage[i] ? c->out_stage[i] : outputs[i];
+    c->index_error = 0;
     p->forward(c->bufs, c->pool);
+    if (c->index_error)
+        return rt_error_set(&c->err, TGCRT_ERR_VALUE,
+                            "an index tensor (of gather, index_select, embedding or x[idx]) holds a "
+                            "value out of range for the dimension it indexes");
     for (int i = 0; i < p->noutputs; i++) {
         const RtTensorInfo *t = &p->outputs[i];
         if (c->out_stage[i])

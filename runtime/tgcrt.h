@@ -38,6 +38,7 @@ typedef enum RtStatus {
     TGCRT_ERR_NOMEM,    /* an allocation failed */
     TGCRT_ERR_ARG,      /* a runtime function was called wrongly (a bug in the caller) */
     TGCRT_ERR_INTERNAL, /* an invariant of the runtime broke (a bug in the runtime) */
+    TGCRT_ERR_VALUE,    /* input data out of range (an index tensor's value) */
     TGCRT_STATUS_COUNT,
 } RtStatus;
 
@@ -259,7 +260,9 @@ typedef struct RtTensorInfo {
 /* The generated entry point. bufs[0] is the arena, then one pointer per
  * input, param and output, in declaration order, each holding its tensor
  * densely in C order at its storage dtype (bool as one byte 0/1, bf16/f16 as
- * their 16-bit patterns). */
+ * their 16-bit patterns); last, a pointer to an int64 cell, zeroed before
+ * each run, that kernels set to nonzero when an index tensor holds a value
+ * out of range (the run then fails with TGCRT_ERR_VALUE). */
 typedef void (*RtForwardFn)(void **bufs, RtPool *pool);
 
 typedef struct RtProgram {
@@ -286,7 +289,8 @@ typedef struct RtContext RtContext;
 RtStatus rt_context_create(const RtProgram *p, const char *weights_path, int threads,
                            RtContext **out);
 /* The same with the weights as a safetensors image in memory, kept alive by
- * the caller until rt_context_destroy. */
+ * the caller until rt_context_destroy; st NULL: no weights at all (not even
+ * embedded ones), initialisers only. */
 RtStatus rt_context_create_from_memory(const RtProgram *p, const void *st, size_t len, int threads,
                                        RtContext **out);
 /* Runs the graph on caller-owned buffers: inputs[i] and outputs[i] in

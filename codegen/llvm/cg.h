@@ -108,6 +108,18 @@ int kern_collect_leaves(Kern *k, const Value *v, Access *out, int max, bool *use
 LLVMValueRef cg_expr(Kern *k, const Value *v, bool compute);
 bool expr_uses_index(const Value *v);
 
+/* A matrix product for rt_matmul: the layout of runtime/tgcrt.h's
+ * RtMatmulDesc, emitted as a constant i64 array. */
+#define MAXB 10
+typedef struct MM {
+    int64_t dtype, m, n, k;
+    int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+    int64_t accumulate, nbatch;
+    int64_t batch[MAXB], a_bs[MAXB], b_bs[MAXB], c_bs[MAXB];
+} MM;
+void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c);
+LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v);
+
 /* kernels */
 void k_elementwise(Cg *cg, const Value *v);
 void k_copy_into(Cg *cg, const Value *src, const Value *dst_owner, int64_t dst_offset,

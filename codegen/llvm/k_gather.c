@@ -81,7 +81,10 @@ void k_gather(Cg *cg, const Value *v) {
     LLVMPositionBuilderAtEnd(B, on_bad);
     LLVMValueRef cell =
         LLVMBuildBitCast(B, k.base[cg->p->iface.error_slot], LLVMPointerType(cg->t_i64, 0), "");
-    LLVMBuildStore(B, cg_const_i64(cg, 1), cell);
+    /* Threads may race to set it: an atomic store, all of the same value. */
+    LLVMValueRef st = LLVMBuildStore(B, cg_const_i64(cg, 1), cell);
+    LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(st, 8);
     LLVMBuildBr(B, cont);
     LLVMPositionBuilderAtEnd(B, cont);
     LLVMValueRef phi = LLVMBuildPhi(B, cg->t_i64, "");
@@ -92,9 +95,9 @@ void k_gather(Cg *cg, const Value *v) {
     LLVMValueRef off = kern_offset(&k, &xa);
     int64_t ds = x->ndim ? (v->op == OP_EMBEDDING ? x->strides[0] : x->strides[dim]) : 0;
     off = LLVMBuildAdd(B, off, LLVMBuildMul(B, phi, cg_const_i64(cg, ds), ""), "");
-    LLVMTypeRef st = cg_stype(cg, xa.dt);
-    LLVMValueRef base = LLVMBuildBitCast(B, kern_base(&k, xa.owner), LLVMPointerType(st, 0), "");
-    LLVMValueRef val = cg_load(&k, LLVMBuildGEP2(B, st, base, &off, 1, ""), xa.dt);
+    LLVMTypeRef ety = cg_stype(cg, xa.dt);
+    LLVMValueRef base = LLVMBuildBitCast(B, kern_base(&k, xa.owner), LLVMPointerType(ety, 0), "");
+    LLVMValueRef val = cg_load(&k, LLVMBuildGEP2(B, ety, base, &off, 1, ""), xa.dt);
     cg_store(&k, kern_ptr(&k, &dst), cg_convert(cg, val, xa.dt, dst.dt), dst.dt);
     kern_close(&k, &ln);
     int64_t w = 1;
