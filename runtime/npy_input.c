@@ -8,8 +8,8 @@
 #include "npy_internal.h"
 #include "tgcrt.h"
 
-RtStatus rt_npy_load_input(const char *path, const char *input, const RtDesc *declared, void *dst,
-                           RtError *err) {
+static RtStatus load(const char *path, const char *input, const RtDesc *declared, void *dst,
+                     RtError *err) {
     size_t want;
     char e[RT_DESC_STR_MAX], f[RT_DESC_STR_MAX];
     if (!rt_desc_nbytes(declared, &want))
@@ -44,5 +44,17 @@ RtStatus rt_npy_load_input(const char *path, const char *input, const RtDesc *de
         }
     }
     fclose(fp);
+    return s;
+}
+
+RtStatus rt_npy_load_input(const char *path, const char *input, const RtDesc *declared, void *dst,
+                           RtError *err) {
+    RtStatus s = load(path, input, declared, dst, err);
+    /* Every message names the input, not only the file. */
+    if (s && err && strncmp(err->msg, "input '", 7) != 0) {
+        char msg[RT_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        rt_error_set(err, s, "input '%s': %s", input, msg);
+    }
     return s;
 }
