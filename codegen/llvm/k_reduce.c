@@ -224,6 +224,45 @@ static LLVMValueRef st_or(Cg *cg, Red *r, LLVMValueRef a, LLVMValueRef x, void *
     return LLVMBuildOr(B, a, x, "");
 }
 
+/* Max (min) of floats as an integer reduction, which LLVM vectorises
+ * without fast-math flags: the bit pattern b maps to the signed integer
+ * b ^ ((b >> 31) & 0x7fffffff), which orders like the float (and is its
+ * own inverse). NaN is tracked by a separate or-reduction, so it wins
+ * whatever its sign bit (PyTorch's amax propagates NaN). */
+static LLVMValueRef fmax_pass(Cg *cg, Red *r, DType at, bool is_max, bool nan_wins) {
+    bool dbl = at == DT_F64;
+    LLVMTypeRef ft = dbl ? cg->t_f64 : cg->t_f32, it = dbl ? cg->t_i64 : cg->t_i32;
+    unsigned w = dbl ? 64 : 32;
+    LLVMValueRef shift = LLVMConstInt(it, w - 1, false);
+    LLVMValueRef mag = LLVMConstInt(it, dbl ? 0x7fffffffffffffffULL : 0x7fffffffULL, false);
+#define KEY(bits)                                                                                  \
+    LLVMBuildXor(B, bits, LLVMBuildAnd(B, LLVMBuildAShr(B, bits, shift, ""), mag, ""), "")
+    LLVMValueRef start =
+        LLVMBuildBitCast(B, LLVMConstReal(ft, is_max ? -INFINITY : INFINITY), it, "");
+    LLVMValueRef key = kern_alloca(&r->k, it), nan = kern_alloca(&r->k, cg->t_i8);
+    LLVMBuildStore(B, KEY(start), key);
+    LLVMBuildStore(B, LLVMConstInt(cg->t_i8, 0, false), nan);
+    LoopNest ln;
+    kern_open(&r->k, &ln, r->k.nkept, r->k.nloops, false);
+    LLVMValueRef x = x_as(cg, r, at);
+    LLVMValueRef kx = KEY(LLVMBuildBitCast(B, x, it, ""));
+    LLVMValueRef ka = LLVMBuildLoad2(B, it, key, "");
+    LLVMValueRef take = LLVMBuildICmp(B, is_max ? LLVMIntSGT : LLVMIntSLT, kx, ka, "");
+    LLVMBuildStore(B, LLVMBuildSelect(B, take, kx, ka, ""), key);
+    if (nan_wins) {
+        LLVMValueRef isn = LLVMBuildZExt(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""), cg->t_i8, "");
+        LLVMBuildStore(B, LLVMBuildOr(B, LLVMBuildLoad2(B, cg->t_i8, nan, ""), isn, ""), nan);
+    }
+    kern_close(&r->k, &ln);
+    LLVMValueRef k = LLVMBuildLoad2(B, it, key, "");
+    LLVMValueRef res = LLVMBuildBitCast(B, KEY(k), ft, "");
+#undef KEY
+    if (!nan_wins) return res;
+    LLVMValueRef any = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildLoad2(B, cg->t_i8, nan, ""),
+                                     LLVMConstInt(cg->t_i8, 0, false), "");
+    return LLVMBuildSelect(B, any, LLVMConstReal(ft, NAN), res, "");
+}
+
 static LLVMValueRef extreme(Cg *cg, DType t, bool is_max) {
     /* The identity of max (min): -inf (+inf), or the type's bounds. */
     if (isf(t)) return cg_const(cg, t, is_max ? -INFINITY : INFINITY);
@@ -297,8 +336,15 @@ void k_reduce(Cg *cg, const Value *v) {
     case OP_AMAX:
     case OP_AMIN: {
         MaxCtx c = {v->op == OP_AMAX, true, r.xt};
-        res = run_pass(cg, &r, r.xt, extreme(cg, r.xt, c.is_max), st_max, &c, false);
-        res_t = r.xt;
+        if (isf(r.xt)) {
+            /* f16/bf16 values are exact in f32: the max is the same. */
+            DType at = float_acc(r.xt);
+            res = fmax_pass(cg, &r, at, c.is_max, true);
+            res_t = at;
+        } else {
+            res = run_pass(cg, &r, r.xt, extreme(cg, r.xt, c.is_max), st_max, &c, false);
+            res_t = r.xt;
+        }
         break;
     }
     case OP_ARGMAX:
@@ -322,8 +368,7 @@ void k_reduce(Cg *cg, const Value *v) {
     }
     case OP_LOGSUMEXP: {
         DType at = float_acc(out);
-        MaxCtx c = {true, true, at};
-        LLVMValueRef m = run_pass(cg, &r, at, extreme(cg, at, true), st_max, &c, false);
+        LLVMValueRef m = fmax_pass(cg, &r, at, true, true);
         LLVMValueRef am = cg_intrinsic(cg, "llvm.fabs", LLVMTypeOf(m), &m, 1);
         m = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, am, fconst(cg, at, INFINITY), ""),
                             fconst(cg, at, 0), m, "");
@@ -360,8 +405,7 @@ void k_norm(Cg *cg, const Value *v) {
     switch (v->op) {
     case OP_SOFTMAX:
     case OP_LOG_SOFTMAX: {
-        MaxCtx mc = {true, false, at};
-        LLVMValueRef m = run_pass(cg, &r, at, fconst(cg, at, -INFINITY), st_max, &mc, false);
+        LLVMValueRef m = fmax_pass(cg, &r, at, true, false);
         LLVMValueRef s = run_pass(cg, &r, at, fconst(cg, at, 0), st_sumexp, m, true);
         a = m;
         c = v->op == OP_SOFTMAX ? LLVMBuildFDiv(B, fconst(cg, at, 1), s, "") : cg_log(cg, s, at);
