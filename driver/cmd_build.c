@@ -232,7 +232,9 @@ static int drive(Mode mode, int argc, char **argv) {
     SrcFile file;
     Precision prec = PREC_DECLARED;
     char tmp[PATH_MAX] = "";
-    const char *tmpfiles[] = {"kernels.o", "glue.c", "glue.o", "program"};
+    const char *tmpfiles[] = {"kernels.o", "glue.c", "glue.o"};
+    char prog[PATH_MAX + 160] = "";
+    bool prog_made = false;
     if (b.target && !strcmp(b.target, "cuda")) {
         fprintf(stderr,
                 "tgc %s: error: --target cuda: the CUDA backend is not built yet; use "
@@ -284,11 +286,12 @@ static int drive(Mode mode, int argc, char **argv) {
         tmp[0] = 0;
         goto out;
     }
-    char obj[PATH_MAX + 32], glue[PATH_MAX + 32], glue_o[PATH_MAX + 32], prog[PATH_MAX + 32];
+    char obj[PATH_MAX + 32], glue[PATH_MAX + 32], glue_o[PATH_MAX + 32];
     snprintf(obj, sizeof obj, "%s/kernels.o", tmp);
     snprintf(glue, sizeof glue, "%s/glue.c", tmp);
     snprintf(glue_o, sizeof glue_o, "%s/glue.o", tmp);
-    snprintf(prog, sizeof prog, "%s/program", tmp);
+    /* tgc run's program is named after the graph: its messages say so. */
+    snprintf(prog, sizeof prog, "%s/%s", tmp, g->name);
 
     CgOptions co = {.cpu = b.cpu, .obj_path = obj};
     char listing[PATH_MAX + 256];
@@ -349,6 +352,7 @@ static int drive(Mode mode, int argc, char **argv) {
         goto out;
     }
     const char *exe = mode == MODE_BUILD ? b.out : prog;
+    prog_made = mode == MODE_RUN;
     char *link[32];
     int n = 0;
     link[n++] = (char *)cc;
@@ -398,7 +402,10 @@ static int drive(Mode mode, int argc, char **argv) {
         rc = 3;
     }
 out:
-    if (tmp[0]) remove_tree(tmp, tmpfiles, 4);
+    if (tmp[0]) {
+        if (prog_made) unlink(prog);
+        remove_tree(tmp, tmpfiles, 3);
+    }
     options_free(&b.o);
     arena_free(&a);
     return rc;
