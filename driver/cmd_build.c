@@ -364,10 +364,10 @@ static int drive(Mode mode, int argc, char **argv) {
     link[n++] = obj;
     link[n++] = lib;
     if (b.static_rt) {
+        /* The CBLAS gemm routines pull in no Fortran runtime. */
         link[n++] = "-Wl,-Bstatic";
         link[n++] = "-lopenblas";
         link[n++] = "-Wl,-Bdynamic";
-        link[n++] = "-lgfortran";
     } else {
         link[n++] = "-lopenblas";
     }

@@ -298,6 +298,13 @@ bool infer_einsum(InferCtx *c, Value *v) {
                 shape[n++] = size[l];
             }
     }
+    /* One operand with a summed subscript is torch.sum underneath, which
+     * gives i64 for integers and bool. */
+    int distinct = 0;
+    for (int l = 0; l < 128; l++)
+        distinct += count[l] > 0;
+    int out_letters = n - (nell > 0 ? nell : 0);
+    if (ops->n == 1 && !dtype_is_float(dt) && distinct > out_letters) dt = DT_I64;
     v->dtype = dt;
     set_shape(v, shape, n);
     return true;

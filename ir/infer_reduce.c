@@ -43,7 +43,7 @@ bool infer_amax(InferCtx *c, Value *v) {
 
 bool infer_argmax(InferCtx *c, Value *v) {
     Value *x = IN0(v);
-    if (x->dtype == DT_BOOL)
+    if (x->dtype == DT_BOOL && !c->bool_arg_ok)
         return infer_error(c, v->loc, "%s is not implemented for bool tensors",
                            op_info(v->op)->name);
     if (!reduce_shape(c, v, ARG(v, 1), ARG(v, 2)->i, (bool[TG_MAX_DIMS]){0})) return false;
@@ -102,7 +102,11 @@ bool infer_max_min(InferCtx *c, Value *v) {
     Value *vals = value_make(c, is_max ? OP_AMAX : OP_AMIN, v->loc, 3, args);
     if (!vals) return false;
     Arg iargs[3] = {arg_tensor(x, v->loc), arg_int(d->i, d->loc), *ARG(v, 2)};
+    /* torch.max(bool, dim) has indices, though torch.argmax(bool) is
+     * not implemented. */
+    c->bool_arg_ok = true;
     Value *idx = value_make(c, is_max ? OP_ARGMAX : OP_ARGMIN, v->loc, 3, iargs);
+    c->bool_arg_ok = false;
     if (!idx) return false;
     vals->label = idx->label = op_info(v->op)->name;
     v->tuple = ARENA_ARRAY(c->g->arena, Value *, 2);

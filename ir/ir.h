@@ -141,6 +141,7 @@ typedef struct Graph {
 typedef struct InferCtx {
     Graph *g;
     Diag *d;
+    bool bool_arg_ok; /* argmax/argmin made for max/min(dim), which accept bool */
 } InferCtx;
 
 typedef bool (*InferFn)(InferCtx *c, Value *v);

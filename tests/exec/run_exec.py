@@ -1,0 +1,816 @@
+#!/usr/bin/python3
+"""Exec suite: compiled executables (`tgc build`) given wrong inputs, bad
+weights and bad flags, and their --print, --bench, --output-dir and
+--random-inputs behaviour (cli.md, "Compiled executables").
+
+Each test builds (once, shared) a small graph, runs the executable and
+checks:
+  - exit status: 0 success, 1 bad user input (inputs, weights), 2 bad
+    command line; never a signal (a negative status from subprocess) and
+    never 3 (an internal error);
+  - on exit 1 the message on stderr names the offending tensor (the graphs
+    use distinctive names: img, tokens, proj_w...), and, for a dtype or
+    shape mismatch of an input, the expected and found dtype and shape;
+  - on success nothing is printed unless --print or --bench is given.
+`--print` is compared with PyTorch's own printing of the same values:
+after removing whitespace, torch's `str(tensor)` body (the nested list of
+formatted numbers) must appear in the output, with the output's name and
+dtype. Safetensors files are written by tests/diff/tensorio.py, and broken
+ones are made from valid images by editing bytes or the JSON header.
+
+Usage: run_exec.py --tgc build/tgc [-k SUBSTRING] [--keep DIR]
+Last line: `exec: N passed, M failed`; exit status 1 if M > 0.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+
+warnings.filterwarnings("ignore")
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "diff"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import tensorio  # noqa: E402
+
+TIMEOUT = 300
+
+GRAPHS = {
+    # inputs of two dtypes, a param without initialiser (proj_w) and two with
+    "basic": """
+graph exec_basic
+input img : f32[2, 3]
+input tokens : i64[4]
+param proj_w : f32[3, 5]
+param proj_b : f32[5] = zeros
+param gain : f16[5] = ones
+output logits = (img @ proj_w + proj_b) * gain
+output doubled = tokens * 2
+""",
+    "types": """
+graph exec_types
+input half_in : bf16[3]
+input flags : bool[3]
+input small : u8[2, 2]
+output hb2 = half_in * 2
+output notf = ~flags
+output cnt = flags.sum()
+output sq = small * small
+""",
+    "print": """
+graph exec_print
+input a : f32[2, 3]
+input n : i32[4]
+input m : bool[3]
+input h : f16[2]
+input w : f32[3]
+output fa = a * 2
+output ni = n + 1
+output mb = ~m
+output sc = a.sum()
+output hh = h * 0.5
+output sci = w * 1
+output big = arange(1600, dtype = f32).view(40, 40) * a[0, 0]
+output bh = a.to(bf16) * 3
+output d64 = w.to(f64) / 3
+""",
+    "big": """
+graph exec_big
+input seed_val : f32[]
+output big = zeros([1024, 1024]) + seed_val
+""",
+    "randinit": """
+graph exec_randinit
+input q : f32[4]
+param rw : f32[4] = randn(std = 1.0, seed = 7)
+param ru : f32[4] = uniform(low = -1.0, high = 1.0, seed = 8)
+output out = q * rw + ru
+""",
+}
+
+WEIGHTS = {
+    "proj_w": torch.arange(15, dtype=torch.float32).reshape(3, 5) / 8,
+    "proj_b": torch.tensor([0.5, -0.5, 1.0, 0.0, 2.0]),
+    "gain": torch.tensor([1, 2, 0.5, 1, 1], dtype=torch.float16),
+}
+IMG = torch.tensor([[1.0, 2.0, -1.0], [0.5, 0.0, 3.0]])
+TOKENS = torch.tensor([3, -1, 7, 0], dtype=torch.int64)
+
+
+def expected_basic(w=WEIGHTS):
+    logits = (IMG @ w["proj_w"] + w["proj_b"]) * w["gain"].to(torch.float32)
+    return {"logits": logits.numpy(), "doubled": (TOKENS * 2).numpy()}
+
+
+class Fail(Exception):
+    pass
+
+
+class Env:
+    def __init__(self, tgc, tmp):
+        self.tgc, self.tmp = tgc, tmp
+        self.exes = {}
+        self.n = 0
+
+    def path(self, name):
+        self.n += 1
+        return os.path.join(self.tmp, "%03d_%s" % (self.n, name))
+
+    def build(self, graph, extra=(), key=None):
+        key = key or (graph, tuple(extra))
+        if key in self.exes:
+            return self.exes[key]
+        tg = os.path.join(self.tmp, "%s.tg" % graph)
+        with open(tg, "w") as f:
+            f.write(GRAPHS[graph].lstrip())
+        exe = self.path(graph + ".exe")
+        rc, out, err = run([self.tgc, "build", tg, "-o", exe] + list(extra))
+        if rc != 0:
+            self.exes[key] = Fail("tgc build %s %s: exit %s: %s" % (graph, " ".join(extra), rc,
+                                                                   err.strip()[:500]))
+        else:
+            self.exes[key] = exe
+        return self.exes[key]
+
+    def exe(self, graph, extra=()):
+        e = self.build(graph, extra)
+        if isinstance(e, Fail):
+            raise e
+        return e
+
+    def anon(self, ext):
+        """A file name that names no tensor (so that a message naming the
+        tensor cannot pass by quoting the path)."""
+        self.n += 1
+        return os.path.join(self.tmp, "f%03d%s" % (self.n, ext))
+
+    def npy(self, name, arr):
+        p = self.anon(".npy")
+        np.save(p, arr, allow_pickle=False)
+        return p
+
+    def raw(self, name, data):
+        p = self.anon(os.path.splitext(name)[1])
+        with open(p, "wb") as f:
+            f.write(data)
+        return p
+
+    def weights(self, entries=None, name="w.safetensors"):
+        entries = entries if entries is not None else list(WEIGHTS.items())
+        return self.raw(name, tensorio.safetensors_image(entries))
+
+    def basic_inputs(self):
+        return ["--input", "img=%s" % self.npy("img", IMG.numpy()),
+                "--input", "tokens=%s" % self.npy("tokens", TOKENS.numpy())]
+
+
+def run(cmd, cwd=None):
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT,
+                           cwd=cwd)
+    except subprocess.TimeoutExpired:
+        return None, "", "timeout after %d s" % TIMEOUT
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def check_exit(res, code, names=(), what=""):
+    """Raises Fail unless res = (rc, out, err) exited `code` and (for code 1
+    and 2) said why on stderr, naming every string in names."""
+    rc, out, err = res
+    if rc is None:
+        raise Fail("%s: timed out" % what)
+    if rc < 0:
+        raise Fail("%s: killed by signal %d (a crash); stderr: %s" % (what, -rc, err.strip()[:400]))
+    if rc != code:
+        raise Fail("%s: exit %d, expected %d; stderr: %s" % (what, rc, code, err.strip()[:400]))
+    if code in (1, 2) and not err.strip():
+        raise Fail("%s: exit %d with nothing on stderr" % (what, code))
+    for n in names:
+        if n not in err:
+            raise Fail("%s: stderr does not mention %r: %s" % (what, n, err.strip()[:400]))
+    if "AddressSanitizer" in err or "runtime error:" in err:
+        raise Fail("%s: sanitizer report: %s" % (what, err.strip()[:600]))
+
+
+def check_outputs(d, expected, what):
+    for n, e in expected.items():
+        p = os.path.join(d, n + ".npy")
+        if not os.path.exists(p):
+            raise Fail("%s: %s.npy not written" % (what, n))
+        g = np.load(p)
+        if g.dtype != e.dtype or g.shape != e.shape:
+            raise Fail("%s: %s is %s%s, expected %s%s" % (what, n, g.dtype, list(g.shape), e.dtype,
+                                                           list(e.shape)))
+        if not np.allclose(g, e, rtol=1e-5, atol=1e-6, equal_nan=True):
+            raise Fail("%s: %s = %s, expected %s" % (what, n, g.tolist(), e.tolist()))
+
+
+# --------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def bad_input_case(name, make, names):
+    """A test: the basic graph run with `make(env)` giving its input args."""
+    def t(env):
+        exe = env.exe("basic")
+        w = env.weights()
+        args = make(env)
+        check_exit(run([exe, "--weights", w, "--output-dir", env.tmp] + args), 1, names, name)
+    t.__name__ = name
+    TESTS.append(t)
+
+
+def _img(env):
+    return ["--input", "tokens=%s" % env.npy("tokens", TOKENS.numpy())]
+
+
+bad_input_case("input_missing", _img, ["img"])
+bad_input_case("input_unknown_name", lambda env: env.basic_inputs() + [
+    "--input", "imgz=%s" % env.npy("imgz", IMG.numpy())], ["imgz"])
+bad_input_case("input_wrong_dtype", lambda env: _img(env) + [
+    "--input", "img=%s" % env.npy("img64", IMG.numpy().astype(np.float64))],
+    ["img", "f32", "f64"])
+bad_input_case("input_wrong_dtype_int", lambda env: [
+    "--input", "img=%s" % env.npy("img", IMG.numpy()),
+    "--input", "tokens=%s" % env.npy("tok32", TOKENS.numpy().astype(np.int32))],
+    ["tokens", "i64", "i32"])
+bad_input_case("input_wrong_shape", lambda env: _img(env) + [
+    "--input", "img=%s" % env.npy("img32", IMG.numpy().T.copy())], ["img", "[2, 3]", "[3, 2]"])
+bad_input_case("input_wrong_rank", lambda env: _img(env) + [
+    "--input", "img=%s" % env.npy("img6", IMG.numpy().reshape(6))], ["img"])
+bad_input_case("input_scalar_for_tensor", lambda env: _img(env) + [
+    "--input", "img=%s" % env.npy("img0", np.float32(1.0))], ["img"])
+
+
+def _trunc(env):
+    p = env.npy("imgt", IMG.numpy())
+    data = open(p, "rb").read()
+    return _img(env) + ["--input", "img=%s" % env.raw("imgt_cut.npy", data[:-5])]
+
+
+bad_input_case("input_truncated_npy", _trunc, ["img"])
+bad_input_case("input_header_only_npy", lambda env: _img(env) + [
+    "--input", "img=%s" % env.raw("hdr.npy", open(env.npy("h", IMG.numpy()), "rb").read()[:128])],
+    ["img"])
+bad_input_case("input_not_npy", lambda env: _img(env) + [
+    "--input", "img=%s" % env.raw("img.txt", b"1.0 2.0 -1.0\n0.5 0.0 3.0\n")], ["img"])
+bad_input_case("input_empty_file", lambda env: _img(env) + [
+    "--input", "img=%s" % env.raw("empty.npy", b"")], ["img"])
+bad_input_case("input_fortran_order", lambda env: _img(env) + [
+    "--input", "img=%s" % env.npy("imgf", np.asfortranarray(IMG.numpy()))], ["img"])
+bad_input_case("input_big_endian", lambda env: _img(env) + [
+    "--input", "img=%s" % env.npy("imgbe", IMG.numpy().astype(">f4"))], ["img"])
+bad_input_case("input_nonexistent_file", lambda env: _img(env) + [
+    "--input", "img=%s" % os.path.join(env.tmp, "no_such_dir", "f.npy")], ["img"])
+bad_input_case("input_directory", lambda env: _img(env) + ["--input", "img=%s" % env.tmp], ["img"])
+
+
+def _corrupt_header(env):
+    data = bytearray(open(env.npy("imgc", IMG.numpy()), "rb").read())
+    i = data.index(b"'descr'")
+    data[i:i + 7] = b"'dexxx'"
+    return _img(env) + ["--input", "img=%s" % env.raw("imgc_bad.npy", bytes(data))]
+
+
+bad_input_case("input_corrupt_npy_header", _corrupt_header, ["img"])
+
+
+def _lying_header(env):
+    data = bytearray(open(env.npy("imgl", IMG.numpy()), "rb").read())
+    i = data.index(b"(2, 3)")
+    data[i:i + 6] = b"(9, 9)"
+    return ["--input", "tokens=%s" % env.npy("tokens", TOKENS.numpy()),
+            "--input", "img=%s" % env.raw("imgl_bad.npy", bytes(data))]
+
+
+bad_input_case("input_shape_lies_about_size", _lying_header, ["img"])
+
+
+bad_input_case("input_given_twice", lambda env: env.basic_inputs() + [
+    "--input", "img=%s" % env.npy("img2", IMG.numpy())], ["img"])
+
+
+@test
+def input_malformed_flag(env):
+    """`--input img` without `=FILE`: a command-line error (2) or a bad
+    input (1), never a crash."""
+    exe = env.exe("basic")
+    res = run([exe, "--weights", env.weights(), "--input", "img"])
+    rc = res[0]
+    if rc not in (1, 2):
+        check_exit(res, 2, (), "--input img (no =FILE)")
+
+
+# ---- weights ----------------------------------------------------------------
+
+def bad_weights_case(name, make, names=("proj_w",), code=1):
+    def t(env):
+        exe = env.exe("basic")
+        w = make(env)
+        check_exit(run([exe, "--weights", w, "--output-dir", env.tmp] + env.basic_inputs()),
+                   code, names, name)
+    t.__name__ = name
+    TESTS.append(t)
+
+
+def _w_without(name):
+    return lambda env: env.weights([(k, v) for k, v in WEIGHTS.items() if k != name])
+
+
+def _w_header_edit(edit):
+    """A weights file whose JSON header is edited by edit(header dict)."""
+    def make(env):
+        img = tensorio.safetensors_image(list(WEIGHTS.items()))
+        n = struct.unpack("<Q", img[:8])[0]
+        header = json.loads(img[8:8 + n])
+        data = img[8 + n:]
+        edit(header)
+        return env.raw("edited.safetensors", tensorio.header_image(header, data))
+    return make
+
+
+bad_weights_case("weights_missing_param", _w_without("proj_w"))
+bad_weights_case("weights_wrong_shape", lambda env: env.weights(
+    [("proj_w", torch.zeros(5, 3)), ("proj_b", WEIGHTS["proj_b"]), ("gain", WEIGHTS["gain"])]))
+bad_weights_case("weights_wrong_rank", lambda env: env.weights(
+    [("proj_w", torch.zeros(15)), ("proj_b", WEIGHTS["proj_b"]), ("gain", WEIGHTS["gain"])]))
+bad_weights_case("weights_int_for_float", lambda env: env.weights(
+    [("proj_w", torch.zeros(3, 5, dtype=torch.int32)), ("proj_b", WEIGHTS["proj_b"]),
+     ("gain", WEIGHTS["gain"])]))
+bad_weights_case("weights_unknown_dtype", _w_header_edit(
+    lambda h: h["proj_w"].update(dtype="F8_E4M3")))
+bad_weights_case("weights_lowercase_dtype", _w_header_edit(
+    lambda h: h["proj_w"].update(dtype="f32")))
+bad_weights_case("weights_initialised_param_wrong_shape", lambda env: env.weights(
+    list(WEIGHTS.items())[:1] + [("proj_b", torch.zeros(4)), ("gain", WEIGHTS["gain"])]),
+    names=("proj_b",))
+bad_weights_case("weights_offsets_past_end", _w_header_edit(
+    lambda h: h["gain"].update(data_offsets=[h["gain"]["data_offsets"][0],
+                                             h["gain"]["data_offsets"][1] + 64])), names=())
+bad_weights_case("weights_offsets_inverted", _w_header_edit(
+    lambda h: h["proj_b"].update(data_offsets=h["proj_b"]["data_offsets"][::-1])), names=())
+bad_weights_case("weights_offsets_overlap", _w_header_edit(
+    lambda h: h["proj_b"].update(data_offsets=[h["proj_b"]["data_offsets"][0] - 8,
+                                               h["proj_b"]["data_offsets"][1] - 8])), names=())
+bad_weights_case("weights_offsets_size_mismatch", _w_header_edit(
+    lambda h: h["proj_w"].update(shape=[3, 4])), names=())
+bad_weights_case("weights_negative_shape", _w_header_edit(
+    lambda h: h["proj_w"].update(shape=[-3, -5])), names=())
+bad_weights_case("weights_shape_not_list", _w_header_edit(
+    lambda h: h["proj_w"].update(shape="3x5")), names=())
+bad_weights_case("weights_offsets_huge", _w_header_edit(
+    lambda h: h["gain"].update(data_offsets=[2 ** 62, 2 ** 62 + 10])), names=())
+
+
+def _w_raw(fn):
+    def make(env):
+        return env.raw("raw.safetensors", fn(tensorio.safetensors_image(list(WEIGHTS.items()))))
+    return make
+
+
+def _n(img):
+    return struct.unpack("<Q", img[:8])[0]
+
+
+bad_weights_case("weights_truncated_data", _w_raw(lambda b: b[:-7]), names=())
+bad_weights_case("weights_truncated_header", _w_raw(lambda b: b[:20]), names=())
+bad_weights_case("weights_only_length", _w_raw(lambda b: b[:8]), names=())
+bad_weights_case("weights_shorter_than_length", _w_raw(lambda b: b[:5]), names=())
+bad_weights_case("weights_empty_file", _w_raw(lambda b: b""), names=())
+bad_weights_case("weights_header_len_past_eof", _w_raw(
+    lambda b: struct.pack("<Q", len(b) + 100) + b[8:]), names=())
+bad_weights_case("weights_header_len_huge", _w_raw(
+    lambda b: struct.pack("<Q", 2 ** 63 + 5) + b[8:]), names=())
+bad_weights_case("weights_header_len_max", _w_raw(
+    lambda b: b"\xff" * 8 + b[8:]), names=())
+bad_weights_case("weights_corrupt_json", _w_raw(
+    lambda b: b[:8] + b"[" + b[9:]), names=())
+bad_weights_case("weights_json_garbage", _w_raw(
+    lambda b: b[:8] + bytes(x if i % 7 != 3 else ord("}") for i, x in enumerate(b[8:8 + _n(b)]))
+    + b[8 + _n(b):]), names=())
+bad_weights_case("weights_json_unterminated", _w_raw(
+    lambda b: b[:8] + b[8:8 + _n(b)].replace(b"}", b" ") + b[8 + _n(b):]), names=())
+bad_weights_case("weights_json_missing_colon", _w_raw(
+    lambda b: b[:8] + b[8:8 + _n(b)].replace(b'"dtype":', b'"dtype" ', 1) + b[8 + _n(b):]),
+    names=())
+DUPLICATE_KEY = ('{"proj_w":{"dtype":"F32","shape":[3,5],"data_offsets":[0,60]},'
+                 '"proj_w":{"dtype":"F32","shape":[3,5],"data_offsets":[60,120]}}')
+bad_weights_case("weights_json_duplicate_key", lambda env: env.raw(
+    "dup.safetensors",
+    tensorio.header_image(DUPLICATE_KEY, tensorio.tensor_bytes(WEIGHTS["proj_w"]) * 2)), names=())
+bad_weights_case("weights_missing_field", _w_header_edit(lambda h: h["proj_w"].pop("data_offsets")),
+                 names=())
+bad_weights_case("weights_header_not_object", lambda env: env.raw(
+    "arr.safetensors", tensorio.header_image("[1, 2, 3]", b"")), names=())
+bad_weights_case("weights_invalid_utf8", _w_raw(
+    lambda b: b[:9] + b"\xff\xfe" + b[11:]), names=())
+bad_weights_case("weights_random_bytes", lambda env: env.raw(
+    "rand.safetensors", bytes(np.random.default_rng(5).integers(0, 256, 300, dtype=np.uint8))),
+    names=())
+bad_weights_case("weights_nonexistent", lambda env: os.path.join(env.tmp, "nope.safetensors"),
+                 names=("nope.safetensors",))
+
+
+@test
+def weights_metadata_and_float_conversion_ok(env):
+    """__metadata__ is ignored, params with initialisers may be absent, and
+    a floating param stored as another floating dtype (f16 here) is
+    converted (runtime/tgcrt.h, rt_context_create)."""
+    exe = env.exe("basic")
+    w16 = WEIGHTS["proj_w"].to(torch.float16)
+    img = tensorio.safetensors_image([("proj_w", w16)])
+    n = _n(img)
+    header = json.loads(img[8:8 + n])
+    header["__metadata__"] = {"format": "pt"}
+    p = env.raw("meta.safetensors", tensorio.header_image(header, img[8 + n:]))
+    d = env.path("out_meta")
+    os.makedirs(d)
+    res = run([exe, "--weights", p, "--output-dir", d] + env.basic_inputs())
+    check_exit(res, 0, (), "weights with __metadata__, f16 proj_w, defaults for proj_b and gain")
+    w = {"proj_w": w16.to(torch.float32), "proj_b": torch.zeros(5),
+         "gain": torch.ones(5, dtype=torch.float16)}
+    check_outputs(d, expected_basic(w), "metadata run")
+
+
+@test
+def weights_missing_file_flag_uses_nothing(env):
+    """No --weights and nothing embedded: proj_w (no initialiser) is missing."""
+    exe = env.exe("basic")
+    check_exit(run([exe, "--output-dir", env.tmp] + env.basic_inputs()), 1, ["proj_w"],
+               "no --weights")
+
+
+# ---- flags --------------------------------------------------------------------
+
+def bad_flag_case(name, args):
+    def t(env):
+        exe = env.exe("basic")
+        check_exit(run([exe, "--weights", env.weights()] + env.basic_inputs() + args), 2, (), name)
+    t.__name__ = name
+    TESTS.append(t)
+
+
+bad_flag_case("flag_unknown", ["--frobnicate"])
+bad_flag_case("flag_positional", ["stray"])
+bad_flag_case("flag_bench_without_n", ["--bench"])
+bad_flag_case("flag_bench_not_number", ["--bench", "abc"])
+bad_flag_case("flag_bench_negative", ["--bench", "-3"])
+bad_flag_case("flag_threads_abc", ["--threads", "abc"])
+bad_flag_case("flag_threads_without_n", ["--threads"])
+bad_flag_case("flag_threads_trailing_garbage", ["--threads", "2x"])
+bad_flag_case("flag_random_inputs_without_seed", ["--random-inputs"])
+bad_flag_case("flag_random_inputs_abc", ["--random-inputs", "abc"])
+bad_flag_case("flag_output_dir_without_arg", ["--output-dir"])
+bad_flag_case("flag_weights_without_arg", ["--weights"])
+bad_flag_case("flag_input_without_arg", ["--input"])
+
+
+@test
+def flag_help(env):
+    exe = env.exe("basic")
+    rc, out, err = run([exe, "--help"])
+    check_exit((rc, out, err), 0, (), "--help")
+    if "--weights" not in out + err or "--input" not in out + err:
+        raise Fail("--help does not list the flags: %s" % (out + err)[:300])
+
+
+# ---- behaviour ----------------------------------------------------------------
+
+@test
+def success_is_silent_and_correct(env):
+    exe = env.exe("basic")
+    d = env.path("out_ok")
+    os.makedirs(d)
+    rc, out, err = run([exe, "--weights", env.weights(), "--output-dir", d] + env.basic_inputs())
+    check_exit((rc, out, err), 0, (), "valid run")
+    if out or err:
+        raise Fail("a successful run printed: %r" % (out + err)[:300])
+    check_outputs(d, expected_basic(), "valid run")
+    left = sorted(set(os.listdir(d)) - {"logits.npy", "doubled.npy"})
+    if left:
+        raise Fail("output dir holds more than the outputs: %s" % left)
+
+
+@test
+def default_output_dir_is_cwd(env):
+    exe = env.exe("basic")
+    d = env.path("cwd")
+    os.makedirs(d)
+    res = run([exe, "--weights", env.weights()] + env.basic_inputs(), cwd=d)
+    check_exit(res, 0, (), "run without --output-dir")
+    check_outputs(d, expected_basic(), "outputs in the working directory")
+
+
+@test
+def embedded_weights(env):
+    w = env.weights(name="embed.safetensors")
+    exe = env.build("basic", ("--weights", w, "--embed-weights"), key="basic-embed")
+    if isinstance(exe, Fail):
+        raise exe
+    os.remove(w)  # the executable must not need the file any more
+    d = env.path("out_embed")
+    os.makedirs(d)
+    res = run([exe, "--output-dir", d] + env.basic_inputs())
+    check_exit(res, 0, (), "embedded weights, no --weights")
+    if res[1] or res[2]:
+        raise Fail("printed on success: %r" % (res[1] + res[2])[:300])
+    check_outputs(d, expected_basic(), "embedded weights")
+
+
+@test
+def bf16_bool_u8_io(env):
+    exe = env.exe("types")
+    d = env.path("out_types")
+    os.makedirs(d)
+    hb = np.array([1.0, 1.00390625, -3.3333], dtype=np.float32)  # the second is a bf16 tie
+    flags = np.array([True, False, True])
+    small = np.array([[1, 2], [15, 16]], dtype=np.uint8)
+    args = ["--input", "half_in=%s" % env.npy("hb", hb), "--input", "flags=%s" % env.npy("fl", flags),
+            "--input", "small=%s" % env.npy("sm", small), "--output-dir", d]
+    check_exit(run([exe] + args), 0, (), "bf16/bool/u8 run")
+    hb_t = torch.tensor(hb).to(torch.bfloat16)
+    check_outputs(d, {"hb2": (hb_t * 2).to(torch.float32).numpy(), "notf": ~flags,
+                      "cnt": np.array(2, dtype=np.int64), "sq": (small * small).astype(np.uint8)},
+                  "bf16/bool/u8")
+    # a bf16 input must be given as float32
+    bad = args[:1] + ["half_in=%s" % env.npy("hb16", hb.astype(np.float16))] + args[2:]
+    check_exit(run([exe] + bad), 1, ["half_in"], "bf16 input given as float16")
+
+
+def _torch_body(t):
+    """torch's printed values of t: str(t) without `tensor(` and `, dtype=...)`,
+    whitespace removed."""
+    s = str(t)
+    s = re.sub(r"^tensor\(", "", s)
+    s = re.sub(r",\s*dtype=torch\.\w+\)$", "", s)
+    s = re.sub(r"\)$", "", s)
+    return re.sub(r"\s+", "", s)
+
+
+@test
+def print_matches_torch(env):
+    """Every output's values appear exactly as torch prints them (str(t):
+    precision 4, scientific notation, summarised with ... past 1000
+    elements, `dtype=` suffix), after a line naming the output and giving
+    its dtype, in declaration order."""
+    exe = env.exe("print")
+    a = np.array([[1.0, -2.5, 3.25], [0.125, 100.0, -0.0625]], dtype=np.float32)
+    n = np.array([1, -2, 30, 400], dtype=np.int32)
+    m = np.array([True, False, True])
+    h = np.array([1.5, -3.0], dtype=np.float16)
+    w = np.array([1e-5, 12345.678, 1.0], dtype=np.float32)
+    d = env.path("out_print")
+    os.makedirs(d)
+    rc, out, err = run([exe, "--print", "--output-dir", d, "--input", "a=%s" % env.npy("a", a),
+                        "--input", "n=%s" % env.npy("n", n), "--input", "m=%s" % env.npy("m", m),
+                        "--input", "h=%s" % env.npy("h", h), "--input", "w=%s" % env.npy("w", w)])
+    check_exit((rc, out, err), 0, (), "--print")
+    ta, tn, tm, th, tw = (torch.tensor(v) for v in (a, n, m, h, w))
+    expect = [("fa", ta * 2, ("f32", "float32")), ("ni", tn + 1, ("i32", "int32")),
+              ("mb", ~tm, ("bool",)), ("sc", ta.sum(), ("f32", "float32")),
+              ("hh", th * 0.5, ("f16", "float16")), ("sci", tw * 1, ("f32", "float32")),
+              ("big", torch.arange(1600, dtype=torch.float32).view(40, 40) * ta[0, 0],
+               ("f32", "float32")),
+              ("bh", ta.to(torch.bfloat16) * 3, ("bf16", "bfloat16")),
+              ("d64", tw.to(torch.float64) / 3, ("f64", "float64"))]
+    pos = 0
+    for name, t, dts in expect:
+        want = str(t)
+        i = out.find(want, pos)
+        if i < 0:
+            raise Fail("--print of %s does not show torch's %r (after the earlier outputs):\n%s"
+                       % (name, want, out))
+        head = out[pos:i]
+        if name not in head or not any(dt in head for dt in dts):
+            raise Fail("--print: no line naming %s and its dtype %s before its values:\n%s"
+                       % (name, dts[0], out))
+        pos = i + len(want)
+
+
+@test
+def bench_line(env):
+    exe = env.exe("basic")
+    rc, out, err = run([exe, "--weights", env.weights(), "--bench", "5", "--output-dir", env.tmp]
+                       + env.basic_inputs())
+    check_exit((rc, out, err), 0, (), "--bench 5")
+    lines = [l for l in (out + err).splitlines() if l.strip()]
+    num = r"(\d+(?:\.\d+)?)"
+    if len(lines) != 1:
+        raise Fail("--bench 5 printed %d lines, expected one: %r" % (len(lines), out + err))
+    m = re.fullmatch(r"bench: runs=5 median_us=%s min_us=%s max_us=%s" % (num, num, num),
+                     lines[0].strip())
+    if not m:
+        raise Fail("--bench line does not match the contract: %r" % lines[0])
+    med, lo, hi = map(float, m.groups())
+    if not lo <= med <= hi:
+        raise Fail("--bench: min %g <= median %g <= max %g does not hold" % (lo, med, hi))
+
+
+@test
+def random_inputs_deterministic(env):
+    exe = env.exe("basic")
+    w = env.weights()
+    outs = []
+    for seed in ("11", "11", "12"):
+        d = env.path("rand_%s" % seed)
+        os.makedirs(d)
+        check_exit(run([exe, "--weights", w, "--random-inputs", seed, "--output-dir", d]), 0, (),
+                   "--random-inputs %s" % seed)
+        outs.append({n: np.load(os.path.join(d, n + ".npy")) for n in ("logits", "doubled")})
+    for n in outs[0]:
+        if not np.array_equal(outs[0][n], outs[1][n], equal_nan=True):
+            raise Fail("--random-inputs 11 twice gives different %s" % n)
+    if all(np.array_equal(outs[0][n], outs[2][n]) for n in outs[0]):
+        raise Fail("--random-inputs 11 and 12 give identical outputs")
+    if not np.isfinite(outs[0]["logits"]).all():
+        raise Fail("--random-inputs gives non-finite outputs: %s" % outs[0]["logits"])
+    # an explicit --input overrides the random one
+    d = env.path("rand_override")
+    os.makedirs(d)
+    check_exit(run([exe, "--weights", w, "--random-inputs", "11", "--output-dir", d]
+                   + env.basic_inputs()), 0, (), "--random-inputs with --input")
+    check_outputs(d, expected_basic(), "--random-inputs with explicit --input")
+
+
+@test
+def random_initialisers_deterministic(env):
+    """randn/uniform initialisers: the same values on every run and in every
+    build; uniform within [low, high)."""
+    e1 = env.exe("randinit")
+    e2 = env.build("randinit", (), key="randinit-second-build")
+    if isinstance(e2, Fail):
+        raise e2
+    q = env.npy("q", np.array([0.0, 0.0, 0.0, 0.0], dtype=np.float32))
+    q1 = env.npy("q1", np.array([1.0, 1.0, 1.0, 1.0], dtype=np.float32))
+    res = []
+    for exe, qq in ((e1, q), (e1, q), (e2, q), (e1, q1)):
+        d = env.path("ri")
+        os.makedirs(d)
+        check_exit(run([exe, "--input", "q=%s" % qq, "--output-dir", d]), 0, (), "randinit run")
+        res.append(np.load(os.path.join(d, "out.npy")))
+    if not (np.array_equal(res[0], res[1]) and np.array_equal(res[0], res[2])):
+        raise Fail("random initialisers differ between runs or builds: %s" % res[:3])
+    ru = res[0]
+    if not ((ru >= -1) & (ru < 1)).all():
+        raise Fail("uniform(-1, 1) initialiser out of range: %s" % ru)
+    rw = res[3] - ru
+    if not np.isfinite(rw).all() or np.all(rw == 0):
+        raise Fail("randn initialiser looks wrong: %s" % rw)
+
+
+@test
+def threads_flag(env):
+    exe = env.exe("basic")
+    for n in ("1", "2", "4"):
+        d = env.path("thr%s" % n)
+        os.makedirs(d)
+        check_exit(run([exe, "--weights", env.weights(), "--threads", n, "--output-dir", d]
+                       + env.basic_inputs()), 0, (), "--threads %s" % n)
+        check_outputs(d, expected_basic(), "--threads %s" % n)
+
+
+@test
+def output_replaces_existing_file_whole(env):
+    exe = env.exe("basic")
+    d = env.path("out_replace")
+    os.makedirs(d)
+    with open(os.path.join(d, "logits.npy"), "wb") as f:
+        f.write(b"garbage" * 1000)
+    check_exit(run([exe, "--weights", env.weights(), "--output-dir", d] + env.basic_inputs()),
+               0, (), "run over an existing output")
+    check_outputs(d, expected_basic(), "replaced output")
+    left = sorted(set(os.listdir(d)) - {"logits.npy", "doubled.npy"})
+    if left:
+        raise Fail("temporary files left behind: %s" % left)
+
+
+@test
+def output_unwritable_fails_cleanly(env):
+    """An output whose path is a directory cannot be renamed over: exit 1
+    naming it, and no temporary file is left."""
+    exe = env.exe("basic")
+    d = env.path("out_blocked")
+    os.makedirs(os.path.join(d, "logits.npy"))
+    res = run([exe, "--weights", env.weights(), "--output-dir", d] + env.basic_inputs())
+    check_exit(res, 1, ["logits"], "output path is a directory")
+    left = sorted(set(os.listdir(d)) - {"logits.npy", "doubled.npy"})
+    if left:
+        raise Fail("temporary files left behind: %s" % left)
+
+
+@test
+def output_dir_missing(env):
+    exe = env.exe("basic")
+    res = run([exe, "--weights", env.weights(), "--output-dir",
+               os.path.join(env.tmp, "no", "such", "dir")] + env.basic_inputs())
+    if res[0] != 0:
+        check_exit(res, 1, (), "--output-dir that does not exist")
+
+
+@test
+def outputs_written_atomically(env):
+    """A reader polling DIR/big.npy while the executable rewrites it (4 MiB,
+    eight runs) never sees a partial file: every read is a whole array."""
+    exe = env.exe("big")
+    d = env.path("out_atomic")
+    os.makedirs(d)
+    target = os.path.join(d, "big.npy")
+    stop = threading.Event()
+    problems, reads = [], [0]
+
+    def reader():
+        while not stop.is_set():
+            try:
+                with open(target, "rb") as f:
+                    data = f.read()
+            except FileNotFoundError:
+                continue
+            reads[0] += 1
+            try:
+                a = np.load(__import__("io").BytesIO(data))
+                if a.shape != (1024, 1024) or not (a == a.flat[0]).all():
+                    problems.append("inconsistent content")
+            except Exception as e:
+                problems.append("partial file (%d bytes): %s" % (len(data), e))
+    th = threading.Thread(target=reader)
+    th.start()
+    try:
+        for i in range(8):
+            v = env.npy("sv%d" % i, np.float32(i))
+            res = run([exe, "--input", "seed_val=%s" % v, "--output-dir", d])
+            if res[0] != 0:
+                check_exit(res, 0, (), "big run")
+    finally:
+        stop.set()
+        th.join()
+    if problems:
+        raise Fail("a reader saw a non-atomic output: %s (of %d reads)" % (problems[0], reads[0]))
+    left = sorted(set(os.listdir(d)) - {"big.npy"})
+    if left:
+        raise Fail("temporary files left behind: %s" % left)
+
+
+# --------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tgc", required=True)
+    ap.add_argument("-k", dest="pattern")
+    ap.add_argument("--keep", help="keep the executables and files here")
+    args = ap.parse_args()
+    t0 = time.time()
+    tmp = args.keep or tempfile.mkdtemp(prefix="tgc-exec-")
+    os.makedirs(tmp, exist_ok=True)
+    env = Env(os.path.abspath(args.tgc), tmp)
+    tests = [t for t in TESTS if not args.pattern or args.pattern in t.__name__]
+    passed = failed = 0
+    rc, _, err = run([env.tgc, "build", "--help"])
+    if rc != 0:
+        print("FAIL %s has no working `build` subcommand (`tgc build --help` exits %s): %s"
+              % (args.tgc, rc, err.strip()[:200]))
+        print("exec: 0 passed, %d failed" % len(tests))
+        return 1
+    try:
+        for t in tests:
+            try:
+                t(env)
+                passed += 1
+            except Fail as e:
+                failed += 1
+                print("FAIL %s: %s" % (t.__name__, e))
+            except Exception:
+                failed += 1
+                print("FAIL %s: harness error: %s" % (t.__name__, traceback.format_exc()))
+            sys.stdout.flush()
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("time: %.1f s" % (time.time() - t0))
+    print("exec: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
