@@ -214,6 +214,29 @@ static bool remove_tree(const char *dir, const char **files, int n) {
     return rmdir(dir) == 0;
 }
 
+/* Final outputs are written to a temporary name in their destination
+ * directory and renamed into place only when everything succeeded, so a
+ * failed build never leaves a partial file at -o (or --header), and an
+ * older file there stays as it was. */
+static bool tmp_sibling(const char *dest, char *out, size_t cap) {
+    const char *slash = strrchr(dest, '/');
+    int dlen = slash ? (int)(slash - dest + 1) : 0;
+    const char *base = slash ? slash + 1 : dest;
+    if ((size_t)snprintf(out, cap, "%.*s.%s.tgc-XXXXXX", dlen, dest, base) >= cap) return false;
+    int fd = mkstemp(out);
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+}
+
+/* mkstemp creates files readable by their owner only: give the final file
+ * the mode a plain fopen would have. */
+static void chmod_default(const char *path, mode_t mode) {
+    mode_t mask = umask(0);
+    umask(mask);
+    chmod(path, mode & ~mask);
+}
+
 static int drive(Mode mode, int argc, char **argv) {
     BuildOpts b;
     memset(&b, 0, sizeof b);
@@ -235,6 +258,7 @@ static int drive(Mode mode, int argc, char **argv) {
     const char *tmpfiles[] = {"kernels.o", "glue.c", "glue.o"};
     char prog[PATH_MAX + 160] = "";
     bool prog_made = false;
+    char out_tmp[PATH_MAX + 64] = "", hdr_tmp[PATH_MAX + 64] = "";
     if (b.target && !strcmp(b.target, "cuda")) {
         fprintf(stderr,
                 "tgc %s: error: --target cuda: the CUDA backend is not built yet; use "
@@ -328,30 +352,62 @@ static int drive(Mode mode, int argc, char **argv) {
     char incflag[PATH_MAX + 8];
     snprintf(incflag, sizeof incflag, "-I%s", inc);
     const char *cc = toolchain_cc();
+    if (mode != MODE_RUN && !tmp_sibling(b.out, out_tmp, sizeof out_tmp)) {
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.out, strerror(errno));
+        out_tmp[0] = 0;
+        goto out;
+    }
     if (mode == MODE_COMPILE) {
-        char *c1[] = {(char *)cc, "-O2", "-fPIC", "-c", incflag, glue, "-o", glue_o, NULL};
+        /* Reproducible objects: no temporary directory name in them. */
+        char prefix_map[PATH_MAX + 32];
+        snprintf(prefix_map, sizeof prefix_map, "-ffile-prefix-map=%s=.", tmp);
+        char *c1[] = {(char *)cc, "-O2", "-fPIC", prefix_map, "-c",
+                      incflag,    glue,  "-o",    glue_o,     NULL};
         if (toolchain_exec(c1, false) != 0) {
             fprintf(stderr, "tgc %s: internal error: the C compiler failed on the glue\n", b.cmd);
             rc = 3;
             goto out;
         }
-        char *c2[] = {(char *)cc, "-r", "-nostdlib", "-o", (char *)b.out, glue_o, obj, NULL};
+        char *c2[] = {(char *)cc, "-r", "-nostdlib", "-o", out_tmp, glue_o, obj, NULL};
         if (toolchain_exec(c2, false) != 0) {
             fprintf(stderr, "tgc %s: error: cannot link '%s'\n", b.cmd, b.out);
             goto out;
         }
-        FILE *h = fopen(b.header, "w");
+        if (!tmp_sibling(b.header, hdr_tmp, sizeof hdr_tmp)) {
+            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.header,
+                    strerror(errno));
+            hdr_tmp[0] = 0;
+            goto out;
+        }
+        FILE *h = fopen(hdr_tmp, "w");
         if (!h) {
             fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.header,
                     strerror(errno));
             goto out;
         }
         cg_write_header(h, &p);
-        if (fclose(h) != 0) goto out;
+        if (fclose(h) != 0) {
+            fprintf(stderr, "tgc %s: error: cannot write '%s'\n", b.cmd, b.header);
+            goto out;
+        }
+        chmod_default(hdr_tmp, 0666);
+        if (rename(hdr_tmp, b.header) != 0) {
+            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.header,
+                    strerror(errno));
+            goto out;
+        }
+        hdr_tmp[0] = 0;
+        chmod_default(out_tmp, 0666);
+        if (rename(out_tmp, b.out) != 0) {
+            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.out,
+                    strerror(errno));
+            goto out;
+        }
+        out_tmp[0] = 0;
         rc = 0;
         goto out;
     }
-    const char *exe = mode == MODE_BUILD ? b.out : prog;
+    const char *exe = mode == MODE_BUILD ? out_tmp : prog;
     prog_made = mode == MODE_RUN;
     char *link[32];
     int n = 0;
@@ -379,10 +435,17 @@ static int drive(Mode mode, int argc, char **argv) {
     if (toolchain_exec(link, false) != 0) {
         fprintf(stderr,
                 "tgc %s: error: linking '%s' failed (the C compiler's messages are above)\n", b.cmd,
-                exe);
+                mode == MODE_BUILD ? b.out : prog);
         goto out;
     }
     if (mode == MODE_BUILD) {
+        chmod_default(out_tmp, 0777);
+        if (rename(out_tmp, b.out) != 0) {
+            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.out,
+                    strerror(errno));
+            goto out;
+        }
+        out_tmp[0] = 0;
         rc = 0;
         goto out;
     }
@@ -402,6 +465,8 @@ static int drive(Mode mode, int argc, char **argv) {
         rc = 3;
     }
 out:
+    if (out_tmp[0]) unlink(out_tmp);
+    if (hdr_tmp[0]) unlink(hdr_tmp);
     if (tmp[0]) {
         if (prog_made) unlink(prog);
         remove_tree(tmp, tmpfiles, 3);
