@@ -53,7 +53,11 @@ static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x) {
      * results down to the subnormals are right. */
     LLVMValueRef nan = fcmp(cg, LLVMRealUNO, x, x);
     LLVMValueRef xc = sel(cg, fcmp(cg, LLVMRealOGT, x, cf(cg, 89.0)), cf(cg, 89.0), x);
-    xc = sel(cg, fcmp(cg, LLVMRealOLT, xc, cf(cg, -104.0)), cf(cg, -104.0), xc);
+    /* Below -104 the result is 0: compute exp(0) instead, so that the
+     * scaling below never makes subnormals (slow microcode assists on x86;
+     * every causally masked -inf score would pay for them). */
+    LLVMValueRef zero = fcmp(cg, LLVMRealOLT, x, cf(cg, -104.0));
+    xc = sel(cg, zero, cf(cg, 0), xc);
     xc = sel(cg, nan, cf(cg, 0), xc);
     LLVMValueRef fx = fmul(cg, xc, cf(cg, 1.44269504088896341));
     fx = cg_intrinsic(cg, "llvm.rint", cg->t_f32, &fx, 1);
@@ -67,6 +71,7 @@ static LLVMValueRef exp_f32(Cg *cg, LLVMValueRef x) {
     LLVMValueRef n1 = LLVMBuildAShr(B, n, ci(cg, 1), "");
     LLVMValueRef n2 = LLVMBuildSub(B, n, n1, "");
     y = fmul(cg, fmul(cg, y, pow2i(cg, n1)), pow2i(cg, n2));
+    y = sel(cg, zero, cf(cg, 0), y);
     return sel(cg, nan, x, y);
 }
 
