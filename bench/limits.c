@@ -1,0 +1,179 @@
+/* The machine's limits, for bench/run.py: memory copy bandwidth and
+ * OpenBLAS sgemm throughput, both with a given thread count.
+ *
+ *   cc -O2 -o limits bench/limits.c $(pkg-config --cflags --libs openblas) -lpthread
+ *   ./limits THREADS SECONDS WHAT...
+ *
+ * WHAT is `copy:MIB` (memcpy of a MIB MiB buffer) or `sgemm:N` (N x N x N).
+ * Each measurement runs once as a warm-up, then about SECONDS worth of timed
+ * runs (at least 5), and prints one line:
+ *   copy: threads=T mib=M reps=R median_s=... rw_gbps=... best_rw_gbps=...
+ *   sgemm: threads=T n=N reps=R median_s=... gflops=... best_gflops=...
+ * rw_gbps counts bytes read + bytes written (2 x the buffer) per second of
+ * the median run; best_* are the same of the fastest run. The copy splits the buffer into T page-aligned slices, one
+ * memcpy per thread (glibc's memcpy: non-temporal stores at this size).
+ * sgemm is cblas_sgemm(RowMajor, NoTrans, NoTrans, alpha 1, beta 0) on f32
+ * with openblas_set_num_threads(T). */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void openblas_set_num_threads(int num_threads);
+
+enum { MAX_THREADS = 256, MAX_REPS = 2000 };
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int reps_for(double one_s, double seconds) {
+    double r = seconds / (one_s > 1e-9 ? one_s : 1e-9);
+    return r < 5 ? 5 : r > MAX_REPS ? MAX_REPS : (int)r;
+}
+
+static void *xmalloc(size_t bytes) {
+    void *p = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
+    if (!p) {
+        fprintf(stderr, "limits: out of memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+/* ---- copy ---- */
+
+typedef struct {
+    char *dst;
+    const char *src;
+    size_t bytes;
+    pthread_barrier_t *start, *end;
+    int rounds;
+} Slice;
+
+/* A worker thread: one memcpy of its slice per round, between barriers. */
+static void *copy_worker(void *p) {
+    Slice *s = p;
+    for (int r = 0; r < s->rounds; r++) {
+        pthread_barrier_wait(s->start);
+        memcpy(s->dst, s->src, s->bytes);
+        pthread_barrier_wait(s->end);
+    }
+    return NULL;
+}
+
+static void bench_copy(int t, size_t mib, double seconds) {
+    size_t bytes = mib << 20;
+    char *src = xmalloc(bytes), *dst = xmalloc(bytes);
+    memset(src, 1, bytes);
+    memset(dst, 2, bytes);
+    /* Estimate one copy (single thread, pages already touched). */
+    double t0 = now();
+    memcpy(dst, src, bytes);
+    int reps = reps_for((now() - t0) / t, seconds);
+    int rounds = reps + 1; /* + the warm-up */
+
+    pthread_t th[MAX_THREADS];
+    Slice sl[MAX_THREADS];
+    pthread_barrier_t start, end;
+    pthread_barrier_init(&start, NULL, (unsigned)t);
+    pthread_barrier_init(&end, NULL, (unsigned)t);
+    size_t per = (bytes / (size_t)t) & ~(size_t)4095;
+    for (int i = 0; i < t; i++) {
+        size_t off = per * (size_t)i;
+        sl[i] = (Slice){dst + off, src + off, i == t - 1 ? bytes - off : per, &start, &end, rounds};
+    }
+    for (int i = 1; i < t; i++) pthread_create(&th[i], NULL, copy_worker, &sl[i]);
+    double *v = malloc(sizeof *v * (size_t)rounds);
+    for (int r = 0; r < rounds; r++) {
+        pthread_barrier_wait(&start);
+        double a = now();
+        memcpy(sl[0].dst, sl[0].src, sl[0].bytes);
+        pthread_barrier_wait(&end);
+        v[r] = now() - a;
+    }
+    for (int i = 1; i < t; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    pthread_barrier_destroy(&end);
+    double m = median(v + 1, reps), best = v[1]; /* sorted by median() */
+    printf("copy: threads=%d mib=%zu reps=%d median_s=%.6f rw_gbps=%.2f best_rw_gbps=%.2f\n", t,
+           mib, reps, m, 2.0 * (double)bytes / m / 1e9, 2.0 * (double)bytes / best / 1e9);
+    free(v);
+    free(src);
+    free(dst);
+}
+
+/* ---- sgemm ---- */
+
+static void bench_sgemm(int t, int n, double seconds) {
+    size_t e = (size_t)n * (size_t)n;
+    float *a = xmalloc(e * 4), *b = xmalloc(e * 4), *c = xmalloc(e * 4);
+    unsigned s = 12345;
+    for (size_t i = 0; i < e; i++) {
+        s = s * 1103515245u + 12345u;
+        a[i] = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
+        s = s * 1103515245u + 12345u;
+        b[i] = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+    memset(c, 0, e * 4);
+    openblas_set_num_threads(t);
+    double flop = 2.0 * (double)n * (double)n * (double)n;
+    double t0 = now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    int reps = reps_for(now() - t0, seconds);
+    double *v = malloc((size_t)reps * sizeof *v);
+    for (int r = 0; r < reps; r++) {
+        t0 = now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+                    n);
+        v[r] = now() - t0;
+    }
+    double m = median(v, reps), best = v[0]; /* sorted by median() */
+    printf("sgemm: threads=%d n=%d reps=%d median_s=%.6f gflops=%.2f best_gflops=%.2f\n", t, n,
+           reps, m, flop / m / 1e9, flop / best / 1e9);
+    free(v);
+    free(a);
+    free(b);
+    free(c);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: limits THREADS SECONDS copy:MIB|sgemm:N...\n");
+        return 2;
+    }
+    int t = atoi(argv[1]);
+    double seconds = atof(argv[2]);
+    if (t < 1 || t > MAX_THREADS || !(seconds > 0)) {
+        fprintf(stderr, "limits: THREADS must be 1..%d and SECONDS > 0\n", MAX_THREADS);
+        return 2;
+    }
+    for (int i = 3; i < argc; i++) {
+        long v;
+        if (sscanf(argv[i], "copy:%ld", &v) == 1 && v > 0)
+            bench_copy(t, (size_t)v, seconds);
+        else if (sscanf(argv[i], "sgemm:%ld", &v) == 1 && v > 0 && v <= 65536)
+            bench_sgemm(t, (int)v, seconds);
+        else {
+            fprintf(stderr, "limits: expected copy:MIB or sgemm:N, got '%s'\n", argv[i]);
+            return 2;
+        }
+        fflush(stdout);
+    }
+    return 0;
+}
