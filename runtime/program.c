@@ -18,11 +18,11 @@ struct RtContext {
     RtSafetensors *st; /* open while params point into it (zero copy) */
     RtArena arena;
     RtPool *pool;
-    void **bufs;      /* [arena, inputs..., params..., outputs..., &index_error] at storage dtypes */
+    void **bufs; /* [arena, inputs..., params..., outputs..., &index_error] at storage dtypes */
     int64_t index_error; /* set by gather/embedding/indexing kernels on an index out of range */
-    void **owned;     /* per param: a buffer the context allocated, or NULL */
-    void **in_stage;  /* per input: storage-dtype staging buffer, or NULL */
-    void **out_stage; /* per output: likewise */
+    void **owned;        /* per param: a buffer the context allocated, or NULL */
+    void **in_stage;     /* per input: storage-dtype staging buffer, or NULL */
+    void **out_stage;    /* per output: likewise */
 };
 
 /* ---- checking the descriptor (generated code, but a context must not
@@ -297,8 +297,8 @@ RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *ou
     p->forward(c->bufs, c->pool);
     if (c->index_error)
         return rt_error_set(&c->err, TGCRT_ERR_VALUE,
-                            "an index tensor (of gather, index_select, embedding or x[idx]) holds a "
-                            "value out of range for the dimension it indexes");
+                            "%s holds a value out of range for the dimension it indexes",
+                            (const char *)(intptr_t)c->index_error);
     for (int i = 0; i < p->noutputs; i++) {
         const RtTensorInfo *t = &p->outputs[i];
         if (c->out_stage[i])

@@ -261,8 +261,9 @@ typedef struct RtTensorInfo {
  * input, param and output, in declaration order, each holding its tensor
  * densely in C order at its storage dtype (bool as one byte 0/1, bf16/f16 as
  * their 16-bit patterns); last, a pointer to an int64 cell, zeroed before
- * each run, that kernels set to nonzero when an index tensor holds a value
- * out of range (the run then fails with TGCRT_ERR_VALUE). */
+ * each run, that a kernel sets to the address of a constant string naming
+ * an index tensor when it holds a value out of range (the run then fails
+ * with TGCRT_ERR_VALUE and that name). */
 typedef void (*RtForwardFn)(void **bufs, RtPool *pool);
 
 typedef struct RtProgram {

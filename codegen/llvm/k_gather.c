@@ -3,6 +3,7 @@
  * index along one dim. An index out of range sets the run's error cell
  * (the runtime reports it, exit 1) and reads element 0 instead of
  * reading outside the tensor. */
+#include <stdio.h>
 #include <string.h>
 
 #include "codegen/llvm/cg.h"
@@ -82,7 +83,11 @@ void k_gather(Cg *cg, const Value *v) {
     LLVMValueRef cell =
         LLVMBuildBitCast(B, k.base[cg->p->iface.error_slot], LLVMPointerType(cg->t_i64, 0), "");
     /* Threads may race to set it: an atomic store, all of the same value. */
-    LLVMValueRef st = LLVMBuildStore(B, cg_const_i64(cg, 1), cell);
+    char what[256];
+    snprintf(what, sizeof what, "the index tensor '%s' of %s (line %d)",
+             idx->name ? idx->name : op_display_name(idx), op_display_name(v), v->loc.line);
+    LLVMValueRef msg = LLVMBuildGlobalStringPtr(B, what, "index_what");
+    LLVMValueRef st = LLVMBuildStore(B, LLVMBuildPtrToInt(B, msg, cg->t_i64, ""), cell);
     LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic);
     LLVMSetAlignment(st, 8);
     LLVMBuildBr(B, cont);
