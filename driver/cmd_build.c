@@ -237,6 +237,18 @@ static void chmod_default(const char *path, mode_t mode) {
     chmod(path, mode & ~mask);
 }
 
+/* Moves a finished temporary file to its destination (the last step of an
+ * atomic write); tmp is emptied once it is gone. */
+static bool publish(const BuildOpts *b, char *tmp, const char *dest, mode_t mode) {
+    chmod_default(tmp, mode);
+    if (rename(tmp, dest) != 0) {
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, dest, strerror(errno));
+        return false;
+    }
+    tmp[0] = 0;
+    return true;
+}
+
 static int drive(Mode mode, int argc, char **argv) {
     BuildOpts b;
     memset(&b, 0, sizeof b);
@@ -390,20 +402,7 @@ static int drive(Mode mode, int argc, char **argv) {
             fprintf(stderr, "tgc %s: error: cannot write '%s'\n", b.cmd, b.header);
             goto out;
         }
-        chmod_default(hdr_tmp, 0666);
-        if (rename(hdr_tmp, b.header) != 0) {
-            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.header,
-                    strerror(errno));
-            goto out;
-        }
-        hdr_tmp[0] = 0;
-        chmod_default(out_tmp, 0666);
-        if (rename(out_tmp, b.out) != 0) {
-            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.out,
-                    strerror(errno));
-            goto out;
-        }
-        out_tmp[0] = 0;
+        if (!publish(&b, hdr_tmp, b.header, 0666) || !publish(&b, out_tmp, b.out, 0666)) goto out;
         rc = 0;
         goto out;
     }
@@ -439,14 +438,7 @@ static int drive(Mode mode, int argc, char **argv) {
         goto out;
     }
     if (mode == MODE_BUILD) {
-        chmod_default(out_tmp, 0777);
-        if (rename(out_tmp, b.out) != 0) {
-            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.out,
-                    strerror(errno));
-            goto out;
-        }
-        out_tmp[0] = 0;
-        rc = 0;
+        if (publish(&b, out_tmp, b.out, 0777)) rc = 0;
         goto out;
     }
     char *run[520];
