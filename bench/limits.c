@@ -10,8 +10,8 @@
  *   copy: threads=T mib=M reps=R median_s=... rw_gbps=... best_rw_gbps=...
  *   sgemm: threads=T n=N reps=R median_s=... gflops=... best_gflops=...
  * rw_gbps counts bytes read + bytes written (2 x the buffer) per second of
- * the median run; best_* are the same of the fastest run. The copy splits the buffer into T page-aligned slices, one
- * memcpy per thread (glibc's memcpy: non-temporal stores at this size).
+ * the median run; best_* are the same of the fastest run. The copy splits the buffer into T
+ * page-aligned slices, one memcpy per thread (glibc's memcpy: non-temporal stores at this size).
  * sgemm is cblas_sgemm(RowMajor, NoTrans, NoTrans, alpha 1, beta 0) on f32
  * with openblas_set_num_threads(T). */
 #define _POSIX_C_SOURCE 200809L
@@ -98,7 +98,8 @@ static void bench_copy(int t, size_t mib, double seconds) {
         size_t off = per * (size_t)i;
         sl[i] = (Slice){dst + off, src + off, i == t - 1 ? bytes - off : per, &start, &end, rounds};
     }
-    for (int i = 1; i < t; i++) pthread_create(&th[i], NULL, copy_worker, &sl[i]);
+    for (int i = 1; i < t; i++)
+        pthread_create(&th[i], NULL, copy_worker, &sl[i]);
     double *v = malloc(sizeof *v * (size_t)rounds);
     for (int r = 0; r < rounds; r++) {
         pthread_barrier_wait(&start);
@@ -107,7 +108,8 @@ static void bench_copy(int t, size_t mib, double seconds) {
         pthread_barrier_wait(&end);
         v[r] = now() - a;
     }
-    for (int i = 1; i < t; i++) pthread_join(th[i], NULL);
+    for (int i = 1; i < t; i++)
+        pthread_join(th[i], NULL);
     pthread_barrier_destroy(&start);
     pthread_barrier_destroy(&end);
     double m = median(v + 1, reps), best = v[1]; /* sorted by median() */

@@ -55,24 +55,28 @@ typedef struct Model {
     const char *(*output_name)(int i);
 } Model;
 
-#define WRAP(G)                                                                                   \
-    static int G##_w_create(void **out, const char *path, int threads) {                        \
-        G##_ctx *c = NULL;                                                                        \
-        int s = G##_create(&c, path, threads);                                                    \
-        *out = c;                                                                                 \
-        return s;                                                                                 \
-    }                                                                                             \
-    static int G##_w_create_mem(void **out, const void *st, size_t len, int threads) {          \
-        G##_ctx *c = NULL;                                                                        \
-        int s = G##_create_from_memory(&c, st, len, threads);                                     \
-        *out = c;                                                                                 \
-        return s;                                                                                 \
-    }                                                                                             \
-    static int G##_w_run_buffers(void *ctx, const void *const *in, void *const *out) {          \
-        return G##_run_buffers((G##_ctx *)ctx, in, out);                                          \
-    }                                                                                             \
-    static const char *G##_w_error(const void *ctx) { return G##_error((const G##_ctx *)ctx); } \
-    static void G##_w_destroy(void *ctx) { G##_destroy((G##_ctx *)ctx); }
+#define WRAP(G)                                                                                    \
+    static int G##_w_create(void **out, const char *path, int threads) {                           \
+        G##_ctx *c = NULL;                                                                         \
+        int s = G##_create(&c, path, threads);                                                     \
+        *out = c;                                                                                  \
+        return s;                                                                                  \
+    }                                                                                              \
+    static int G##_w_create_mem(void **out, const void *st, size_t len, int threads) {             \
+        G##_ctx *c = NULL;                                                                         \
+        int s = G##_create_from_memory(&c, st, len, threads);                                      \
+        *out = c;                                                                                  \
+        return s;                                                                                  \
+    }                                                                                              \
+    static int G##_w_run_buffers(void *ctx, const void *const *in, void *const *out) {             \
+        return G##_run_buffers((G##_ctx *)ctx, in, out);                                           \
+    }                                                                                              \
+    static const char *G##_w_error(const void *ctx) {                                              \
+        return G##_error((const G##_ctx *)ctx);                                                    \
+    }                                                                                              \
+    static void G##_w_destroy(void *ctx) {                                                         \
+        G##_destroy((G##_ctx *)ctx);                                                               \
+    }
 
 WRAP(cmlp)
 WRAP(multi)
@@ -89,11 +93,12 @@ static int multi_w_run_typed(void *ctx, const void *const *in, void *const *out)
                      (int32_t *)out[3], (uint8_t *)out[4]);
 }
 
-#define MODEL(G)                                                                                  \
-    {#G,                  G##_w_create,     G##_w_create_mem,   G##_w_run_typed,                  \
-     G##_w_run_buffers,   G##_w_error,      G##_w_destroy,      G##_arena_bytes,                  \
-     G##_num_inputs,      G##_num_outputs,  G##_input_bytes,    G##_output_bytes,                 \
-     G##_input_name,      G##_output_name}
+#define MODEL(G)                                                                                   \
+    {                                                                                              \
+#G, G##_w_create, G##_w_create_mem, G##_w_run_typed, G##_w_run_buffers, G##_w_error,       \
+            G##_w_destroy, G##_arena_bytes, G##_num_inputs, G##_num_outputs, G##_input_bytes,      \
+            G##_output_bytes, G##_input_name, G##_output_name                                      \
+    }
 
 static const Model MODELS[] = {MODEL(cmlp), MODEL(multi)};
 #define NMODELS ((int)(sizeof MODELS / sizeof MODELS[0]))
@@ -308,8 +313,8 @@ static void queries(const Model *m) {
     printf("QUERY %s arena_bytes %zu\n", m->name, m->arena_bytes());
     printf("QUERY %s num_inputs %d\nQUERY %s num_outputs %d\n", m->name, ni, m->name, no);
     for (int i = 0; i < ni; i++)
-        printf("QUERY %s input %d %s %zu\n", m->name, i, m->input_name(i) ? m->input_name(i) : "(null)",
-               m->input_bytes(i));
+        printf("QUERY %s input %d %s %zu\n", m->name, i,
+               m->input_name(i) ? m->input_name(i) : "(null)", m->input_bytes(i));
     for (int i = 0; i < no; i++)
         printf("QUERY %s output %d %s %zu\n", m->name, i,
                m->output_name(i) ? m->output_name(i) : "(null)", m->output_bytes(i));
@@ -357,7 +362,8 @@ static void run_set0(const Model *m, void *ctx, const char *dir, const char *cas
 
 /* A create that is expected to fail: prints the case, checks the
  * context is usable for error() and that running it fails cleanly. */
-static void failed_create(const Model *m, const char *case_name, int rc, void *ctx, const char *dir) {
+static void failed_create(const Model *m, const char *case_name, int rc, void *ctx,
+                          const char *dir) {
     print_case(m->name, case_name, rc, ctx ? m->error(ctx) : "(NULL context)");
     check(ctx != NULL, "%s %s: *out is set even though create failed", m->name, case_name);
     if (ctx && rc) {
@@ -379,8 +385,8 @@ static void failed_create(const Model *m, const char *case_name, int rc, void *c
             off += m->output_bytes(o);
         }
         int r2 = m->run_buffers(ctx, in, out);
-        check(r2 != 0, "%s %s: running a context whose create failed returns nonzero (%d)",
-              m->name, case_name, r2);
+        check(r2 != 0, "%s %s: running a context whose create failed returns nonzero (%d)", m->name,
+              case_name, r2);
         free(inputs);
         free(obuf);
     }
@@ -477,8 +483,8 @@ static void error_paths(const Model *m, const char *dir) {
              * is "" again. */
             snprintf(path, sizeof path, "%s/%s.recover.out.bin", dir, m->name);
             run_set0(m, ctx, dir, "recover_run", path);
-            check(!strcmp(m->error(ctx), ""),
-                  "%s: error() is \"\" again after a good run (\"%s\")", m->name, m->error(ctx));
+            check(!strcmp(m->error(ctx), ""), "%s: error() is \"\" again after a good run (\"%s\")",
+                  m->name, m->error(ctx));
         }
         m->destroy(ctx);
         free(img);
