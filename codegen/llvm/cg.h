@@ -99,6 +99,9 @@ LLVMValueRef kern_base(Kern *k, const Value *owner); /* i8* of the owner's buffe
 LLVMValueRef kern_dim_index(Kern *k, int dim);       /* i64 index of an original dim */
 void access_of(Kern *k, const Value *v, Access *a);  /* a value's own layout */
 void access_contig(Kern *k, const Value *owner, const int64_t *shape, int n, Access *a);
+/* v read as if broadcast to n dims: right-aligned, stride 0 where it has
+ * size 1 or no dim. */
+void access_right_aligned(Kern *k, const Value *v, int n, Access *a);
 LLVMValueRef kern_alloca(Kern *k, LLVMTypeRef t); /* in the entry block */
 int kern_collect_leaves(Kern *k, const Value *v, Access *out, int max, bool *uses_index);
 

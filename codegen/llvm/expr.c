@@ -44,21 +44,20 @@ static LLVMValueRef isnan_(Kern *k, LLVMValueRef x) {
 
 /* ---- arithmetic ---- */
 
-static LLVMValueRef e_add(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+/* other * alpha, the second operand of add and sub. */
+static LLVMValueRef times_alpha(Kern *k, const Value *v, LLVMValueRef y, DType t) {
     double alpha = num_arg(v, 2, 1);
-    LLVMValueRef y = a[1];
-    if (t == DT_BOOL) return LLVMBuildOr(B, a[0], alpha != 0 ? y : C(k, t, 0), "");
-    if (alpha != 1)
-        y = is_f(t) ? LLVMBuildFMul(B, y, C(k, t == DT_F64 ? t : DT_F32, alpha), "")
-                    : LLVMBuildMul(B, y, C(k, t, alpha), "");
+    if (alpha == 1) return y;
+    return is_f(t) ? LLVMBuildFMul(B, y, C(k, t == DT_F64 ? t : DT_F32, alpha), "")
+                   : LLVMBuildMul(B, y, C(k, t, alpha), "");
+}
+static LLVMValueRef e_add(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    if (t == DT_BOOL) return LLVMBuildOr(B, a[0], num_arg(v, 2, 1) != 0 ? a[1] : C(k, t, 0), "");
+    LLVMValueRef y = times_alpha(k, v, a[1], t);
     return is_f(t) ? LLVMBuildFAdd(B, a[0], y, "") : LLVMBuildAdd(B, a[0], y, "");
 }
 static LLVMValueRef e_sub(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
-    double alpha = num_arg(v, 2, 1);
-    LLVMValueRef y = a[1];
-    if (alpha != 1)
-        y = is_f(t) ? LLVMBuildFMul(B, y, C(k, t == DT_F64 ? t : DT_F32, alpha), "")
-                    : LLVMBuildMul(B, y, C(k, t, alpha), "");
+    LLVMValueRef y = times_alpha(k, v, a[1], t);
     return is_f(t) ? LLVMBuildFSub(B, a[0], y, "") : LLVMBuildSub(B, a[0], y, "");
 }
 static LLVMValueRef e_mul(Kern *k, const Value *v, LLVMValueRef *a, DType t) {

@@ -126,10 +126,7 @@ void k_repeat(Cg *cg, const Value *v) {
     Kern k;
     kern_begin(cg, &k, "repeat");
     k.ov = x;
-    memset(&k.ov_access, 0, sizeof k.ov_access);
-    k.ov_access.owner = x->storage;
-    k.ov_access.dt = cg_dt(cg, x->storage);
-    k.ov_access.offset = x->offset;
+    access_of(&k, x, &k.ov_access); /* strides set below, per split dim */
     Access dst;
     memset(&dst, 0, sizeof dst);
     dst.owner = v;
@@ -170,13 +167,7 @@ void k_broadcast_into(Cg *cg, const Value *src, const Value *dst_v) {
     Kern k;
     kern_begin(cg, &k, "bias");
     k.ov = src;
-    memset(&k.ov_access, 0, sizeof k.ov_access);
-    k.ov_access.owner = src->storage;
-    k.ov_access.dt = cg_dt(cg, src->storage);
-    k.ov_access.offset = src->offset;
-    int pad = dst_v->ndim - src->ndim;
-    for (int d = 0; d < src->ndim; d++)
-        k.ov_access.strides[pad + d] = src->shape[d] == 1 ? 0 : src->strides[d];
+    access_right_aligned(&k, src, dst_v->ndim, &k.ov_access);
     Access dst;
     access_contig(&k, dst_v, dst_v->shape, dst_v->ndim, &dst);
     copy_kernel(cg, &k, src, false, &dst, dst_v->shape, dst_v->ndim);

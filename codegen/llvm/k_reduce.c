@@ -94,28 +94,17 @@ static void red_setup(Cg *cg, Red *r, const Value *v, bool same_shape_out) {
             s *= x->shape[d];
             r->count *= x->shape[d];
         }
-    /* Weight and bias of layer_norm / rms_norm, aligned to x's last dims. */
-    for (int i = 2; i <= 3 && i < v->nargs; i++) {
-        if (v->args[i].kind != ARG_TENSOR) continue;
-        if (v->op == OP_RMS_NORM && i == 3) continue;
-        const Value *w = v->args[i].t;
-        Access *a = &r->aux[r->naux++];
-        access_of(&r->k, w, a);
-        memset(a->strides, 0, sizeof a->strides);
-        int pad = x->ndim - w->ndim;
-        for (int d = 0; d < w->ndim; d++)
-            a->strides[pad + d] = w->strides[d];
+    /* Weight and bias of layer_norm (args 2, 3) and rms_norm's weight (arg
+     * 1), aligned to x's last dims. */
+    const Value *aux[2] = {NULL, NULL};
+    if (v->op == OP_LAYER_NORM) {
+        for (int i = 2; i <= 3 && i < v->nargs; i++)
+            if (v->args[i].kind == ARG_TENSOR) aux[r->naux++] = v->args[i].t;
+    } else if (v->op == OP_RMS_NORM && v->args[1].kind == ARG_TENSOR) {
+        aux[r->naux++] = v->args[1].t;
     }
-    if (v->op == OP_RMS_NORM && v->args[1].kind == ARG_TENSOR) {
-        /* rms_norm(x, weight, eps): weight is args[1]. */
-        const Value *w = v->args[1].t;
-        Access *a = &r->aux[r->naux++];
-        access_of(&r->k, w, a);
-        memset(a->strides, 0, sizeof a->strides);
-        int pad = x->ndim - w->ndim;
-        for (int d = 0; d < w->ndim; d++)
-            a->strides[pad + d] = w->strides[d];
-    }
+    for (int i = 0; i < r->naux; i++)
+        access_right_aligned(&r->k, aux[i], x->ndim, &r->aux[i]);
     Access leaves[64], xa;
     Access *acc[72];
     int na = 0;

@@ -67,6 +67,14 @@ void access_of(Kern *k, const Value *v, Access *a) {
         a->strides[d] = v->strides[d];
 }
 
+void access_right_aligned(Kern *k, const Value *v, int n, Access *a) {
+    access_of(k, v, a);
+    memset(a->strides, 0, sizeof a->strides);
+    int pad = n - v->ndim;
+    for (int d = 0; d < v->ndim; d++)
+        a->strides[pad + d] = v->shape[d] == 1 ? 0 : v->strides[d];
+}
+
 void access_contig(Kern *k, const Value *owner, const int64_t *shape, int n, Access *a) {
     memset(a, 0, sizeof *a);
     a->owner = owner;
