@@ -2,7 +2,7 @@
 # Installs what tgc needs from Debian's packages, only when something is missing,
 # so it is cheap to call before every build.
 set -euo pipefail
-pkgs=(cmake ninja-build clang-14 libclang-rt-14-dev llvm-14-dev libopenblas-dev
+pkgs=(gcc libc6-dev pkg-config cmake ninja-build clang-14 libclang-rt-14-dev llvm-14-dev libopenblas-dev
       libcjson-dev python3-torch python3-numpy chromium)
 missing=()
 for p in "${pkgs[@]}"; do
