@@ -18,6 +18,7 @@ typedef struct Cg {
     LLVMTypeRef t_pfor;   /* rt_pool_parallel_for */
     LLVMValueRef fwd, fwd_bufs, fwd_pool;
     int nkernels;
+    LLVMValueRef *slot_base; /* the current kernel's loaded bufs[i], by slot (NULL: not yet) */
     bool fail;
     char err[256];
 } Cg;
@@ -35,8 +36,7 @@ typedef struct Kern {
     Cg *cg;
     LLVMValueRef fn, bufs, begin, end, entry_term;
     LLVMBasicBlockRef entry;
-    LLVMValueRef base[1024]; /* loaded bufs[i], cast to i8* (entry block) */
-    int nbase;
+    LLVMValueRef bufs_pp; /* bufs as i8** (entry block) */
     /* The iteration space: original dims, and the loops over them. */
     int n;
     int64_t shape[KMAXD];
@@ -96,6 +96,7 @@ void kern_end(Kern *k, int64_t work_per_outer);
 LLVMValueRef kern_ptr(Kern *k, const Access *a);     /* element address at the open loops */
 LLVMValueRef kern_offset(Kern *k, const Access *a);  /* its element offset (i64) */
 LLVMValueRef kern_base(Kern *k, const Value *owner); /* i8* of the owner's buffer */
+LLVMValueRef kern_slot(Kern *k, int slot);           /* bufs[slot], loaded once per kernel */
 LLVMValueRef kern_dim_index(Kern *k, int dim);       /* i64 index of an original dim */
 void access_of(Kern *k, const Value *v, Access *a);  /* a value's own layout */
 void access_contig(Kern *k, const Value *owner, const int64_t *shape, int n, Access *a);

@@ -80,8 +80,8 @@ void k_gather(Cg *cg, const Value *v) {
     LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(cg->ctx, k.fn, "index_ok");
     LLVMBuildCondBr(B, bad, on_bad, cont);
     LLVMPositionBuilderAtEnd(B, on_bad);
-    LLVMValueRef cell =
-        LLVMBuildBitCast(B, k.base[cg->p->iface.error_slot], LLVMPointerType(cg->t_i64, 0), "");
+    LLVMValueRef cell = LLVMBuildBitCast(B, kern_slot(&k, cg->p->iface.error_slot),
+                                         LLVMPointerType(cg->t_i64, 0), "");
     /* Threads may race to set it: an atomic store, all of the same value. */
     char what[256];
     snprintf(what, sizeof what, "the index tensor '%s' of %s (line %d)",

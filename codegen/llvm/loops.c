@@ -19,17 +19,8 @@ void kern_begin(Cg *cg, Kern *k, const char *what) {
     k->end = LLVMGetParam(k->fn, 2);
     k->entry = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "entry");
     LLVMPositionBuilderAtEnd(cg->b, k->entry);
-    /* Every buffer pointer is loaded once, here: the loops then see
-     * loop-invariant bases (and one arena base with constant offsets, so
-     * alias analysis can tell slots apart). */
-    LLVMValueRef bufs = LLVMBuildBitCast(cg->b, k->bufs, cg->t_pptr, "bufs");
-    k->nbase = cg->p->iface.nslots;
-    if (k->nbase > 1024) k->nbase = 1024;
-    for (int i = 0; i < k->nbase; i++) {
-        LLVMValueRef pp = LLVMBuildInBoundsGEP2(cg->b, cg->t_ptr, bufs,
-                                                (LLVMValueRef[]){cg_const_i64(cg, i)}, 1, "");
-        k->base[i] = LLVMBuildLoad2(cg->b, cg->t_ptr, pp, "");
-    }
+    k->bufs_pp = LLVMBuildBitCast(cg->b, k->bufs, cg->t_pptr, "bufs");
+    memset(cg->slot_base, 0, sizeof *cg->slot_base * (size_t)cg->p->iface.nslots);
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "body");
     k->entry_term = LLVMBuildBr(cg->b, body);
     LLVMPositionBuilderAtEnd(cg->b, body);
@@ -44,17 +35,33 @@ LLVMValueRef kern_alloca(Kern *k, LLVMTypeRef t) {
     return a;
 }
 
+LLVMValueRef kern_slot(Kern *k, int slot) {
+    /* Each buffer pointer is loaded once, in the entry block: the loops then
+     * see loop-invariant bases (and one arena base with constant offsets,
+     * so alias analysis can tell slots apart). */
+    Cg *cg = k->cg;
+    if (!cg->slot_base[slot]) {
+        LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
+        LLVMPositionBuilderBefore(cg->b, k->entry_term);
+        LLVMValueRef pp = LLVMBuildInBoundsGEP2(cg->b, cg->t_ptr, k->bufs_pp,
+                                                (LLVMValueRef[]){cg_const_i64(cg, slot)}, 1, "");
+        cg->slot_base[slot] = LLVMBuildLoad2(cg->b, cg->t_ptr, pp, "");
+        LLVMPositionBuilderAtEnd(cg->b, cur);
+    }
+    return cg->slot_base[slot];
+}
+
 LLVMValueRef kern_base(Kern *k, const Value *owner) {
     Cg *cg = k->cg;
     const CgProgram *p = cg->p;
     int slot = p->iface.slot[owner->order];
-    if (slot >= 0) return k->base[slot];
+    if (slot >= 0) return kern_slot(k, slot);
     int bi = p->sched->buf_of[owner->order];
     if (bi < 0 || p->plan->offset[bi] < 0) {
         cg_fail(cg, "internal: value %%%d has no buffer", owner->id);
-        return k->base[0];
+        return kern_slot(k, 0);
     }
-    return LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, k->base[0],
+    return LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, kern_slot(k, 0),
                                  (LLVMValueRef[]){cg_const_i64(cg, p->plan->offset[bi])}, 1, "");
 }
 
@@ -224,7 +231,7 @@ LLVMValueRef kern_offset(Kern *k, const Access *a) {
 LLVMValueRef kern_ptr(Kern *k, const Access *a) {
     Cg *cg = k->cg;
     LLVMValueRef off = kern_offset(k, a);
-    LLVMValueRef base = a->slot > 0 ? k->base[a->slot] : kern_base(k, a->owner);
+    LLVMValueRef base = a->slot > 0 ? kern_slot(k, a->slot) : kern_base(k, a->owner);
     LLVMTypeRef st = cg_stype(cg, a->dt);
     LLVMValueRef typed = LLVMBuildBitCast(cg->b, base, LLVMPointerType(st, 0), "");
     return LLVMBuildGEP2(cg->b, st, typed, &off, 1, "");

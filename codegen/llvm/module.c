@@ -6,6 +6,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/llvm/cg.h"
@@ -114,6 +115,7 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(cg.mod, td);
     cg.b = LLVMCreateBuilderInContext(cg.ctx);
+    cg.slot_base = calloc((size_t)p->iface.nslots, sizeof *cg.slot_base);
     init_types(&cg);
     LLVMAddFunction(cg.mod, "rt_pool_parallel_for", cg.t_pfor);
 
@@ -168,6 +170,7 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
         ok = false;
     }
     if (msg) LLVMDisposeMessage(msg);
+    free(cg.slot_base);
     LLVMDisposeBuilder(cg.b);
     LLVMDisposeModule(cg.mod);
     LLVMDisposeTargetData(td);
