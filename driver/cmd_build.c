@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "driver/driver.h"
 #include "driver/toolchain.h"
+#include "driver/quantize_weights.h"
 #include "passes/precision.h"
 #include "tgcrt.h"
 
@@ -22,7 +23,7 @@ typedef struct BuildOpts {
     Mode mode;
     const char *cmd, *usage;
     Options o; /* file and -D */
-    const char *out, *header, *target, *weights, *precision, *emit_kind, *emit_dir, *cpu;
+    const char *out, *header, *target, *weights, *emit_kind, *emit_dir, *cpu;
     bool embed, static_rt;
     int threads;
     /* tgc run: passed to the program */
@@ -32,7 +33,8 @@ typedef struct BuildOpts {
 
 static const char *USAGE_BUILD =
     "tgc build FILE -o EXE [--target cpu|cuda] [--weights W.safetensors] [--embed-weights]\n"
-    "                 [-D NAME=VALUE]... [--precision P] [--emit llvm|asm|cuda|ptx DIR]\n"
+    "                 [-D NAME=VALUE]... [--precision P] [--precision-io D]\n"
+    "                 [--quantize int8|int4 [--group-size N]] [--emit llvm|asm|cuda|ptx DIR]\n"
     "                 [--cpu NAME] [--threads N] [--static-runtime]";
 static const char *USAGE_COMPILE = "tgc compile FILE -o OBJ.o --header H.h [same options as build]";
 static const char *USAGE_RUN =
@@ -54,8 +56,7 @@ static void help(BuildOpts *b) {
            "  --weights W          safetensors weights: checked now; embedded with "
            "--embed-weights, else the default for the program's --weights\n"
            "  --embed-weights      put the weights file into the executable\n"
-           "  -D NAME=VALUE        set a symbolic dimension\n"
-           "  --precision P        store floating values in f32, f16 or bf16\n"
+           "  -D NAME=VALUE        set a symbolic dimension\n" PRECISION_FLAGS_HELP
            "  --emit KIND DIR      also write the generated code: llvm (.ll) or asm (.s)\n"
            "  --cpu NAME           generate code for this CPU (LLVM name), not the host's\n"
            "  --threads N          default thread count of the program (0: every core)\n"
@@ -77,8 +78,14 @@ static bool parse_int(const char *s, int *out) {
 }
 
 static int parse(BuildOpts *b, int argc, char **argv) {
+    b->o.command = b->cmd;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int prc = options_precision_flag(&b->o, argc, argv, &i, b->usage);
+        if (prc >= 0) {
+            if (prc) return prc;
+            continue;
+        }
 #define NEED()                                                                                     \
     do {                                                                                           \
         if (i + 1 >= argc) return usage_err(b, "%s needs an argument", a);                         \
@@ -102,9 +109,6 @@ static int parse(BuildOpts *b, int argc, char **argv) {
             b->embed = true;
         } else if (!strcmp(a, "--static-runtime")) {
             b->static_rt = true;
-        } else if (!strcmp(a, "--precision")) {
-            NEED();
-            b->precision = argv[++i];
         } else if (!strcmp(a, "--cpu")) {
             NEED();
             b->cpu = argv[++i];
@@ -158,7 +162,7 @@ static int parse(BuildOpts *b, int argc, char **argv) {
     if (b->emit_kind && strcmp(b->emit_kind, "llvm") && strcmp(b->emit_kind, "asm") &&
         strcmp(b->emit_kind, "cuda") && strcmp(b->emit_kind, "ptx"))
         return usage_err(b, "--emit expects llvm, asm, cuda or ptx, found '%s'", b->emit_kind);
-    return 0;
+    return options_precision_finish(&b->o);
 }
 
 /* Weights are checked at build time too: a bad file is the user's error
@@ -265,9 +269,8 @@ static int drive(Mode mode, int argc, char **argv) {
     Diag d;
     diag_init(&d, stderr);
     SrcFile file;
-    Precision prec = PREC_DECLARED;
     char tmp[PATH_MAX] = "";
-    const char *tmpfiles[] = {"kernels.o", "glue.c", "glue.o"};
+    const char *tmpfiles[] = {"kernels.o", "glue.c", "glue.o", "weights.safetensors"};
     char prog[PATH_MAX + 160] = "";
     bool prog_made = false;
     char out_tmp[PATH_MAX + 64] = "", hdr_tmp[PATH_MAX + 64] = "";
@@ -282,15 +285,11 @@ static int drive(Mode mode, int argc, char **argv) {
         fprintf(stderr, "tgc %s: error: --emit %s needs --target cuda\n", b.cmd, b.emit_kind);
         goto out;
     }
-    if (b.precision && !precision_parse(b.precision, &prec)) {
-        fprintf(stderr, "tgc %s: error: --precision %s: expected f32, f16 or bf16\n", b.cmd,
-                b.precision);
-        goto out;
-    }
     if (b.embed && !b.weights) {
         fprintf(stderr, "tgc %s: error: --embed-weights needs --weights FILE\n", b.cmd);
         goto out;
     }
+    b.o.weights = b.weights;
     Graph *g = load_graph(&a, &d, &b.o, &file);
     if (!g) {
         if (d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
@@ -299,12 +298,12 @@ static int drive(Mode mode, int argc, char **argv) {
     CgProgram p;
     memset(&p, 0, sizeof p);
     p.g = g;
-    p.dt = precision_storage_dtypes(&a, g, prec);
+    p.dt = precision_storage_dtypes(&a, g);
     p.kp = fusion_plan(&a, g);
     p.sched = fusion_schedule(&a, g, p.kp, p.dt);
     p.plan = memplan_plan(&a, p.sched);
     cg_interface_init(&a, &p);
-    if (b.weights && !check_weights(&b, &p)) goto out;
+    if (b.weights && !b.o.quant_bits && !check_weights(&b, &p)) goto out;
 
     char lib[PATH_MAX], inc[PATH_MAX];
     if (!toolchain_find_runtime(lib, inc, sizeof lib)) {
@@ -321,6 +320,16 @@ static int drive(Mode mode, int argc, char **argv) {
                 strerror(errno));
         tmp[0] = 0;
         goto out;
+    }
+    /* A quantized build embeds the weights it quantized: the scales are
+     * part of what was built. */
+    char qweights[PATH_MAX + 32];
+    if (b.o.quant_bits) {
+        snprintf(qweights, sizeof qweights, "%s/weights.safetensors", tmp);
+        if (!quantize_weights_write(g, b.weights, qweights, b.cmd)) goto out;
+        b.weights = qweights;
+        b.embed = true;
+        if (!check_weights(&b, &p)) goto out;
     }
     char obj[PATH_MAX + 32], glue[PATH_MAX + 32], glue_o[PATH_MAX + 32];
     snprintf(obj, sizeof obj, "%s/kernels.o", tmp);
@@ -461,7 +470,7 @@ out:
     if (hdr_tmp[0]) unlink(hdr_tmp);
     if (tmp[0]) {
         if (prog_made) unlink(prog);
-        remove_tree(tmp, tmpfiles, 3);
+        remove_tree(tmp, tmpfiles, 4);
     }
     options_free(&b.o);
     arena_free(&a);

@@ -8,13 +8,16 @@
 #include <string.h>
 
 #include "driver/driver.h"
+#include "driver/accuracy.h"
 #include "driver/report.h"
 
 #define FIT_CAP ((int64_t)1 << 31)
 
 static const char *USAGE =
     "tgc report FILE [-D NAME=VALUE]... [--json] [--device NAME | --budget SIZE]\n"
-    "                  [--fit NAME] [--precision f32|f16|bf16] [--target cpu|cuda] [--html FILE]\n"
+    "                  [--fit NAME] [--precision P] [--precision-io D] [--quantize int8|int4]\n"
+    "                  [--group-size N] [--accuracy N [--weights W]] [--target cpu|cuda]\n"
+    "                  [--html FILE]\n"
     "       tgc report --list-devices [--json]";
 
 static void help(void) {
@@ -25,15 +28,20 @@ static void help(void) {
         "  --json             one JSON object on stdout (keys in cli.md)\n"
         "  --device NAME      a device preset (see --list-devices); a GPU implies --target cuda\n"
         "  --budget SIZE      a memory budget: 24GiB, 24GB (10^9), 512MiB, or bytes\n"
-        "  --fit NAME         the largest value of dimension NAME whose peak fits the budget\n"
-        "  --precision P      store floating weights and activations in f32, f16 or bf16\n"
+        "  --fit NAME         the largest value of dimension NAME whose peak fits the "
+        "budget\n" PRECISION_FLAGS_HELP
+        "  --accuracy N       build the graph under each storage choice and in f32, run both on\n"
+        "                     N random inputs and report the max absolute and relative error\n"
+        "  --weights W        the weights --accuracy runs with (default: "
+        "uniform(+-1/sqrt(fan_in))\n"
+        "                     for params without an initialiser)\n"
         "  --target T         cpu (default) or cuda (adds the CUDA runtime's fixed needs)\n"
         "  --html FILE        also write a self-contained HTML page with the charts\n"
         "  --list-devices     print the device presets and their memory sizes\n");
 }
 
 typedef struct ReportOpts {
-    const char *device, *budget, *fit, *precision, *target, *html;
+    const char *device, *budget, *fit, *target, *html, *accuracy, *weights;
     bool list_devices, json, help;
 } ReportOpts;
 
@@ -52,9 +60,10 @@ static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *n
         {"--device", offsetof(ReportOpts, device)},
         {"--budget", offsetof(ReportOpts, budget)},
         {"--fit", offsetof(ReportOpts, fit)},
-        {"--precision", offsetof(ReportOpts, precision)},
         {"--target", offsetof(ReportOpts, target)},
         {"--html", offsetof(ReportOpts, html)},
+        {"--accuracy", offsetof(ReportOpts, accuracy)},
+        {"--weights", offsetof(ReportOpts, weights)},
     };
     *nrest = 0;
     rest[(*nrest)++] = argv[0];
@@ -105,7 +114,8 @@ static int64_t peak_at(FitCtx *c, const char *dim, int64_t value) {
     Arena a = {0};
     Diag d;
     diag_init(&d, NULL);
-    Graph *g = tgc_frontend(&a, &d, c->file, ov, n);
+    PrecisionPolicy pol = options_policy(c->o);
+    Graph *g = tgc_frontend(&a, &d, c->file, ov, n, &pol);
     int64_t peak = -1;
     if (g && !d.errors)
         peak = report_build(&a, g, c->prec, c->target)->peak_bytes;
@@ -199,14 +209,9 @@ static void list_dims(const Graph *g) {
 }
 
 /* Checks report's own flag values; fills in budget and target. */
-static int check_values(const ReportOpts *ro, Precision *prec, Target *target, const Device **dev,
-                        int64_t *budget) {
-    *prec = PREC_DECLARED;
-    if (ro->precision && !precision_parse(ro->precision, prec)) {
-        fprintf(stderr, "tgc report: error: --precision %s: expected f32, f16 or bf16\n",
-                ro->precision);
-        return 1;
-    }
+static int check_values(const ReportOpts *ro, const Options *o, Precision *prec, Target *target,
+                        const Device **dev, int64_t *budget) {
+    *prec = o->prec;
     if (ro->target && strcmp(ro->target, "cpu") && strcmp(ro->target, "cuda")) {
         fprintf(stderr, "tgc report: error: --target %s: expected cpu or cuda\n", ro->target);
         return 1;
@@ -246,12 +251,58 @@ static int check_values(const ReportOpts *ro, Precision *prec, Target *target, c
     return 0;
 }
 
+typedef struct ChoiceCtx {
+    Arena *a;
+    const SrcFile *file;
+    const Options *o;
+    Target target;
+} ChoiceCtx;
+
+static Report *report_of_policy(void *ctx, const PrecisionPolicy *pol) {
+    ChoiceCtx *c = ctx;
+    Diag d;
+    diag_init(&d, NULL);
+    Graph *g = tgc_frontend(c->a, &d, c->file, c->o->dims, c->o->ndims, pol);
+    return g && !d.errors ? report_build(c->a, g, pol->prec, c->target) : NULL;
+}
+
+/* --accuracy: the report's own policy, then every storage choice. */
+static bool measure_accuracy(Report *r, const ReportOpts *ro, const Options *o, const SrcFile *file,
+                             int runs) {
+    Diag d;
+    diag_init(&d, NULL);
+    Graph *declared = tgc_frontend(r->a, &d, file, o->dims, o->ndims, NULL);
+    AccSession s;
+    bool ok = declared && accuracy_begin(&s, o, declared, ro->weights, runs);
+    PrecisionPolicy pol = options_policy(o);
+    if (ok) {
+        r->acc = arena_alloc(r->a, sizeof(Accuracy));
+        ok = accuracy_measure(&s, &pol, r->g, r->acc);
+    }
+    for (int q = 0; ok && q < REPORT_NQUANT; q++) {
+        ReportQuant *row = &r->quant[q];
+        if (row->peak_bytes < 0) continue;
+        Accuracy acc = {0};
+        ok = accuracy_measure(&s, &row->policy, r->g, &acc);
+        if (ok) {
+            row->has_error = true;
+            row->max_abs = acc.max_abs;
+            row->max_rel = acc.max_rel;
+        }
+        free(acc.out);
+    }
+    r->acc_runs = runs;
+    r->acc_synthesized = ok && s.synthesized;
+    if (declared) accuracy_end(&s);
+    return ok;
+}
+
 static int run(const ReportOpts *ro, const Options *o) {
     Precision prec;
     Target target;
     const Device *dev;
     int64_t budget = 0;
-    int rc = check_values(ro, &prec, &target, &dev, &budget);
+    int rc = check_values(ro, o, &prec, &target, &dev, &budget);
     if (rc) return rc;
     Arena a = {0};
     Diag d;
@@ -270,7 +321,34 @@ static int run(const ReportOpts *ro, const Options *o) {
         arena_free(&a);
         return 1;
     }
+    int runs = 0;
+    if (ro->accuracy) {
+        char *end;
+        errno = 0;
+        long n = strtol(ro->accuracy, &end, 10);
+        if (errno || end == ro->accuracy || *end || n < 1 || n > 10000) {
+            fprintf(stderr,
+                    "tgc report: error: --accuracy %s: expected a run count from 1 to 10000\n",
+                    ro->accuracy);
+            arena_free(&a);
+            return 1;
+        }
+        runs = (int)n;
+    }
+    if (ro->weights && !runs) {
+        fprintf(stderr, "tgc report: error: --weights is only used by --accuracy N\n");
+        arena_free(&a);
+        return 1;
+    }
     Report *r = report_build(&a, g, prec, target);
+    ChoiceCtx cc = {.a = &a, .file = &file, .o = o, .target = target};
+    PrecisionPolicy base = options_policy(o);
+    report_choices(r, &base, report_of_policy, &cc);
+    if (runs && !measure_accuracy(r, ro, o, &file, runs)) {
+        if (r->acc) free(r->acc->out);
+        arena_free(&a);
+        return 1;
+    }
     if (ro->device || ro->budget) {
         r->has_budget = true;
         r->budget_bytes = budget;
@@ -292,6 +370,7 @@ static int run(const ReportOpts *ro, const Options *o) {
     }
     if (ro->html && !report_html(ro->html, r)) {
         fprintf(stderr, "tgc report: error: cannot write '%s': %s\n", ro->html, strerror(errno));
+        if (r->acc) free(r->acc->out);
         arena_free(&a);
         return 1;
     }
@@ -302,6 +381,7 @@ static int run(const ReportOpts *ro, const Options *o) {
     } else {
         report_text(stdout, r);
     }
+    if (r->acc) free(r->acc->out);
     arena_free(&a);
     return 0;
 }
@@ -326,6 +406,7 @@ int cmd_report(int argc, char **argv) {
     }
     Options o;
     rc = options_parse(&o, nrest, rest, USAGE);
+    o.weights = ro.weights;
     if (!rc)
         rc = run(&ro, &o);
     else if (rc < 0)

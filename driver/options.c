@@ -3,6 +3,9 @@
 #include <string.h>
 
 #include "driver/driver.h"
+#include "driver/weights_range.h"
+#include "passes/f16_range.h"
+#include "tgcrt.h"
 
 static int usage_error(const char *cmd, const char *usage_line, const char *fmt, const char *arg) {
     fprintf(stderr, "tgc %s: ", cmd);
@@ -23,11 +26,88 @@ bool options_parse_define(const char *s, DimOverride *out) {
     return true;
 }
 
+int options_precision_flag(Options *o, int argc, char **argv, int *i, const char *usage_line) {
+    const char *a = argv[*i];
+    static const char *flags[] = {"--precision", "--precision-io", "--quantize", "--group-size"};
+    int f = -1;
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(a, flags[k])) f = k;
+    if (f < 0) return -1;
+    if (*i + 1 >= argc) return usage_error(o->command, usage_line, "%s needs an argument", a);
+    const char *v = argv[++*i];
+    switch (f) {
+    case 0:
+        if (!precision_parse(v, &o->prec)) {
+            fprintf(stderr,
+                    "tgc %s: error: --precision %s: expected f32, bf16, f16, mixed-bf16 or "
+                    "mixed-f16\n",
+                    o->command, v);
+            return 1;
+        }
+        return 0;
+    case 1:
+        o->io = dtype_from_name(v);
+        if (o->io != DT_F32 && o->io != DT_F16 && o->io != DT_BF16) {
+            fprintf(stderr, "tgc %s: error: --precision-io %s: expected f32, bf16 or f16\n",
+                    o->command, v);
+            return 1;
+        }
+        o->has_io = true;
+        return 0;
+    case 2:
+        if (strcmp(v, "int8") && strcmp(v, "int4")) {
+            fprintf(stderr, "tgc %s: error: --quantize %s: expected int8 or int4\n", o->command, v);
+            return 1;
+        }
+        o->quant_bits = v[3] == '8' ? 8 : 4;
+        return 0;
+    default: {
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        if (errno || end == v || *end || n <= 0 || n > ((long long)1 << 40)) {
+            fprintf(stderr, "tgc %s: error: --group-size %s: expected a positive integer\n",
+                    o->command, v);
+            return 1;
+        }
+        o->group_size = n;
+        return 0;
+    }
+    }
+}
+
+int options_precision_finish(const Options *o) {
+    if (o->group_size && !o->quant_bits) {
+        fprintf(stderr, "tgc %s: error: --group-size needs --quantize int8 or int4\n", o->command);
+        return 1;
+    }
+    if (o->group_size && o->quant_bits == 4 && o->group_size % 2) {
+        fprintf(stderr,
+                "tgc %s: error: --group-size %lld: int4 groups hold an even number of "
+                "elements (two per byte)\n",
+                o->command, (long long)o->group_size);
+        return 1;
+    }
+    return 0;
+}
+
+PrecisionPolicy options_policy(const Options *o) {
+    return (PrecisionPolicy){.prec = o->prec,
+                             .io = o->has_io ? o->io : DT_NONE,
+                             .quant_bits = o->quant_bits,
+                             .group_size = o->group_size};
+}
+
 int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
     memset(o, 0, sizeof *o);
     o->command = argv[0];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int prc = options_precision_flag(o, argc, argv, &i, usage_line);
+        if (prc >= 0) {
+            if (prc) return prc;
+            continue;
+        }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: %s\n", usage_line);
             o->help = true;
@@ -55,7 +135,7 @@ int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
         }
     }
     if (!o->file) return usage_error(o->command, usage_line, "missing FILE%s", "");
-    return 0;
+    return options_precision_finish(o);
 }
 
 void options_free(Options *o) {
@@ -126,5 +206,13 @@ Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file) {
     file->len = len;
     free(text);
     if (!check_nul(d, file)) return NULL;
-    return tgc_frontend(a, d, file, o->dims, o->ndims);
+    PrecisionPolicy pol = options_policy(o);
+    Graph *g = tgc_frontend(a, d, file, o->dims, o->ndims, &pol);
+    if (!g) return NULL;
+    /* Where the policy chose f16 for a value that can overflow it. */
+    RtSafetensors *st = NULL;
+    if (o->weights && rt_st_open(o->weights, &st, NULL) != TGCRT_OK) st = NULL;
+    f16_overflow_warn(g, d, st ? weights_range : NULL, st);
+    rt_st_close(st);
+    return g;
 }

@@ -27,41 +27,61 @@ static const char *declared_precision(const Graph *g) {
     return seen == DT_NONE ? "declared" : dtype_name(seen);
 }
 
-/* The weights under one storage choice. Float tensors of 2 or more
- * dimensions are quantised (int8 per row, int4 per group of 128 along the
- * last dimension); vectors and integer tensors keep the report's dtype. */
-static void quant_rows(Report *r) {
-    static const char *names[REPORT_NQUANT] = {"f32", "f16", "bf16", "int8", "int4"};
-    static const char *schemes[REPORT_NQUANT] = {
-        "", "", "", "per-channel: one f32 scale per row (dim 0)",
-        "per-group: groups of 128 along the last dim, f16 scale + f16 zero point each"};
+/* The storage choices (the by_dtype table): each row is what `tgc build`
+ * with that --precision (or --quantize, over the report's own precision)
+ * would plan, from a fresh compilation by fn; then ranked by peak. */
+void report_choices(Report *r, const PrecisionPolicy *base, ReportOfPolicy fn, void *ctx) {
+    static const char *names[REPORT_NQUANT] = {"f32",       "bf16", "f16", "mixed-bf16",
+                                               "mixed-f16", "int8", "int4"};
+    static const Precision precs[REPORT_NQUANT] = {PREC_F32, PREC_BF16, PREC_F16, PREC_MIXED_BF16,
+                                                   PREC_MIXED_F16};
     for (int q = 0; q < REPORT_NQUANT; q++) {
         ReportQuant *row = &r->quant[q];
+        memset(row, 0, sizeof *row);
         row->dtype = names[q];
-        row->scheme = schemes[q];
-        for (int i = 0; i < r->g->nvalues; i++) {
-            const Value *v = r->g->values[i];
-            if (v->op != OP_PARAM) continue;
-            int64_t numel = schedule_value_bytes(v, DT_U8);
-            bool is_float = dtype_is_float(v->dtype);
-            int64_t bytes;
-            if (q < 3 && is_float) {
-                bytes = sat_mul(numel, (int64_t)dtype_size(dtype_from_name(names[q])));
-            } else if (q >= 3 && is_float && v->ndim >= 2) {
-                int64_t rows = v->shape[0], last = v->shape[v->ndim - 1];
-                int64_t scales =
-                    q == 3 ? sat_mul(rows, 4)
-                           : sat_mul(sat_mul(numel / (last ? last : 1), (last + 127) / 128), 4);
-                if (numel == 0) scales = 0;
-                bytes = q == 3 ? numel : sat_add(numel, 1) / 2;
-                row->scale_bytes = sat_add(row->scale_bytes, scales);
-                bytes = sat_add(bytes, scales);
-            } else {
-                bytes = schedule_value_bytes(v, r->dt[i]);
-            }
-            row->params_bytes = sat_add(row->params_bytes, bytes);
+        PrecisionPolicy pol = *base;
+        pol.quant_bits = 0;
+        if (q < 5) {
+            pol.prec = precs[q];
+            row->scheme = q < 3 ? "every floating weight and activation in this dtype"
+                                : "weights in the low dtype; products in it, softmax/norms/"
+                                  "reductions in f32";
+        } else {
+            pol.quant_bits = q == 5 ? 8 : 4;
+            int64_t gs = base->quant_bits == pol.quant_bits ? base->group_size : 0;
+            pol.group_size = gs;
+            row->scheme = arena_printf(
+                r->a, "weights of matrix products: %s, one f32 scale per %s; the rest %s",
+                q == 5 ? "int8" : "int4 (2 per byte)",
+                gs       ? arena_printf(r->a, "%lld elements of a row", (long long)gs)
+                : q == 5 ? "output channel"
+                         : "128 elements of a row",
+                r->prec_name);
         }
-        row->peak_bytes = sat_add(r->peak_bytes - r->params_bytes, row->params_bytes);
+        row->policy = pol;
+        Report *c = fn(ctx, &pol);
+        if (!c) {
+            row->params_bytes = row->peak_bytes = -1;
+            continue;
+        }
+        row->params_bytes = c->params_bytes;
+        row->peak_bytes = c->peak_bytes;
+        for (int i = 0; i < c->g->nvalues; i++) {
+            const Value *v = c->g->values[i];
+            if (v->op == OP_PARAM && v->quant)
+                row->scale_bytes = sat_add(row->scale_bytes, value_bytes(v->quant->scales));
+        }
+    }
+    /* Rank by peak (insertion sort: 7 rows, stable); rows that failed last. */
+    for (int i = 1; i < REPORT_NQUANT; i++) {
+        ReportQuant t = r->quant[i];
+        int j = i;
+        for (; j > 0; j--) {
+            int64_t a = r->quant[j - 1].peak_bytes, b = t.peak_bytes;
+            if (!(b >= 0 && (a < 0 || a > b))) break;
+            r->quant[j] = r->quant[j - 1];
+        }
+        r->quant[j] = t;
     }
 }
 
@@ -72,7 +92,7 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
     r->prec = p;
     r->prec_name = p == PREC_DECLARED ? declared_precision(g) : precision_name(p);
     r->target = t;
-    r->dt = precision_storage_dtypes(a, g, p);
+    r->dt = precision_storage_dtypes(a, g);
     r->kernels = fusion_plan(a, g);
     r->sched = fusion_schedule(a, g, r->kernels, r->dt);
     r->plan = memplan_plan(a, r->sched);
@@ -87,6 +107,13 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
             r->ninputs++;
             r->inputs_bytes = sat_add(r->inputs_bytes, bytes);
         }
+    }
+    for (int i = 0; i < g->nvalues; i++) {
+        const Value *v = g->values[i];
+        if (v->op != OP_PARAM || !v->quant) continue;
+        r->scale_bytes = sat_add(r->scale_bytes, value_bytes(v->quant->scales));
+        r->quantize = v->quant->bits == 8 ? "int8" : "int4";
+        if (!r->group_size || v->quant->group < r->group_size) r->group_size = v->quant->group;
     }
     /* Outputs are caller-owned contiguous buffers, views included. */
     for (int i = 0; i < g->noutputs; i++) {
@@ -103,7 +130,6 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
                                     sat_add(r->outputs_bytes, r->plan->arena_bytes)),
                             r->fixed_bytes);
     r->flops = flops_graph(g);
-    quant_rows(r);
     return r;
 }
 
@@ -128,16 +154,17 @@ const char **report_assumptions(const Report *r) {
         "allocator's own "
         "overhead, and weights kept twice while loading",
         "precision f16/bf16 stores every floating weight and activation in that dtype (integers "
-        "and bools "
-        "unchanged); reductions and norms still accumulate in f32 inside their kernels",
+        "and bools unchanged); mixed-f16/bf16 stores weights in the low dtype, runs matrix "
+        "products in it and softmax, norms, reductions, exp/log/pow in f32 (docs/precision.md); "
+        "reductions and norms accumulate in f32 inside their kernels",
         "FLOPs: 2*m*k*n per matrix product (+1 per output for a bias), 1 per element for "
         "elementwise ops, "
         "gelu 8, silu 4, softmax 5, layer_norm 8, rms_norm 5 per element, reductions 1 per input "
         "element "
         "(var/std 3); copies and integer ops 0",
-        "int8 weights: 1 byte + one f32 scale per row; int4: 0.5 byte + an f16 scale and zero "
-        "point per "
-        "group of 128; vectors (biases, norms) keep the report's dtype",
+        "by_dtype: each row is planned as `tgc build` would build it; int8/int4 quantize the "
+        "weights of matrix products only (symmetric, f32 scales per output channel or per group "
+        "along k); biases, norms and embeddings keep the report's dtype",
         NULL,
     };
     static const char *cuda[] = {

@@ -12,11 +12,14 @@ typedef enum { TARGET_CPU, TARGET_CUDA } Target;
 
 /* One storage choice for the weights (the by_dtype table). */
 typedef struct ReportQuant {
-    const char *dtype;  /* f32 f16 bf16 int8 int4 */
-    const char *scheme; /* how scales are stored, or "" */
-    int64_t params_bytes, scale_bytes, peak_bytes;
+    const char *dtype;  /* f32 bf16 f16 mixed-bf16 mixed-f16 int8 int4 */
+    const char *scheme; /* what is stored how */
+    PrecisionPolicy policy;
+    int64_t params_bytes, scale_bytes, peak_bytes; /* -1: the graph does not build so */
+    bool has_error;                                /* --accuracy measured it */
+    double max_abs, max_rel;
 } ReportQuant;
-#define REPORT_NQUANT 5
+#define REPORT_NQUANT 7
 
 /* --fit DIM: the largest value whose peak fits the budget. */
 typedef struct ReportFit {
@@ -49,7 +52,15 @@ typedef struct Report {
     int64_t fixed_bytes; /* the runtime's own needs on the target */
     int64_t peak_bytes;  /* params + inputs + outputs + arena + fixed */
     int64_t flops;
-    ReportQuant quant[REPORT_NQUANT];
+    ReportQuant quant[REPORT_NQUANT]; /* ranked by peak (report_choices) */
+    bool has_choices;
+    int64_t scale_bytes;  /* of this report's own quantized weights */
+    const char *quantize; /* "int8", "int4" or NULL */
+    int64_t group_size;
+
+    struct Accuracy *acc; /* --accuracy: this policy against f32 */
+    int acc_runs;
+    bool acc_synthesized; /* the weights were made up */
 
     bool has_budget;
     const char *budget_name; /* a preset's name, or "custom" */
@@ -58,6 +69,11 @@ typedef struct Report {
     ReportFit fit;
     const char *note; /* a remark on the options (e.g. a target chosen from the device) */
 } Report;
+
+/* The Report of the same graph and options under another policy, or NULL
+ * when it does not compile so. */
+typedef Report *(*ReportOfPolicy)(void *ctx, const PrecisionPolicy *pol);
+void report_choices(Report *r, const PrecisionPolicy *base, ReportOfPolicy fn, void *ctx);
 
 Report *report_build(Arena *a, const Graph *g, Precision p, Target t);
 const char *report_target_name(Target t);

@@ -2,6 +2,7 @@
  * peak_step, cuda, assumptions) that scripts and tests use. */
 #include <cjson/cJSON.h>
 
+#include "driver/accuracy.h"
 #include "driver/report.h"
 #include "passes/flops.h"
 
@@ -124,6 +125,28 @@ char *report_json(const Report *r) {
         add(dims, g->dims[i].name, g->dims[i].value);
     cJSON_AddStringToObject(root, "target", report_target_name(r->target));
     cJSON_AddStringToObject(root, "precision", r->prec_name);
+    if (r->quantize) {
+        cJSON *qz = cJSON_AddObjectToObject(root, "quantize");
+        cJSON_AddStringToObject(qz, "scheme", r->quantize);
+        add(qz, "group_size", r->group_size);
+        add(qz, "scale_bytes", r->scale_bytes);
+    }
+    if (r->acc) {
+        cJSON *ac = cJSON_AddObjectToObject(root, "accuracy");
+        add(ac, "runs", r->acc_runs);
+        cJSON_AddStringToObject(ac, "reference", "f32");
+        cJSON_AddStringToObject(ac, "weights", r->acc_synthesized ? "synthesized" : "given");
+        cJSON_AddNumberToObject(ac, "max_abs_error", r->acc->max_abs);
+        cJSON_AddNumberToObject(ac, "max_rel_error", r->acc->max_rel);
+        cJSON *outs = cJSON_AddArrayToObject(ac, "outputs");
+        for (int k = 0; k < r->acc->nout; k++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "name", r->acc->out[k].name);
+            cJSON_AddNumberToObject(o, "max_abs_error", r->acc->out[k].max_abs);
+            cJSON_AddNumberToObject(o, "max_rel_error", r->acc->out[k].max_rel);
+            cJSON_AddItemToArray(outs, o);
+        }
+    }
     cJSON *params = cJSON_AddObjectToObject(root, "params");
     add(params, "count", r->params_count);
     add(params, "bytes", r->params_bytes);
@@ -149,6 +172,11 @@ char *report_json(const Report *r) {
         add(o, "peak_bytes", row->peak_bytes);
         add(o, "scale_bytes", row->scale_bytes);
         cJSON_AddStringToObject(o, "scheme", row->scheme);
+        add(o, "rank", q + 1);
+        if (row->has_error) {
+            cJSON_AddNumberToObject(o, "max_abs_error", row->max_abs);
+            cJSON_AddNumberToObject(o, "max_rel_error", row->max_rel);
+        }
         if (r->has_budget) cJSON_AddBoolToObject(o, "fits", row->peak_bytes <= r->budget_bytes);
         cJSON_AddItemToArray(byd, o);
     }

@@ -3,6 +3,7 @@
  * assumptions. */
 #include <string.h>
 
+#include "driver/accuracy.h"
 #include "driver/report.h"
 
 #define BAR_WIDTH 40
@@ -183,17 +184,37 @@ static void print_timeline(FILE *out, const Report *r) {
 }
 
 static void print_by_dtype(FILE *out, const Report *r) {
-    char b1[32], b2[32];
-    fprintf(out, "\nweights by storage dtype (activations stay %s)\n", r->prec_name);
-    fprintf(out, "  %-6s %12s %12s %s %s\n", "dtype", "weights", "peak",
-            r->has_budget ? " fits " : "", "scheme");
+    char b1[32], b2[32], e1[32], e2[32];
+    bool err = r->quant[0].has_error;
+    fprintf(
+        out,
+        "\nstorage choices, ranked by peak (as `tgc build --precision/--quantize` plans them)\n");
+    fprintf(out, "  %-10s %12s %12s %s%s%s\n", "choice", "weights", "peak",
+            r->has_budget ? " fits " : "", err ? "   max abs err   max rel err " : "", " scheme");
     for (int q = 0; q < REPORT_NQUANT; q++) {
         const ReportQuant *row = &r->quant[q];
-        fprintf(out, "  %-6s %12s %12s %s %s\n", row->dtype, B(b1, row->params_bytes),
+        if (row->peak_bytes < 0) {
+            fprintf(out, "  %-10s (does not build so)\n", row->dtype);
+            continue;
+        }
+        snprintf(e1, sizeof e1, "%13.3g", row->max_abs);
+        snprintf(e2, sizeof e2, "%13.3g", row->max_rel);
+        fprintf(out, "  %-10s %12s %12s %s%s%s%s%s %s\n", row->dtype, B(b1, row->params_bytes),
                 B(b2, row->peak_bytes),
                 r->has_budget ? (row->peak_bytes <= r->budget_bytes ? " yes  " : " no   ") : "",
-                row->scheme);
+                err ? " " : "", err ? e1 : "", err ? " " : "", err ? e2 : "", row->scheme);
     }
+}
+
+static void print_accuracy(FILE *out, const Report *r) {
+    if (!r->acc) return;
+    fprintf(out, "\naccuracy: precision %s%s%s against f32, %d runs on random inputs%s\n",
+            r->prec_name, r->quantize ? " + " : "", r->quantize ? r->quantize : "", r->acc_runs,
+            r->acc_synthesized ? " (weights made up: uniform +-1/sqrt(fan_in))" : "");
+    fprintf(out, "  %-16s %14s %14s\n", "output", "max abs err", "max rel err");
+    for (int k = 0; k < r->acc->nout; k++)
+        fprintf(out, "  %-16s %14.4g %14.4g\n", r->acc->out[k].name, r->acc->out[k].max_abs,
+                r->acc->out[k].max_rel);
 }
 
 static void print_cuda(FILE *out, const Report *r) {
@@ -223,6 +244,7 @@ void report_text(FILE *out, const Report *r) {
     print_peak(out, r);
     print_timeline(out, r);
     print_by_dtype(out, r);
+    print_accuracy(out, r);
     print_cuda(out, r);
     fprintf(out, "\nassumptions\n");
     const char **as = report_assumptions(r);

@@ -11,4 +11,6 @@ const char *toolchain_cc(void); /* $CC, else the compiler that built tgc, else c
 const char *toolchain_sanitize_flag(void);
 /* Runs argv, waits; the exit status, 128 + signal, or -1. */
 int toolchain_exec(char *const *argv, bool quiet);
+/* The same with the child's stdout and stderr written to the file log. */
+int toolchain_exec_log(char *const *argv, const char *log);
 #endif

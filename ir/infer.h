@@ -17,7 +17,7 @@
     X(infer_gelu) X(infer_float_only) X(infer_logical_not) X(infer_bitwise_not) \
     X(infer_sum_prod) X(infer_mean) X(infer_amax) X(infer_argmax) X(infer_var) \
     X(infer_logsumexp) X(infer_all_any) X(infer_max_min) X(infer_softmax) X(infer_layer_norm) \
-    X(infer_rms_norm) X(infer_linear) X(infer_matmul) X(infer_mm) X(infer_bmm) X(infer_mv) \
+    X(infer_rms_norm) X(infer_linear) X(infer_qmatmul) X(infer_matmul) X(infer_mm) X(infer_bmm) X(infer_mv) \
     X(infer_outer) X(infer_einsum) X(infer_fill_shape) X(infer_full) X(infer_arange) \
     X(infer_eye) X(infer_tensor) X(infer_fill_like) X(infer_full_like)
 

@@ -309,3 +309,19 @@ bool infer_einsum(InferCtx *c, Value *v) {
     set_shape(v, shape, n);
     return true;
 }
+
+/* A product with a quantized weight (passes/quantize.c): x [..., k] times
+ * the weight's [n, k] rows; the dtype is the product's before quantization,
+ * set by the pass, and kept. */
+bool infer_qmatmul(InferCtx *c, Value *v) {
+    (void)c;
+    Value *x = ARG(v, 0)->t, *q = ARG(v, 1)->t;
+    TGC_ASSERT(q->quant && x->ndim >= 1);
+    int64_t shape[TG_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < x->ndim - 1; i++)
+        shape[n++] = x->shape[i];
+    shape[n++] = q->quant->n;
+    set_shape(v, shape, n);
+    return true;
+}

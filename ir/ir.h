@@ -33,6 +33,8 @@ enum {
     OPF_INTERNAL = 1 << 7, /* made by the compiler, not callable by name */
     OPF_LEAF = 1 << 8,     /* input, param, constant */
     OPF_NN = 1 << 9,
+    OPF_AMP_LOW = 1 << 10, /* mixed precision: runs in the low dtype (autocast's lower list) */
+    OPF_AMP_F32 = 1 << 11, /* mixed precision: runs in f32 (autocast's fp32 list) */
 };
 
 typedef enum {
@@ -111,6 +113,8 @@ struct Value {
     bool weak; /* a literal: takes part in type promotion as a wrapped number */
     ParamInit init;
 
+    const struct QuantOf *quant; /* a param made by passes/quantize.c: what it quantizes */
+
     Value **tuple; /* OPF_TUPLE results */
     int ntuple;
 
@@ -118,6 +122,18 @@ struct Value {
     bool dead;
     int order; /* position in the graph's value list */
 };
+
+/* A quantized weight (--quantize): q[n][k] from the weights file's tensor
+ * `source` (shape [n, k], or [k, n] when transposed), one f32 scale per
+ * `group` elements of a row, kept in the param `scales`. */
+typedef struct QuantOf {
+    const char *source;
+    bool transposed;
+    int bits; /* 8: int8 [n][k]; 4: bytes [n][(k+1)/2], element 2j in the low nibble */
+    int64_t n, k, group;
+    Value *scales;
+    ParamInit init; /* the source param's, for when no weights file holds it */
+} QuantOf;
 
 typedef struct Dim {
     const char *name;

@@ -67,7 +67,8 @@ int64_t flops_value(const Value *v) {
     case OP_MM:
     case OP_BMM:
     case OP_MV: return sat_mul(sat_mul(2, out), last_dim(x));
-    case OP_LINEAR: {
+    case OP_LINEAR:
+    case OP_QMATMUL: {
         int64_t f = sat_mul(sat_mul(2, out), last_dim(x));
         return v->nargs > 2 && v->args[2].kind == ARG_TENSOR ? sat_add(f, out) : f;
     }

@@ -4,10 +4,13 @@
 #include "frontend/ast.h"
 #include "ir/build.h"
 #include "ir/ir.h"
+#include "passes/precision.h"
 
 /* Parses and checks a .tg source and runs every pass up to (not including)
- * fusion. Returns NULL when the source has errors (reported to d). */
-Graph *tgc_frontend(Arena *a, Diag *d, const SrcFile *file, const DimOverride *ov, int nov);
+ * fusion, the precision policy pol (NULL: declared dtypes) included.
+ * Returns NULL when the source has errors (reported to d). */
+Graph *tgc_frontend(Arena *a, Diag *d, const SrcFile *file, const DimOverride *ov, int nov,
+                    const PrecisionPolicy *pol);
 
 void pass_insert_casts(Graph *g, Diag *d);
 void pass_broadcast(Graph *g, Diag *d);

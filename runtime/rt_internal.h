@@ -27,6 +27,5 @@ void rt_convert_float_par(RtPool *pool, const void *src, RtDType st, void *dst, 
 enum { RT_FILL_RANDOM_INPUT = 100 }; /* --random-inputs: randn / [0, 10) / 0-1 */
 /* Fills elements [0, numel) of dst (dtype dt) with initialiser `kind`
  * (an RtInitKind or RT_FILL_RANDOM_INPUT) for tensor `name`, on the pool. */
-void rt_fill(RtPool *pool, int kind, double a, double b, uint64_t seed, const char *name,
-             RtDType dt, void *dst, int64_t numel);
+/* rt_fill: declared in tgcrt.h. */
 #endif

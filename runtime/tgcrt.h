@@ -248,6 +248,12 @@ typedef enum RtInitKind {
     RT_INIT_ARANGE,  /* 0, 1, 2, ... in row-major order */
 } RtInitKind;
 
+/* Fills dst (numel elements of dt) with initialiser `kind`'s values for
+ * the param `name`: what a program uses when no weights file holds it
+ * (the compiler calls it too, to quantize such a param at build time). */
+void rt_fill(RtPool *pool, int kind, double a, double b, uint64_t seed, const char *name,
+             RtDType dt, void *dst, int64_t numel);
+
 typedef struct RtTensorInfo {
     const char *name;
     RtDesc desc;     /* declared dtype and shape: what files hold */
@@ -330,6 +336,45 @@ void rt_matmul(const RtMatmulDesc *d, const void *a, const void *b, void *c, RtP
 /* OpenBLAS's thread count: set once per context to the pool's size. */
 void rt_blas_set_threads(int n);
 uint16_t rt_f32_to_f16(float x); /* round to nearest even, as torch does */
+
+/* ---- quantized matrix products (qmatmul.c) ----
+ *
+ * y[b] (+)= x[b] @ dequant(q)^T: x is [m, k] (f32, f16 or bf16), y [m, n]
+ * (f32, f16 or bf16), each addressed with element strides and batch
+ * strides; the weight has no batch dimensions. All int64 fields, in this
+ * order, so that generated code can emit the descriptor as a constant i64
+ * array. The batch arrays have RT_MATMUL_MAX_BATCH entries, like
+ * RtMatmulDesc's, so the compiler can fill both from one batch layout. */
+#define RT_QMATMUL_MAX_BATCH RT_MATMUL_MAX_BATCH
+typedef struct RtQMatmulDesc {
+    int64_t x_dtype; /* RtDType of x: f32, f16 or bf16 */
+    int64_t y_dtype; /* RtDType of y: f32, f16 or bf16 */
+    int64_t m, n, k;
+    int64_t x_rs, x_cs; /* x[m][k] row and column strides, elements */
+    int64_t y_rs, y_cs; /* y[m][n] strides, elements */
+    /* 8: q is int8 [n][k] row-major; 4: q is bytes [n][(k+1)/2], element 2j
+     * in the low nibble, 2j+1 in the high nibble, each a two's-complement
+     * 4-bit value in [-8, 7]. */
+    int64_t bits;
+    /* k elements per scale (k itself for per-output-channel); scales are
+     * f32 [n][ceil(k/group)] row-major. */
+    int64_t group;
+    int64_t accumulate; /* 1: y += product (y already holds a bias, in y_dtype), 0: y = product */
+    int64_t nbatch;     /* batch dims of x and y, <= RT_QMATMUL_MAX_BATCH */
+    int64_t batch[RT_MATMUL_MAX_BATCH];
+    int64_t x_bs[RT_MATMUL_MAX_BATCH], y_bs[RT_MATMUL_MAX_BATCH];
+} RtQMatmulDesc;
+
+/* y[m][n] = (accumulate ? y[m][n] : 0) + sum_k x[m][k] * (q[n][k] * scales[n][k / group]),
+ * dequantized on the fly (w = (float)q * scale, one f32 product),
+ * accumulated in f32, rounded once to y's dtype (to nearest even). x and y
+ * point at element (0, 0) of batch 0. Zero-size dimensions do nothing
+ * (k = 0: y = 0, or unchanged when accumulating); a malformed descriptor
+ * (bad dtype or bits, group < 1, negative sizes, too many batch dims) does
+ * nothing; an allocation failure falls back to slower kernels, never to
+ * an error. */
+void rt_qmatmul(const RtQMatmulDesc *d, const void *x, const void *q, const float *scales, void *y,
+                RtPool *pool);
 
 /* ---- printing (print.c) ---- */
 

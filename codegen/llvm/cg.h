@@ -122,6 +122,14 @@ typedef struct MM {
     int64_t batch[MAXB], a_bs[MAXB], b_bs[MAXB], c_bs[MAXB];
 } MM;
 void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c);
+/* RtQMatmulDesc's layout. */
+typedef struct QMM {
+    int64_t x_dtype, y_dtype, m, n, k;
+    int64_t x_rs, x_cs, y_rs, y_cs;
+    int64_t bits, group, accumulate, nbatch;
+    int64_t batch[MAXB], x_bs[MAXB], y_bs[MAXB];
+} QMM;
+void k_qmatmul(Cg *cg, const Value *v);
 LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v);
 
 /* kernels */

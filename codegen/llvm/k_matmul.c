@@ -29,16 +29,23 @@ LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v) {
     return LLVMBuildGEP2(B, cg->t_i8, base, (LLVMValueRef[]){cg_const_i64(cg, off)}, 1, "");
 }
 
-void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c) {
-    LLVMValueRef els[sizeof(MM) / 8];
-    const int64_t *f = (const int64_t *)mm;
-    for (size_t i = 0; i < sizeof(MM) / 8; i++)
+/* A constant int64 descriptor (MM, QMM) as a private global. */
+static LLVMValueRef desc_global(Cg *cg, const void *desc, size_t bytes) {
+    LLVMValueRef els[64];
+    const int64_t *f = desc;
+    TGC_ASSERT(bytes / 8 <= 64);
+    for (size_t i = 0; i < bytes / 8; i++)
         els[i] = cg_const_i64(cg, f[i]);
-    LLVMValueRef arr = LLVMConstArray(cg->t_i64, els, (unsigned)(sizeof(MM) / 8));
+    LLVMValueRef arr = LLVMConstArray(cg->t_i64, els, (unsigned)(bytes / 8));
     LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(arr), "matmul_desc");
     LLVMSetInitializer(g, arr);
     LLVMSetGlobalConstant(g, true);
     LLVMSetLinkage(g, LLVMPrivateLinkage);
+    return g;
+}
+
+void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c) {
+    LLVMValueRef g = desc_global(cg, mm, sizeof *mm);
     LLVMPositionBuilderAtEnd(B, LLVMGetLastBasicBlock(cg->fwd));
     LLVMValueRef args[5] = {LLVMBuildBitCast(B, g, cg->t_ptr, ""), cg_fwd_ptr(cg, a),
                             cg_fwd_ptr(cg, b), cg_fwd_ptr(cg, c), cg->fwd_pool};
@@ -144,4 +151,60 @@ void k_matmul(Cg *cg, const Value *v) {
         mm.accumulate = 1;
     }
     cg_call_matmul(cg, &mm, a, b, v);
+}
+
+/* x [..., k] times a quantized weight (passes/quantize.c): one rt_qmatmul
+ * call; leading dims of x fold into m when evenly strided, else they are
+ * batch dims. linear's bias is broadcast into the output first, as above. */
+void k_qmatmul(Cg *cg, const Value *v) {
+    const Value *x = v->in[0], *q = v->args[1].t, *sc = v->args[2].t;
+    const QuantOf *qo = q->quant;
+    QMM d;
+    memset(&d, 0, sizeof d);
+    d.x_dtype = cg_dt(cg, x);
+    d.y_dtype = cg_dt(cg, v);
+    d.n = qo->n, d.k = qo->k;
+    d.bits = qo->bits, d.group = qo->group;
+    d.x_cs = x->strides[x->ndim - 1];
+    d.y_cs = 1;
+    int64_t cs[TG_MAX_DIMS];
+    shape_contiguous_strides(v->shape, v->ndim, cs);
+    int lead = x->ndim - 1;
+    bool fold = true;
+    for (int i = 0; i + 1 < lead; i++)
+        if (x->strides[i] != x->strides[i + 1] * x->shape[i + 1]) fold = false;
+    if (fold || lead <= 1) {
+        d.m = 1;
+        for (int i = 0; i < lead; i++)
+            d.m *= x->shape[i];
+        d.x_rs = lead ? x->strides[lead - 1] : 0;
+        d.y_rs = d.n;
+    } else {
+        if (lead - 1 > MAXB) {
+            cg_fail(cg, "quantized product with more than %d batch dimensions", MAXB);
+            return;
+        }
+        d.m = x->shape[lead - 1];
+        d.x_rs = x->strides[lead - 1];
+        d.y_rs = d.n;
+        d.nbatch = lead - 1;
+        for (int j = 0; j < lead - 1; j++) {
+            d.batch[j] = x->shape[j];
+            d.x_bs[j] = x->strides[j];
+            d.y_bs[j] = cs[j];
+        }
+    }
+    if (v->nargs > 3 && v->args[3].kind == ARG_TENSOR) {
+        k_broadcast_into(cg, v->args[3].t, v);
+        d.accumulate = 1;
+    }
+    LLVMValueRef g = desc_global(cg, &d, sizeof d);
+    LLVMPositionBuilderAtEnd(B, LLVMGetLastBasicBlock(cg->fwd));
+    LLVMValueRef args[6] = {LLVMBuildBitCast(B, g, cg->t_ptr, ""),
+                            cg_fwd_ptr(cg, x),
+                            cg_fwd_ptr(cg, q),
+                            cg_fwd_ptr(cg, sc),
+                            cg_fwd_ptr(cg, v),
+                            cg->fwd_pool};
+    cg_call(cg, "rt_qmatmul", cg->t_void, args, 6);
 }

@@ -77,13 +77,18 @@ static void show(const Graph *g) {
 
 /* One compilation, in its own arena, as the driver does it; diagnostics go
  * to diag_out (NULL: counted, not printed). */
-static void compile(const SrcFile *file, const DimOverride *ov, int nov, FILE *diag_out) {
+static void compile_policy(const SrcFile *file, const DimOverride *ov, int nov, FILE *diag_out,
+                           const PrecisionPolicy *pol) {
     Arena a = {0};
     Diag d;
     diag_init(&d, diag_out);
-    Graph *g = tgc_frontend(&a, &d, file, ov, nov);
+    Graph *g = tgc_frontend(&a, &d, file, ov, nov, pol);
     if (g) show(g);
     arena_free(&a);
+}
+
+static void compile(const SrcFile *file, const DimOverride *ov, int nov, FILE *diag_out) {
+    compile_policy(file, ov, nov, diag_out, NULL);
 }
 
 /* The name of the first dimension the graph line declares, copied into buf;
@@ -123,6 +128,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (size >= 2 && data[size - 1] % 4 == 1 && devnull) {
         compile(&file, NULL, 0, devnull);
         fflush(devnull);
+    } else if (size >= 2 && data[size - 1] % 4 == 2) {
+        /* Every precision policy, with and without quantized weights. */
+        PrecisionPolicy pol = {.prec = (Precision)(1 + data[0] % 5),
+                               .io = data[0] & 8 ? DT_BF16 : DT_NONE,
+                               .quant_bits = data[0] & 16 ? (data[0] & 32 ? 4 : 8) : 0,
+                               .group_size = data[0] & 64 ? 3 : 0};
+        compile_policy(&file, NULL, 0, NULL, &pol);
     }
     return 0;
 }

@@ -34,7 +34,10 @@ def contract(c, tgc):
         c.check(isinstance(rep["params"].get(k), int), "params.%s" % k)
     for k in ("arena_bytes", "lower_bound_bytes", "unplanned_bytes"):
         c.check(isinstance(rep["activations"].get(k), int), "activations.%s" % k)
-    c.eq(["f32", "f16", "bf16", "int8", "int4"], [r["dtype"] for r in rep["by_dtype"]], "by_dtype rows")
+    c.eq(sorted(["f32", "f16", "bf16", "mixed-bf16", "mixed-f16", "int8", "int4"]),
+         sorted(r["dtype"] for r in rep["by_dtype"]), "by_dtype rows")
+    peaks = [r["peak_bytes"] for r in rep["by_dtype"]]
+    c.eq(sorted(peaks), peaks, "by_dtype ranked by peak")
     for r in rep["by_dtype"]:
         c.check(isinstance(r.get("params_bytes"), int) and isinstance(r.get("peak_bytes"), int),
                 "by_dtype %s keys" % r["dtype"])
@@ -138,8 +141,9 @@ def exit_codes(c, tgc, tmp):
 
 def precision_and_target(c, tgc):
     base, _, _ = tgc.report(TB)
-    f16, _, _ = tgc.report(TB, "--precision", "f16")
-    bf16, _, _ = tgc.report(TB, "--precision", "bf16")
+    # --precision-io: the inputs and outputs take the policy's dtype too.
+    f16, _, _ = tgc.report(TB, "--precision", "f16", "--precision-io", "f16")
+    bf16, _, _ = tgc.report(TB, "--precision", "bf16", "--precision-io", "bf16")
     f32, _, _ = tgc.report(TB, "--precision", "f32")
     if not c.check(None not in (base, f16, bf16, f32), "precision reports"):
         return
@@ -161,8 +165,16 @@ def precision_and_target(c, tgc):
     c.eq(f16["params"]["bytes"], rows["f16"]["params_bytes"], "by_dtype f16 = params at f16")
     c.check(rows["int4"]["params_bytes"] < rows["int8"]["params_bytes"] < rows["f16"]["params_bytes"],
             "int4 < int8 < f16")
+    # Each row is what that build would plan: the same figures as a report with its flags.
     for r in base["by_dtype"]:
-        c.eq(base["peak_bytes"] - base["params"]["bytes"] + r["params_bytes"], r["peak_bytes"], "by_dtype %s peak" % r["dtype"])
+        flags = ["--quantize", r["dtype"]] if r["dtype"].startswith("int") else ["--precision", r["dtype"]]
+        alone, _, _ = tgc.report(TB, *flags)
+        c.eq(alone and alone["peak_bytes"], r["peak_bytes"], "by_dtype %s peak = report %s" % (r["dtype"], flags))
+        c.eq(alone and alone["params"]["bytes"], r["params_bytes"], "by_dtype %s params" % r["dtype"])
+    # Uniform f16 without --precision-io keeps the declared f32 inputs and outputs.
+    f16d, _, _ = tgc.report(TB, "--precision", "f16")
+    c.eq(base["inputs_bytes"], f16d and f16d["inputs_bytes"], "f16 keeps declared inputs")
+    c.eq(base["outputs_bytes"], f16d and f16d["outputs_bytes"], "f16 keeps declared outputs")
     # int8: 1 byte per matrix element + an f32 scale per row; vectors stay f32.
     mats = [(768, 256), (256, 256), (1024, 256), (256, 1024)]
     vec_bytes = 4 * (256 * 6 + 768 + 1024)
@@ -171,7 +183,7 @@ def precision_and_target(c, tgc):
          "int4 bytes")
     # Integer inputs keep their size under f16.
     e32, _, _ = tgc.report(EMB)
-    e16, _, _ = tgc.report(EMB, "--precision", "f16")
+    e16, _, _ = tgc.report(EMB, "--precision", "f16", "--precision-io", "f16")
     c.eq(16 * 32 * 8, e16 and e16["inputs_bytes"], "i64 ids keep 8 bytes under f16")
     c.check(e32 and e16 and e16["outputs_bytes"] == 16 * 5 * 2 + 16 * 8, "f16 logp + i64 pred outputs")
     # CUDA.
@@ -249,7 +261,7 @@ def edge_graphs(c, tgc, tmp):
 def text_report(c, tgc):
     rc, out, err = tgc.run("report", TB, "--device", "rtx4090", "--fit", "batch")
     for s in ("on rtx4090: FITS", "largest batch that fits:", "summary", "lower bound", "unplanned sum", "peak",
-              "FLOPs", "memory peaks at step", "timeline", "<- peak", "weights by storage dtype", "int4", "cuda",
+              "FLOPs", "memory peaks at step", "timeline", "<- peak", "storage choices", "int4", "cuda",
               "PCIe 4.0 x16", "PCIe 5.0 x16", "assumptions"):
         c.check(s in out, "text report shows %r" % s)
     c.check(rc == 0 and len(out.splitlines()[0]) < 100, "the verdict is the first line")

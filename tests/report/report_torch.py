@@ -288,7 +288,7 @@ def models(c, tgc, tmp):
         shapes = {v["name"]: v["shape"] for v in shown["values"]}
         c.eq([list(o.shape) for o in outs], [shapes[n] for n in shown["outputs"]], "%s: output shapes" % name)
         for prec, dt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
-            rep, rc, err = tgc.report(path, "--precision", prec)
+            rep, rc, err = tgc.report(path, "--precision", prec, "--precision-io", prec)
             if not c.check(rep is not None, "%s %s: report" % (name, prec), err[-300:]):
                 continue
             m = cls()

@@ -19,11 +19,12 @@ typedef struct Planned {
 
 static bool plan_src(Planned *P, const char *src, Precision prec) {
     memset(P, 0, sizeof *P);
-    if (!compile_src(&P->c, src)) {
+    PrecisionPolicy pol = {.prec = prec, .io = DT_NONE};
+    if (!compile_src_policy(&P->c, src, &pol)) {
         fprintf(stdout, "source does not compile:\n%s\n%s\n", src, P->c.msgs);
         return false;
     }
-    DType *dt = precision_storage_dtypes(&P->c.arena, P->c.g, prec);
+    DType *dt = precision_storage_dtypes(&P->c.arena, P->c.g);
     P->s = schedule_from_graph(&P->c.arena, P->c.g, dt);
     P->p = memplan_plan(&P->c.arena, P->s);
     return true;
@@ -268,7 +269,7 @@ static void test_random(void *arg) {
         if (df) fputs(src, df), fclose(df);
         unit_context = ctx;
         Planned P;
-        for (int prec = PREC_DECLARED; prec <= PREC_BF16; prec += 2)
+        for (int prec = PREC_DECLARED; prec <= PREC_MIXED_BF16; prec++)
             if (plan_src(&P, src, (Precision)prec)) {
                 check_verified(&P);
                 compiled_free(&P.c);
@@ -304,7 +305,7 @@ static void bench_10k(void *arg) {
     CHECK(g != NULL);
     if (g) {
         double c1 = cpu();
-        DType *dt = precision_storage_dtypes(&c.arena, g, PREC_DECLARED);
+        DType *dt = precision_storage_dtypes(&c.arena, g);
         Schedule *s = schedule_from_graph(&c.arena, g, dt);
         MemPlan *p = memplan_plan(&c.arena, s);
         double t2 = now(), c2 = cpu();

@@ -170,16 +170,21 @@ typedef struct Compiled {
     Graph *g; /* NULL when the source has errors */
 } Compiled;
 
-/* Runs tgc_frontend() on src (copied); diagnostics go to c->msgs. */
-static inline Graph *compile_src(Compiled *c, const char *src) {
+/* Runs tgc_frontend() on src (copied) under pol (NULL: declared dtypes);
+ * diagnostics go to c->msgs. */
+static inline Graph *compile_src_policy(Compiled *c, const char *src, const PrecisionPolicy *pol) {
     memset(c, 0, sizeof *c);
     char *text = arena_strdup(&c->arena, src);
     c->file = (SrcFile){.path = "u.tg", .text = text, .len = (int)strlen(text)};
     c->msgs_out = open_memstream(&c->msgs, &c->msgs_len);
     diag_init(&c->diag, c->msgs_out);
-    c->g = tgc_frontend(&c->arena, &c->diag, &c->file, NULL, 0);
+    c->g = tgc_frontend(&c->arena, &c->diag, &c->file, NULL, 0, pol);
     fflush(c->msgs_out);
     return c->g;
+}
+
+static inline Graph *compile_src(Compiled *c, const char *src) {
+    return compile_src_policy(c, src, NULL);
 }
 
 static inline void compiled_free(Compiled *c) {
