@@ -127,11 +127,19 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
             "tgc_bytes(&tgc_inputs[i]) : 0; }\n"
             "size_t %1$s_output_bytes(int i) { return i >= 0 && i < %3$d ? "
             "tgc_bytes(&tgc_outputs[i]) : 0; }\n"
+            "size_t %1$s_params_bytes(void) {\n"
+            "    size_t s = 0;\n"
+            "    for (int i = 0; i < %4$d; i++) {\n"
+            "        int64_t n = 0;\n"
+            "        rt_desc_numel(&tgc_params[i].desc, &n);\n"
+            "        s += (size_t)n * rt_dtype_size(tgc_params[i].storage);\n"
+            "    }\n"
+            "    return s;\n}\n"
             "const char *%1$s_input_name(int i) { return i >= 0 && i < %2$d ? tgc_inputs[i].name "
             ": NULL; }\n"
             "const char *%1$s_output_name(int i) { return i >= 0 && i < %3$d ? "
             "tgc_outputs[i].name : NULL; }\n",
-            g, it->ninputs, it->noutputs);
+            g, it->ninputs, it->noutputs, it->nparams);
     fprintf(f, "int %s_run(%s_ctx *ctx", g, g);
     for (int i = 0; i < it->ninputs; i++)
         fprintf(f, ", const %s *in_%s", c_type(it->inputs[i]->dtype), it->inputs[i]->name);
@@ -206,6 +214,8 @@ void cg_write_header(FILE *f, const CgProgram *p) {
         "const char *%1$s_error(const %1$s_ctx *ctx); /* \"\" when there was none */\n"
         "void %1$s_destroy(%1$s_ctx *ctx);\n\n"
         "size_t %1$s_arena_bytes(void);\n"
+        "/* The weights a context holds, at their storage dtypes (scales included). */\n"
+        "size_t %1$s_params_bytes(void);\n"
         "int %1$s_num_inputs(void);\n"
         "int %1$s_num_outputs(void);\n"
         "size_t %1$s_input_bytes(int i);\n"
