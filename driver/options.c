@@ -77,6 +77,13 @@ int options_precision_flag(Options *o, int argc, char **argv, int *i, const char
 }
 
 int options_precision_finish(const Options *o) {
+    if (o->has_io && o->prec == PREC_DECLARED) {
+        fprintf(stderr,
+                "tgc %s: error: --precision-io needs --precision (the inputs and outputs keep "
+                "their declared dtypes otherwise)\n",
+                o->command);
+        return 1;
+    }
     if (o->group_size && !o->quant_bits) {
         fprintf(stderr, "tgc %s: error: --group-size needs --quantize int8 or int4\n", o->command);
         return 1;
@@ -214,5 +221,15 @@ Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file) {
     if (o->weights && rt_st_open(o->weights, &st, NULL) != TGCRT_OK) st = NULL;
     f16_overflow_warn(g, d, st ? weights_range : NULL, st);
     rt_st_close(st);
+    if (o->quant_bits) {
+        bool any = false;
+        for (int i = 0; i < g->nvalues && !any; i++)
+            any = g->values[i]->quant != NULL;
+        if (!any)
+            fprintf(stderr,
+                    "tgc %s: warning: --quantize int%d: no param is used only as the weight of "
+                    "matrix products; nothing is quantized\n",
+                    o->command, o->quant_bits);
+    }
     return g;
 }
