@@ -9,8 +9,9 @@
  * scratch matrix. A C with contiguous rows is computed directly, one with
  * contiguous columns as C^T = B^T A^T, any other through a scratch matrix.
  * f16/bf16 operands are widened to f32 scratch, multiplied by sgemm and
- * rounded once into C. Integers and bool use a loop with 64-bit wrapping
- * accumulation (bool: C = OR_k (A and B)). Scratch is allocated per call: no
+ * rounded once into C; bf16 products with up to RT_BF16_KERNEL_MAX_M rows
+ * go to the AVX-512 BF16 kernel (matmul_bf16.c) where the CPU has it. Integers and bool use a loop
+ * with 64-bit wrapping accumulation (bool: C = OR_k (A and B)). Scratch is allocated per call: no
  * global state besides OpenBLAS's own thread count. See docs/runtime.md
  * "Matrix products". */
 #include <cblas.h>
@@ -274,8 +275,19 @@ static void narrow(char *dst, const float *src, RtDType t, int64_t r, int64_t c,
         }
 }
 
+/* matmul_bf16.c: false when the CPU lacks AVX-512 BF16 or memory is short.
+ * vdpbf16ps runs at about half the f32 FMA rate on the CPU measured, so
+ * the kernel wins only while widening the operands dominates: measured
+ * (bench/bf16_gemm.c, 2 threads) 2-5x faster at m <= 64, 1.2-1.6x at
+ * m = 256, even at 512 x 1024 x 1024, 0.6x at 2048^3. */
+#define RT_BF16_KERNEL_MAX_M 256
+
 static bool matmul_half(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Mat A, Mat B, Mat C,
-                        Scratch *s) {
+                        Scratch *s, RtPool *pool) {
+    if (t == RT_BF16 && m <= RT_BF16_KERNEL_MAX_M &&
+        rt_matmul_bf16(m, n, k, (const uint16_t *)A.p, A.rs, A.cs, (const uint16_t *)B.p, B.rs,
+                       B.cs, (void *)C.p, RT_BF16, C.rs, C.cs, acc, pool))
+        return true;
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
     size_t ba, bb, bc;
     if (!mul_size(m, k, 4, &ba) || !mul_size(k, n, 4, &bb) || !mul_size(m, n, 4, &bc) ||
@@ -309,7 +321,7 @@ static void matmul_one(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Mat
     if (t == RT_F32 || t == RT_F64)
         done = matmul_blas(t, m, n, k, acc, A, B, C, s);
     else if (t == RT_F16 || t == RT_BF16)
-        done = matmul_half(t, m, n, k, acc, A, B, C, s);
+        done = matmul_half(t, m, n, k, acc, A, B, C, s, pool);
     if (!done) matmul_loop(t, m, n, k, acc, A, B, C, pool);
 }
 

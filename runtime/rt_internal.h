@@ -28,4 +28,10 @@ enum { RT_FILL_RANDOM_INPUT = 100 }; /* --random-inputs: randn / [0, 10) / 0-1 *
 /* Fills elements [0, numel) of dst (dtype dt) with initialiser `kind`
  * (an RtInitKind or RT_FILL_RANDOM_INPUT) for tensor `name`, on the pool. */
 /* rt_fill: declared in tgcrt.h. */
+/* The AVX-512 BF16 GEMM (matmul_bf16.c): C (+)= A @ B on bf16 operands,
+ * f32 accumulation, C in ct (bf16 or f32) rounded once; false when the CPU
+ * lacks AVX-512 BF16 or memory is short (the caller falls back). */
+bool rt_matmul_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
+                    const uint16_t *b, int64_t b_rs, int64_t b_cs, void *c, RtDType ct,
+                    int64_t c_rs, int64_t c_cs, bool acc, RtPool *pool);
 #endif

@@ -326,6 +326,66 @@ static void test_large(RtPool *pool) {
     free(c);
 }
 
+/* bf16 shapes past the AVX-512 BF16 kernel's tiles (12 rows x 32
+ * columns, k in pairs): partial tiles, odd k, several column blocks and
+ * row chunks, every layout of A, B and C, accumulate, batches. */
+static void test_bf16_tiles(RtPool *pool) {
+    static const int64_t sizes[][3] = {{13, 33, 3}, {12, 32, 2},  {25, 65, 31},   {1, 100, 257},
+                                       {40, 1, 64}, {7, 200, 33}, {100, 32, 100}, {37, 300, 129},
+                                       {300, 5, 7}}; /* the last past the kernel's m limit */
+    int before = failures, rot = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int acc = 0; acc < 2; acc++)
+            for (int am = 0; am < NMODES; am++)
+                for (int bm = 0; bm < NMODES; bm++) {
+                    int bi = rot % NBATCHES, cm = rot++ % 6;
+                    run_case(RT_BF16, sizes[s][0], sizes[s][1], sizes[s][2], am, bm, cm, acc,
+                             &BATCHES[bi < 2 ? bi : 0], pool);
+                }
+    CHECK_INT(before, failures);
+
+    /* Values whose products and sums are exact in f32: the result must be
+     * the exact sum rounded once to bf16, bit for bit. */
+    int64_t m = 77, n = 301, k = 515;
+    uint16_t *a = malloc(2 * (size_t)(m * k)), *b = malloc(2 * (size_t)(k * n));
+    uint16_t *c = malloc(2 * (size_t)(m * n));
+    for (int64_t i = 0; i < m * k; i++)
+        a[i] = rt_f32_to_bf16((float)((int)(rnd() % 61) - 30) / 8.0f);
+    for (int64_t i = 0; i < k * n; i++)
+        b[i] = rt_f32_to_bf16((float)((int)(rnd() % 61) - 30) / 16.0f);
+    for (int64_t i = 0; i < m * n; i++)
+        c[i] = rt_f32_to_bf16((float)((int)(rnd() % 1001) - 500) / 32.0f);
+    uint16_t *c0 = malloc(2 * (size_t)(m * n));
+    memcpy(c0, c, 2 * (size_t)(m * n));
+    RtMatmulDesc d = {.dtype = RT_BF16,
+                      .m = m,
+                      .n = n,
+                      .k = k,
+                      .a_rs = k,
+                      .a_cs = 1,
+                      .b_rs = 1,
+                      .b_cs = k,
+                      .c_rs = n,
+                      .c_cs = 1,
+                      .accumulate = 1};
+    rt_matmul(&d, a, b, c, pool); /* B read as a transposed [n, k] matrix */
+    int bad = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = rt_bf16_to_f32(c0[i * n + j]);
+            for (int64_t kk = 0; kk < k; kk++)
+                s += (double)rt_bf16_to_f32(a[i * k + kk]) * rt_bf16_to_f32(b[j * k + kk]);
+            if (c[i * n + j] != rt_f32_to_bf16((float)s) && bad++ < 3)
+                printf("bf16 exact: C[%lld][%lld] = 0x%04x, want 0x%04x\n", (long long)i,
+                       (long long)j, c[i * n + j], rt_f32_to_bf16((float)s));
+        }
+    CHECK_INT(0, bad);
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+}
+
 static void test_edges(RtPool *pool) {
     /* Wrapping: i32 sums past 2^31, i8 products. */
     int32_t a32[2] = {INT32_MAX, 2}, b32[2] = {1, 1}, c32 = 0;
@@ -409,6 +469,8 @@ int main(void) {
     rt_blas_set_threads(3);
     test_layouts(pool);
     test_large(pool);
+    test_bf16_tiles(pool);
+    test_bf16_tiles(NULL);
     test_edges(pool);
     rt_blas_set_threads(1);
     test_large(NULL);
