@@ -9,11 +9,18 @@ void rewrite_graph(Graph *g, RewriteFn fn, void *ctx) {
     Rewriter rw = {.g = g};
     for (int i = 0; i < g->nvalues; i++) {
         Value *v = g->values[i];
+        rw.placed = false;
         fn(&rw, v, ctx);
         value_collect_inputs(g, v);
-        rewrite_emit(&rw, v);
+        if (!rw.placed) rewrite_emit(&rw, v);
     }
     g->values = rw.list;
     g->nvalues = rw.count;
     g->cap_values = rw.cap;
+}
+
+void rewrite_emit_self(Rewriter *rw, Value *v) {
+    value_collect_inputs(rw->g, v);
+    rewrite_emit(rw, v);
+    rw->placed = true;
 }

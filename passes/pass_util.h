@@ -9,9 +9,12 @@ typedef struct Rewriter {
     Graph *g;
     Value **list;
     int count, cap;
+    bool placed; /* fn emitted v itself (rewrite_emit_self), to put nodes after it */
 } Rewriter;
 
 typedef void (*RewriteFn)(Rewriter *rw, Value *v, void *ctx);
 void rewrite_graph(Graph *g, RewriteFn fn, void *ctx);
 void rewrite_emit(Rewriter *rw, Value *v);
+/* Emits v now, so that fn can place nodes after it. */
+void rewrite_emit_self(Rewriter *rw, Value *v);
 #endif

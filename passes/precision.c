@@ -74,6 +74,7 @@ typedef struct {
     InferCtx ic;
     int nmemo;
     Value **memo_low, **memo_f32; /* by Value.id: the one cast of a value to low / f32 */
+    Value **subst;                /* by Value.id: the value that replaces it for later uses */
 } PolicyCtx;
 
 static Value *make_cast(Graph *g, Value *x, DType t, SrcLoc loc, const char *why) {
@@ -148,6 +149,14 @@ static void apply_policy(Rewriter *rw, Value *v, void *ctx) {
     PolicyCtx *c = ctx;
     Precision p = c->pol->prec;
     bool mixed = precision_is_mixed(p);
+    for (int k = 0; k < v->nargs; k++) {
+        Arg *a = &v->args[k];
+        if (a->kind == ARG_TENSOR && a->t->id < c->nmemo && c->subst[a->t->id])
+            a->t = c->subst[a->t->id];
+        for (int i = 0; a->kind == ARG_TENSORS && i < a->n; i++)
+            if (a->ts[i]->id < c->nmemo && c->subst[a->ts[i]->id])
+                a->ts[i] = c->subst[a->ts[i]->id];
+    }
     if (v->op == OP_SCALAR || v->ntuple) return; /* tuple elements are rewritten on their own */
     if (v->op == OP_INPUT) {
         if (dtype_is_float(v->dtype) && c->pol->io != DT_NONE) v->dtype = c->pol->io;
@@ -179,6 +188,19 @@ static void apply_policy(Rewriter *rw, Value *v, void *ctx) {
         v->args[dp] = arg_dtype(c->low, v->loc);
         value_infer(&c->ic, v);
     }
+    /* A float made from integers only (true division, exp of an int...):
+     * computed in f32 as PyTorch does, then stored in the policy's dtype,
+     * the cast taking over the value's name and uses. */
+    if (!mixed && dtype_is_float(v->dtype) && v->dtype != c->low && v->id < c->nmemo) {
+        rewrite_emit_self(rw, v);
+        Value *cv = make_cast(rw->g, v, c->low, v->loc, "precision policy");
+        rewrite_emit(rw, cv);
+        cv->name = v->name;
+        cv->is_output = v->is_output;
+        v->name = NULL;
+        v->is_output = false;
+        c->subst[v->id] = cv;
+    }
 }
 
 void pass_precision(Graph *g, Diag *d, const PrecisionPolicy *pol) {
@@ -192,7 +214,11 @@ void pass_precision(Graph *g, Diag *d, const PrecisionPolicy *pol) {
     c.nmemo = g->next_id;
     c.memo_low = ARENA_ARRAY(g->arena, Value *, c.nmemo + 1);
     c.memo_f32 = ARENA_ARRAY(g->arena, Value *, c.nmemo + 1);
+    c.subst = ARENA_ARRAY(g->arena, Value *, c.nmemo + 1);
     if (pol->prec != PREC_DECLARED) rewrite_graph(g, apply_policy, &c);
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i]->id < c.nmemo && c.subst[g->outputs[i]->id])
+            g->outputs[i] = c.subst[g->outputs[i]->id];
     /* Outputs: back to the declared dtype (or --precision-io's), by a cast
      * placed right after the value and taking over its name. */
     Value **old = g->values;
