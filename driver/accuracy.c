@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "driver/st_write.h"
 #include "driver/toolchain.h"
 #include "tgcrt.h"
 
@@ -26,60 +27,42 @@ static bool self_exe(char *buf, size_t cap) {
  * +1/sqrt(fan_in)) (torch.nn.Linear's range), from a fixed generator so
  * two reports agree; integer ones get zeros. */
 static bool synthesize_weights(const Graph *g, const char *path) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return false;
-    char *hdr = NULL;
-    size_t hlen = 0;
-    FILE *h = open_memstream(&hdr, &hlen);
-    fputc('{', h);
-    size_t off = 0;
-    int n = 0;
-    for (int i = 0; i < g->nvalues; i++) {
-        const Value *v = g->values[i];
-        if (v->op != OP_PARAM || v->dead || v->init.kind != INIT_NONE) continue;
-        bool fl = dtype_is_float(v->dtype);
-        size_t bytes = (size_t)value_numel(v) * (fl ? 4 : dtype_size(v->dtype));
-        fprintf(h, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", n++ ? "," : "", v->name,
-                fl                    ? "F32"
-                : v->dtype == DT_BOOL ? "BOOL"
-                : v->dtype == DT_U8   ? "U8"
-                : v->dtype == DT_I8   ? "I8"
-                : v->dtype == DT_I16  ? "I16"
-                : v->dtype == DT_I32  ? "I32"
-                                      : "I64");
-        for (int d = 0; d < v->ndim; d++)
-            fprintf(h, "%s%lld", d ? "," : "", (long long)v->shape[d]);
-        fprintf(h, "],\"data_offsets\":[%zu,%zu]}", off, off + bytes);
-        off += bytes;
-    }
-    fputc('}', h);
-    fclose(h);
-    size_t padded = (hlen + 7) / 8 * 8;
-    uint64_t le = padded;
-    bool ok = fwrite(&le, 8, 1, f) == 1 && fwrite(hdr, 1, hlen, f) == hlen;
-    for (size_t i = hlen; ok && i < padded; i++)
-        ok = fputc(' ', f) != EOF;
-    free(hdr);
+    StBlob *b = calloc((size_t)g->nvalues + 1, sizeof *b);
+    int nb = 0;
+    bool ok = b != NULL;
     uint64_t state = 0x9E3779B97F4A7C15ull;
     for (int i = 0; ok && i < g->nvalues; i++) {
         const Value *v = g->values[i];
         if (v->op != OP_PARAM || v->dead || v->init.kind != INIT_NONE) continue;
+        bool fl = dtype_is_float(v->dtype);
         int64_t numel = value_numel(v);
-        if (!dtype_is_float(v->dtype)) {
-            for (int64_t j = 0; ok && j < numel * (int64_t)dtype_size(v->dtype); j++)
-                ok = fputc(0, f) != EOF;
-            continue;
-        }
+        StBlob *t = &b[nb++];
+        t->name = v->name;
+        t->dtype = fl ? RT_F32 : (RtDType)v->dtype; /* RtDType follows DType's order */
+        t->ndim = v->ndim;
+        for (int d = 0; d < v->ndim; d++)
+            t->shape[d] = v->shape[d];
+        t->nbytes = (size_t)numel * (fl ? 4 : dtype_size(v->dtype));
+        t->data = t->owned = calloc(t->nbytes ? t->nbytes : 1, 1);
+        ok = t->owned != NULL;
+        if (!ok || !fl) continue; /* integers: zeros */
         int64_t fan_in = v->ndim ? v->shape[v->ndim - 1] : 1;
         float bound = 1.0f / sqrtf((float)(fan_in > 0 ? fan_in : 1));
-        for (int64_t j = 0; ok && j < numel; j++) {
+        float *x = t->owned;
+        for (int64_t j = 0; j < numel; j++) {
             state = state * 6364136223846793005ull + 1442695040888963407ull;
             float u = (float)((state >> 40) * (1.0 / 16777216.0)); /* [0, 1) */
-            float x = (2 * u - 1) * bound;
-            ok = fwrite(&x, 4, 1, f) == 1;
+            x[j] = (2 * u - 1) * bound;
         }
     }
-    return fclose(f) == 0 && ok;
+    if (!ok)
+        fprintf(stderr, "tgc report: error: out of memory making up weights\n");
+    else
+        ok = st_write("report", path, b, nb);
+    for (int i = 0; b && i < nb; i++)
+        free(b[i].owned);
+    free(b);
+    return ok;
 }
 
 bool accuracy_begin(AccSession *s, const Options *o, const Graph *declared, const char *weights,
@@ -100,10 +83,7 @@ bool accuracy_begin(AccSession *s, const Options *o, const Graph *declared, cons
         return true;
     }
     snprintf(s->wpath, sizeof s->wpath, "%s/weights.safetensors", s->dir);
-    if (!synthesize_weights(declared, s->wpath)) {
-        fprintf(stderr, "tgc report: error: cannot write '%s'\n", s->wpath);
-        return false;
-    }
+    if (!synthesize_weights(declared, s->wpath)) return false;
     s->weights = s->wpath;
     s->synthesized = true;
     return true;
@@ -167,21 +147,6 @@ static bool run_exe(const char *exe, int seed, const char *outdir) {
 static double element(const RtArray *a, int64_t i) {
     const char *p = a->data;
     switch (a->desc.dtype) {
-    case RT_F32: {
-        float f;
-        memcpy(&f, p + 4 * i, 4);
-        return f;
-    }
-    case RT_F64: {
-        double f;
-        memcpy(&f, p + 8 * i, 8);
-        return f;
-    }
-    case RT_F16: {
-        uint16_t hv;
-        memcpy(&hv, p + 2 * i, 2);
-        return rt_f16_to_f32(hv);
-    }
     case RT_I64: {
         int64_t v;
         memcpy(&v, p + 8 * i, 8);
@@ -198,7 +163,9 @@ static double element(const RtArray *a, int64_t i) {
         return v;
     }
     case RT_I8: return (int8_t)p[i];
-    default: return (uint8_t)p[i];
+    case RT_U8:
+    case RT_BOOL: return (uint8_t)p[i];
+    default: return rt_load_float(p, a->desc.dtype, (size_t)i);
     }
 }
 

@@ -9,55 +9,17 @@
  * are (the program converts them at load as usual). */
 #include "driver/quantize_weights.h"
 
-#include <cjson/cJSON.h>
+#include "driver/st_write.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tgcrt.h"
 
-static const char *st_dtype(RtDType t) {
-    static const char *names[RT_DTYPE_COUNT] = {"BOOL", "U8",  "I8",   "I16", "I32",
-                                                "I64",  "F16", "BF16", "F32", "F64"};
-    return t >= 0 && t < RT_DTYPE_COUNT ? names[t] : "?";
-}
-
-typedef struct Blob {
-    const char *name;
-    RtDType dtype;
-    int ndim;
-    int64_t shape[2 > RT_MAX_DIMS ? 2 : RT_MAX_DIMS];
-    const void *data;
-    size_t nbytes;
-    void *owned;
-} Blob;
-
-static float to_f32(const RtStTensor *t, int64_t i) {
-    const char *p = t->data;
-    switch (t->desc.dtype) {
-    case RT_F32: {
-        float f;
-        memcpy(&f, p + 4 * i, 4);
-        return f;
-    }
-    case RT_F64: {
-        double f;
-        memcpy(&f, p + 8 * i, 8);
-        return (float)f;
-    }
-    case RT_F16:
-    case RT_BF16: {
-        uint16_t h;
-        memcpy(&h, p + 2 * i, 2);
-        return t->desc.dtype == RT_F16 ? rt_f16_to_f32(h) : rt_bf16_to_f32(h);
-    }
-    default: return 0;
-    }
-}
-
 /* q and scales of one weight; false (with a message) on non-finite data. */
 static bool quantize_one(const char *cmd, const char *path, const RtStTensor *t, const QuantOf *qo,
-                         Blob *qb, Blob *sb) {
+                         StBlob *qb, StBlob *sb) {
     int64_t n = qo->n, k = qo->k, gsz = qo->group, ng = (k + gsz - 1) / gsz;
     int qmax = qo->bits == 8 ? 127 : 7;
     size_t rowbytes = qo->bits == 8 ? (size_t)k : (size_t)(k + 1) / 2;
@@ -71,7 +33,8 @@ static bool quantize_one(const char *cmd, const char *path, const RtStTensor *t,
     }
     for (int64_t r = 0; r < n; r++) {
         for (int64_t j = 0; j < k; j++) {
-            row[j] = to_f32(t, qo->transposed ? j * n + r : r * k + j);
+            row[j] = (float)rt_load_float(t->data, t->desc.dtype,
+                                          (size_t)(qo->transposed ? j * n + r : r * k + j));
             if (!isfinite(row[j])) {
                 fprintf(stderr,
                         "tgc %s: error: %s: tensor '%s' holds %s at element %lld: cannot "
@@ -101,56 +64,19 @@ static bool quantize_one(const char *cmd, const char *path, const RtStTensor *t,
         }
     }
     free(row);
-    *qb = (Blob){.dtype = qo->bits == 8 ? RT_I8 : RT_U8,
-                 .ndim = 2,
-                 .shape = {n, (int64_t)rowbytes},
-                 .data = q,
-                 .nbytes = (size_t)n * rowbytes,
-                 .owned = q};
-    *sb = (Blob){.dtype = RT_F32,
-                 .ndim = 2,
-                 .shape = {n, ng},
-                 .data = sc,
-                 .nbytes = sizeof(float) * (size_t)(n * ng),
-                 .owned = sc};
+    *qb = (StBlob){.dtype = qo->bits == 8 ? RT_I8 : RT_U8,
+                   .ndim = 2,
+                   .shape = {n, (int64_t)rowbytes},
+                   .data = q,
+                   .nbytes = (size_t)n * rowbytes,
+                   .owned = q};
+    *sb = (StBlob){.dtype = RT_F32,
+                   .ndim = 2,
+                   .shape = {n, ng},
+                   .data = sc,
+                   .nbytes = sizeof(float) * (size_t)(n * ng),
+                   .owned = sc};
     return true;
-}
-
-static bool write_blobs(const char *cmd, const char *out, Blob *b, int nb) {
-    cJSON *h = cJSON_CreateObject();
-    cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
-    cJSON_AddStringToObject(meta, "producer", "tgc --quantize");
-    size_t off = 0;
-    for (int i = 0; i < nb; i++) {
-        cJSON *e = cJSON_AddObjectToObject(h, b[i].name);
-        cJSON_AddStringToObject(e, "dtype", st_dtype(b[i].dtype));
-        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
-        for (int d = 0; d < b[i].ndim; d++)
-            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)b[i].shape[d]));
-        cJSON *o = cJSON_AddArrayToObject(e, "data_offsets");
-        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
-        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + b[i].nbytes)));
-        off += b[i].nbytes;
-    }
-    char *text = cJSON_PrintUnformatted(h);
-    cJSON_Delete(h);
-    FILE *f = text ? fopen(out, "wb") : NULL;
-    bool ok = f != NULL;
-    if (f) {
-        size_t len = strlen(text), padded = (len + 7) / 8 * 8;
-        uint8_t hdr[8];
-        for (int i = 0; i < 8; i++)
-            hdr[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-        ok = fwrite(hdr, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
-        for (size_t i = len; ok && i < padded; i++)
-            ok = fputc(' ', f) != EOF;
-        for (int i = 0; ok && i < nb; i++)
-            ok = fwrite(b[i].data, 1, b[i].nbytes, f) == b[i].nbytes;
-        ok = fclose(f) == 0 && ok;
-    }
-    if (!ok) fprintf(stderr, "tgc %s: error: cannot write '%s'\n", cmd, out);
-    free(text);
-    return ok;
 }
 
 bool quantize_weights_write(const Graph *g, const char *src, const char *out, const char *cmd) {
@@ -161,9 +87,12 @@ bool quantize_weights_write(const Graph *g, const char *src, const char *out, co
         fprintf(stderr, "tgc %s: error: %s\n", cmd, e.msg);
         return false;
     }
-    Blob *b = calloc((size_t)g->nvalues * 2 + 1, sizeof *b);
+    StBlob *b = calloc((size_t)g->nvalues * 2 + 1, sizeof *b);
+    bool *is_scales = calloc((size_t)g->nvalues + 1, sizeof *is_scales);
     int nb = 0;
-    bool ok = b != NULL;
+    bool ok = b && is_scales;
+    for (int i = 0; ok && i < g->nvalues; i++)
+        if (g->values[i]->quant) is_scales[g->values[i]->quant->scales->order] = true;
     for (int i = 0; ok && i < g->nvalues; i++) {
         const Value *v = g->values[i];
         if (v->op != OP_PARAM || v->dead) continue;
@@ -210,10 +139,7 @@ bool quantize_weights_write(const Graph *g, const char *src, const char *out, co
             if (t == &filled) free((void *)filled.data);
             continue;
         }
-        bool is_scales = false;
-        for (int j = 0; j < g->nvalues && !is_scales; j++)
-            is_scales = g->values[j]->quant && g->values[j]->quant->scales == v;
-        const RtStTensor *t = is_scales || !st ? NULL : rt_st_find(st, v->name);
+        const RtStTensor *t = is_scales[i] || !st ? NULL : rt_st_find(st, v->name);
         if (!t) continue; /* an initialiser, or missing: the usual check reports it */
         b[nb].name = v->name;
         b[nb].dtype = t->desc.dtype;
@@ -224,10 +150,11 @@ bool quantize_weights_write(const Graph *g, const char *src, const char *out, co
         b[nb].nbytes = t->nbytes;
         nb++;
     }
-    if (ok) ok = write_blobs(cmd, out, b, nb);
+    if (ok) ok = st_write(cmd, out, b, nb);
     for (int i = 0; b && i < nb; i++)
         free(b[i].owned);
     free(b);
+    free(is_scales);
     rt_st_close(st);
     return ok;
 }

@@ -9,9 +9,7 @@ static inline bool rt_dtype_is_float(RtDType t) {
     return t == RT_F16 || t == RT_BF16 || t == RT_F32 || t == RT_F64;
 }
 
-/* Element i of a floating array as a double (exact for every floating
- * dtype). */
-double rt_load_float(const void *p, RtDType t, size_t i);
+/* rt_load_float: declared in tgcrt.h. */
 /* Stores v as element i of a floating array: f64 exactly, f32 rounded,
  * f16/bf16 through f32 (as torch converts a double). */
 void rt_store_float(void *p, RtDType t, size_t i, double v);

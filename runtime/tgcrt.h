@@ -112,6 +112,9 @@ float rt_bf16_to_f32(uint16_t x);
 float rt_f16_to_f32(uint16_t x); /* IEEE binary16, exact */
 void rt_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
 void rt_bf16_to_f32_n(const uint16_t *src, float *dst, size_t n);
+/* Element i of a floating array (f64, f32, f16, bf16) as a double, exact;
+ * 0 for any other dtype. */
+double rt_load_float(const void *p, RtDType t, size_t i);
 
 /* ---- 64-byte aligned memory and the activation arena (arena.c) ---- */
 
