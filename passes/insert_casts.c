@@ -41,16 +41,7 @@ static Value *cast_to(Rewriter *rw, Value *x, DType t, SrcLoc loc) {
         x->dtype = t;
         return x;
     }
-    Value *c = value_new(rw->g, OP_CAST, loc);
-    c->nargs = 2;
-    c->args = ARENA_ARRAY(rw->g->arena, Arg, 2);
-    c->args[0] = arg_tensor(x, loc);
-    c->args[1] = arg_dtype(t, loc);
-    c->dtype = t;
-    set_shape(c, x->shape, x->ndim);
-    c->label = "cast";
-    c->copy_reason = "type promotion";
-    value_collect_inputs(rw->g, c);
+    Value *c = cast_node(rw->g, x, t, loc, "type promotion");
     rewrite_emit(rw, c);
     return c;
 }

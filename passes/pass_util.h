@@ -17,4 +17,8 @@ void rewrite_graph(Graph *g, RewriteFn fn, void *ctx);
 void rewrite_emit(Rewriter *rw, Value *v);
 /* Emits v now, so that fn can place nodes after it. */
 void rewrite_emit_self(Rewriter *rw, Value *v);
+
+/* A new cast of x to t (not yet placed in the graph), shown by `tgc show`
+ * as a compiler-made copy with the reason why. */
+Value *cast_node(Graph *g, Value *x, DType t, SrcLoc loc, const char *why);
 #endif

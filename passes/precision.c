@@ -77,20 +77,6 @@ typedef struct {
     Value **subst;                /* by Value.id: the value that replaces it for later uses */
 } PolicyCtx;
 
-static Value *make_cast(Graph *g, Value *x, DType t, SrcLoc loc, const char *why) {
-    Value *c = value_new(g, OP_CAST, loc);
-    c->nargs = 2;
-    c->args = ARENA_ARRAY(g->arena, Arg, 2);
-    c->args[0] = arg_tensor(x, loc);
-    c->args[1] = arg_dtype(t, loc);
-    c->dtype = t;
-    set_shape(c, x->shape, x->ndim);
-    c->label = "cast";
-    c->copy_reason = why;
-    value_collect_inputs(g, c);
-    return c;
-}
-
 /* One cast per value and dtype, placed before its first use. */
 static Value *cast_value(Rewriter *rw, PolicyCtx *pc, Value *x, DType t, SrcLoc loc,
                          const char *why) {
@@ -100,7 +86,7 @@ static Value *cast_value(Rewriter *rw, PolicyCtx *pc, Value *x, DType t, SrcLoc 
                                                        : NULL)
                                      : NULL;
     if (memo && memo[x->id]) return memo[x->id];
-    Value *c = make_cast(rw->g, x, t, loc, why);
+    Value *c = cast_node(rw->g, x, t, loc, why);
     rewrite_emit(rw, c);
     if (memo) memo[x->id] = c;
     return c;
@@ -193,7 +179,7 @@ static void apply_policy(Rewriter *rw, Value *v, void *ctx) {
      * the cast taking over the value's name and uses. */
     if (!mixed && dtype_is_float(v->dtype) && v->dtype != c->low && v->id < c->nmemo) {
         rewrite_emit_self(rw, v);
-        Value *cv = make_cast(rw->g, v, c->low, v->loc, "precision policy");
+        Value *cv = cast_node(rw->g, v, c->low, v->loc, "precision policy");
         rewrite_emit(rw, cv);
         cv->name = v->name;
         cv->is_output = v->is_output;
@@ -238,7 +224,7 @@ void pass_precision(Graph *g, Diag *d, const PrecisionPolicy *pol) {
             if (o->dtype == want || !dtype_is_float(o->dtype) || o->op == OP_PARAM ||
                 o->op == OP_INPUT)
                 continue;
-            Value *cv = make_cast(g, o, want, o->loc, "output in its declared dtype");
+            Value *cv = cast_node(g, o, want, o->loc, "output in its declared dtype");
             cv->name = o->name;
             cv->is_output = true;
             o->is_output = false;
