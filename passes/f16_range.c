@@ -997,6 +997,12 @@ static int analyse(Analysis *A, Diag *d) {
 
 int f16_overflow_warn(const Graph *g, Diag *d, ParamRangeFn range, void *ctx) {
     if (!g || g->nvalues <= 0) return 0;
+    /* Only f16 values warn: without one, skip the analysis (and the scan of
+     * the weights file that `range` would make). */
+    bool any_f16 = false;
+    for (int i = 0; i < g->nvalues && !any_f16; i++)
+        any_f16 = !g->values[i]->dead && g->values[i]->dtype == DT_F16;
+    if (!any_f16) return 0;
     Analysis A = {.g = g, .range = range, .ctx = ctx};
     A.r = malloc(sizeof(Range) * (size_t)g->nvalues);
     if (!A.r) return 0;
