@@ -65,6 +65,35 @@ static void batch_strides(const Value *t, int nmat, int nb, const int64_t *bshap
     }
 }
 
+/* The rows of x [..., k] in a product with a 2-D weight, whose output has
+ * contiguous strides cs: leading dims fold into the row count (returned)
+ * when they are evenly strided, else the last one is the rows and the
+ * others are batch dims (at most TG_MAX_DIMS - 2, within MAXB). Sets the
+ * row stride, the batch sizes and x's and the output's batch strides. */
+_Static_assert(TG_MAX_DIMS - 2 <= MAXB, "lead_rows' batch dims fit the descriptors");
+static int64_t lead_rows(const Value *x, const int64_t *cs, int64_t *rs, int64_t *nbatch,
+                         int64_t *batch, int64_t *x_bs, int64_t *y_bs) {
+    int lead = x->ndim - 1;
+    bool fold = true;
+    for (int d = 0; d + 1 < lead; d++)
+        if (x->strides[d] != x->strides[d + 1] * x->shape[d + 1]) fold = false;
+    if (fold || lead <= 1) {
+        int64_t m = 1;
+        for (int d = 0; d < lead; d++)
+            m *= x->shape[d];
+        *rs = lead ? x->strides[lead - 1] : 0;
+        return m;
+    }
+    *rs = x->strides[lead - 1];
+    *nbatch = lead - 1;
+    for (int j = 0; j < lead - 1; j++) {
+        batch[j] = x->shape[j];
+        x_bs[j] = x->strides[j];
+        y_bs[j] = cs[j];
+    }
+    return x->shape[lead - 1];
+}
+
 void k_matmul(Cg *cg, const Value *v) {
     const Value *a = v->in[0], *b = v->in[1];
     MM mm;
@@ -89,28 +118,8 @@ void k_matmul(Cg *cg, const Value *v) {
         mm.b_rs = w->strides[w->ndim - 1];
         mm.b_cs = w->ndim == 2 ? w->strides[0] : 0;
         mm.c_cs = w->ndim == 2 ? 1 : 0;
-        int lead = a->ndim - 1;
-        bool fold = true;
-        for (int d = 0; d + 1 < lead; d++)
-            if (a->strides[d] != a->strides[d + 1] * a->shape[d + 1]) fold = false;
-        if (fold || lead <= 1) {
-            mm.m = 1;
-            for (int d = 0; d < lead; d++)
-                mm.m *= a->shape[d];
-            mm.a_rs = lead ? a->strides[lead - 1] : 0;
-            mm.c_rs = mm.n;
-        } else {
-            mm.m = a->shape[lead - 1];
-            mm.a_rs = a->strides[lead - 1];
-            mm.c_rs = mm.n;
-            mm.nbatch = lead - 1;
-            for (int j = 0; j < lead - 1; j++) {
-                mm.batch[j] = a->shape[j];
-                mm.a_bs[j] = a->strides[j];
-                mm.b_bs[j] = 0;
-                mm.c_bs[j] = cs[j];
-            }
-        }
+        mm.m = lead_rows(a, cs, &mm.a_rs, &mm.nbatch, mm.batch, mm.a_bs, mm.c_bs);
+        mm.c_rs = mm.n;
     } else {
         /* matmul / mm / bmm / mv: torch.matmul's rules. */
         int omat = (a->ndim >= 2) + (b->ndim >= 2);
@@ -169,31 +178,8 @@ void k_qmatmul(Cg *cg, const Value *v) {
     d.y_cs = 1;
     int64_t cs[TG_MAX_DIMS];
     shape_contiguous_strides(v->shape, v->ndim, cs);
-    int lead = x->ndim - 1;
-    bool fold = true;
-    for (int i = 0; i + 1 < lead; i++)
-        if (x->strides[i] != x->strides[i + 1] * x->shape[i + 1]) fold = false;
-    if (fold || lead <= 1) {
-        d.m = 1;
-        for (int i = 0; i < lead; i++)
-            d.m *= x->shape[i];
-        d.x_rs = lead ? x->strides[lead - 1] : 0;
-        d.y_rs = d.n;
-    } else {
-        if (lead - 1 > MAXB) {
-            cg_fail(cg, "quantized product with more than %d batch dimensions", MAXB);
-            return;
-        }
-        d.m = x->shape[lead - 1];
-        d.x_rs = x->strides[lead - 1];
-        d.y_rs = d.n;
-        d.nbatch = lead - 1;
-        for (int j = 0; j < lead - 1; j++) {
-            d.batch[j] = x->shape[j];
-            d.x_bs[j] = x->strides[j];
-            d.y_bs[j] = cs[j];
-        }
-    }
+    d.m = lead_rows(x, cs, &d.x_rs, &d.nbatch, d.batch, d.x_bs, d.y_bs);
+    d.y_rs = d.n;
     if (v->nargs > 3 && v->args[3].kind == ARG_TENSOR) {
         k_broadcast_into(cg, v->args[3].t, v);
         d.accumulate = 1;
