@@ -65,11 +65,15 @@ const char *toolchain_sanitize_flag(void) {
 #endif
 }
 
-int toolchain_exec(char *const *argv, bool quiet) {
+/* Runs argv and waits. stdout goes to /dev/null when quiet; stdout and
+ * stderr both go to the file log when it is given. */
+static int spawn(char *const *argv, bool quiet, const char *log) {
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
-        if (quiet) {
+        if (log) {
+            if (!freopen(log, "w", stdout) || dup2(fileno(stdout), 2) < 0) _exit(126);
+        } else if (quiet) {
             FILE *f = freopen("/dev/null", "w", stdout);
             (void)f;
         }
@@ -84,18 +88,10 @@ int toolchain_exec(char *const *argv, bool quiet) {
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+int toolchain_exec(char *const *argv, bool quiet) {
+    return spawn(argv, quiet, NULL);
+}
+
 int toolchain_exec_log(char *const *argv, const char *log) {
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        if (!freopen(log, "w", stdout) || dup2(fileno(stdout), 2) < 0) _exit(126);
-        execvp(argv[0], argv);
-        fprintf(stderr, "tgc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return spawn(argv, false, log);
 }
