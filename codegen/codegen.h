@@ -54,7 +54,30 @@ typedef struct GlueOptions {
     const char *embed_path;
     int default_threads;
     bool with_main;
+    const char *cuda_decl; /* --target cuda: cg_cuda_emit's `tgc_cuda` (then no forward) */
 } GlueOptions;
 void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o);
 void cg_write_header(FILE *f, const CgProgram *p);
+
+/* The CUDA backend (codegen/cuda/): the same kernels as CUDA C, compiled
+ * by NVRTC to a CUBIN per architecture plus PTX for the highest one. */
+#define CG_CUDA_MAX_ARCHS 8
+typedef struct CudaOptions {
+    int archs[CG_CUDA_MAX_ARCHS]; /* 80 for sm_80, ... ascending */
+    int narchs;
+    bool cuda_graph;
+    const char *image_dir;   /* where the images go for the glue to embed (.incbin) */
+    const char *emit_dir;    /* NULL, or DIR for NAME.cu, NAME.sm_XX.cubin, NAME.ptx */
+    bool emit_ptx_only;      /* --emit ptx: only NAME.ptx */
+    const char *fail_source; /* where the source is written when NVRTC rejects it */
+} CudaOptions;
+/* Whether this tgc can compile CUDA (it was built with NVRTC). */
+bool cg_cuda_available(void);
+/* Renders, compiles and writes the images; *decl gets the C text defining
+ * `static const RtCudaProgram tgc_cuda` (malloc'd). Returns 0, or 1 with a
+ * message in err when the graph needs what the backend lacks, or 3 when
+ * NVRTC failed (an internal error: the source is at o->fail_source). */
+int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *err, size_t nerr);
+/* The image files cg_cuda_emit writes into image_dir (for cleaning up). */
+int cg_cuda_image_files(const CudaOptions *o, char names[][32], int max);
 #endif

@@ -24,7 +24,8 @@ typedef struct BuildOpts {
     const char *cmd, *usage;
     Options o; /* file and -D */
     const char *out, *header, *target, *weights, *emit_kind, *emit_dir, *cpu;
-    bool embed, static_rt;
+    bool embed, static_rt, cuda_graph;
+    const char *gpu_arch; /* --gpu-arch LIST, as given */
     int threads;
     /* tgc run: passed to the program */
     char *run_args[512];
@@ -35,7 +36,8 @@ static const char *USAGE_BUILD =
     "tgc build FILE -o EXE [--target cpu|cuda] [--weights W.safetensors] [--embed-weights]\n"
     "                 [-D NAME=VALUE]... [--precision P] [--precision-io D]\n"
     "                 [--quantize int8|int4 [--group-size N]] [--emit llvm|asm|cuda|ptx DIR]\n"
-    "                 [--cpu NAME] [--threads N] [--static-runtime]";
+    "                 [--cpu NAME] [--threads N] [--static-runtime]\n"
+    "                 [--gpu-arch sm_80,sm_90] [--cuda-graph]";
 static const char *USAGE_COMPILE = "tgc compile FILE -o OBJ.o --header H.h [same options as build]";
 static const char *USAGE_RUN =
     "tgc run FILE [--input NAME=FILE.npy]... [--weights W] [--output-dir D] [--random-inputs "
@@ -57,11 +59,16 @@ static void help(BuildOpts *b) {
            "--embed-weights, else the default for the program's --weights\n"
            "  --embed-weights      put the weights file into the executable\n"
            "  -D NAME=VALUE        set a symbolic dimension\n" PRECISION_FLAGS_HELP
-           "  --emit KIND DIR      also write the generated code: llvm (.ll) or asm (.s)\n"
+           "  --emit KIND DIR      also write the generated code: llvm (.ll) or asm (.s); with\n"
+           "                       --target cuda: cuda (.cu, a .cubin per arch, .ptx) or ptx\n"
            "  --cpu NAME           generate code for this CPU (LLVM name), not the host's\n"
            "  --threads N          default thread count of the program (0: every core)\n"
            "  --static-runtime     link OpenBLAS statically (to run on another machine)\n"
-           "  --target cpu|cuda    the backend (cpu)\n");
+           "  --target cpu|cuda    the backend (cpu)\n"
+           "  --gpu-arch LIST      CUDA architectures to compile for (sm_90); PTX for the last\n"
+           "                       is embedded too, for newer GPUs\n"
+           "  --cuda-graph         run the kernels as one captured CUDA graph (less launch "
+           "overhead)\n");
     if (b->mode == MODE_RUN)
         printf("  --input NAME=FILE    an input .npy file\n"
                "  --output-dir D       where outputs are written (default .)\n"
@@ -105,6 +112,11 @@ static int parse(BuildOpts *b, int argc, char **argv) {
         } else if (!strcmp(a, "--weights")) {
             NEED();
             b->weights = argv[++i];
+        } else if (!strcmp(a, "--gpu-arch")) {
+            NEED();
+            b->gpu_arch = argv[++i];
+        } else if (!strcmp(a, "--cuda-graph")) {
+            b->cuda_graph = true;
         } else if (!strcmp(a, "--embed-weights")) {
             b->embed = true;
         } else if (!strcmp(a, "--static-runtime")) {
@@ -253,6 +265,79 @@ static bool publish(const BuildOpts *b, char *tmp, const char *dest, mode_t mode
     return true;
 }
 
+/* --target cuda's flags: the architectures, --cuda-graph, and which
+ * flags need the CUDA target. */
+static bool cuda_flags(const BuildOpts *b, bool cuda, CudaOptions *co) {
+    bool cuda_emit =
+        b->emit_kind && (!strcmp(b->emit_kind, "cuda") || !strcmp(b->emit_kind, "ptx"));
+    const char *need = cuda_emit       ? "--emit cuda/ptx"
+                       : b->gpu_arch   ? "--gpu-arch"
+                       : b->cuda_graph ? "--cuda-graph"
+                                       : NULL;
+    if (!cuda && need) {
+        fprintf(stderr, "tgc %s: error: %s needs --target cuda\n", b->cmd, need);
+        return false;
+    }
+    if (cuda && b->emit_kind && !cuda_emit) {
+        fprintf(stderr, "tgc %s: error: --emit %s is for --target cpu; use --emit cuda or ptx\n",
+                b->cmd, b->emit_kind);
+        return false;
+    }
+    if (!cuda) return true;
+    if (b->cpu || b->static_rt) {
+        fprintf(stderr, "tgc %s: error: %s is for --target cpu\n", b->cmd,
+                b->cpu ? "--cpu" : "--static-runtime");
+        return false;
+    }
+    /* The architectures NVRTC of CUDA 13 compiles for. */
+    static const int known[] = {75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121};
+    const char *list = b->gpu_arch ? b->gpu_arch : "sm_90";
+    const char *c = list;
+    while (*c) {
+        int sm = 0, nd = 0;
+        if (strncmp(c, "sm_", 3) != 0) goto bad;
+        c += 3;
+        while (*c >= '0' && *c <= '9' && nd < 4)
+            sm = sm * 10 + (*c++ - '0'), nd++;
+        if (!nd || (*c && *c != ',')) goto bad;
+        bool ok = false;
+        for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+            ok |= known[i] == sm;
+        if (!ok) {
+            fprintf(stderr,
+                    "tgc %s: error: --gpu-arch: sm_%d is not an architecture NVRTC compiles for; "
+                    "expected sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_103, sm_110, "
+                    "sm_120 or sm_121\n",
+                    b->cmd, sm);
+            return false;
+        }
+        bool dup = false;
+        for (int i = 0; i < co->narchs; i++)
+            dup |= co->archs[i] == sm;
+        if (!dup) {
+            if (co->narchs == CG_CUDA_MAX_ARCHS) goto bad;
+            /* Ascending: the PTX is for the highest. */
+            int j = co->narchs++;
+            while (j > 0 && co->archs[j - 1] > sm) {
+                co->archs[j] = co->archs[j - 1];
+                j--;
+            }
+            co->archs[j] = sm;
+        }
+        if (*c == ',') c++;
+    }
+    if (co->narchs) {
+        co->cuda_graph = b->cuda_graph;
+        return true;
+    }
+bad:
+    fprintf(stderr,
+            "tgc %s: error: --gpu-arch: expected a comma-separated list such as sm_80,sm_90, "
+            "found '%s'\n",
+            b->cmd, list);
+    return false;
+}
+
 static int drive(Mode mode, int argc, char **argv) {
     BuildOpts b;
     memset(&b, 0, sizeof b);
@@ -270,21 +355,17 @@ static int drive(Mode mode, int argc, char **argv) {
     diag_init(&d, stderr);
     SrcFile file;
     char tmp[PATH_MAX] = "";
-    const char *tmpfiles[] = {"kernels.o", "glue.c", "glue.o", "weights.safetensors"};
+    char tmpfiles[8 + CG_CUDA_MAX_ARCHS][32] = {"kernels.o", "glue.c", "glue.o",
+                                                "weights.safetensors"};
+    int ntmpfiles = 4;
+    char *cuda_decl = NULL;
     char prog[PATH_MAX + 160] = "";
     bool prog_made = false;
     char out_tmp[PATH_MAX + 64] = "", hdr_tmp[PATH_MAX + 64] = "";
-    if (b.target && !strcmp(b.target, "cuda")) {
-        fprintf(stderr,
-                "tgc %s: error: --target cuda: the CUDA backend is not built yet; use "
-                "--target cpu\n",
-                b.cmd);
-        goto out;
-    }
-    if (b.emit_kind && (!strcmp(b.emit_kind, "cuda") || !strcmp(b.emit_kind, "ptx"))) {
-        fprintf(stderr, "tgc %s: error: --emit %s needs --target cuda\n", b.cmd, b.emit_kind);
-        goto out;
-    }
+    bool cuda = b.target && !strcmp(b.target, "cuda");
+    CudaOptions cuo;
+    memset(&cuo, 0, sizeof cuo);
+    if (!cuda_flags(&b, cuda, &cuo)) goto out;
     if (b.embed && !b.weights) {
         fprintf(stderr, "tgc %s: error: --embed-weights needs --weights FILE\n", b.cmd);
         goto out;
@@ -340,12 +421,34 @@ static int drive(Mode mode, int argc, char **argv) {
 
     CgOptions co = {.cpu = b.cpu, .obj_path = obj};
     char listing[PATH_MAX + 256];
-    if (b.emit_kind) {
-        if (mkdir(b.emit_dir, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "tgc %s: error: --emit: cannot create '%s': %s\n", b.cmd, b.emit_dir,
-                    strerror(errno));
+    if (b.emit_kind && mkdir(b.emit_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tgc %s: error: --emit: cannot create '%s': %s\n", b.cmd, b.emit_dir,
+                strerror(errno));
+        goto out;
+    }
+    char err[2048];
+    if (cuda) {
+        /* Where the source goes when NVRTC rejects it: the --emit
+         * directory, else next to the output. */
+        char fail_src[PATH_MAX + 256];
+        if (b.emit_kind)
+            snprintf(fail_src, sizeof fail_src, "%s/%s.cu", b.emit_dir, g->name);
+        else if (mode != MODE_RUN)
+            snprintf(fail_src, sizeof fail_src, "%s.cu", b.out);
+        else
+            snprintf(fail_src, sizeof fail_src, "%s.cu", g->name);
+        cuo.image_dir = tmp;
+        cuo.emit_dir = b.emit_kind ? b.emit_dir : NULL;
+        cuo.emit_ptx_only = b.emit_kind && !strcmp(b.emit_kind, "ptx");
+        cuo.fail_source = fail_src;
+        ntmpfiles += cg_cuda_image_files(&cuo, &tmpfiles[ntmpfiles], CG_CUDA_MAX_ARCHS + 1);
+        int crc = cg_cuda_emit(&p, &cuo, &cuda_decl, err, sizeof err);
+        if (crc) {
+            fprintf(stderr, "tgc %s: %s\n", b.cmd, err);
+            rc = crc;
             goto out;
         }
+    } else if (b.emit_kind) {
         bool ll = !strcmp(b.emit_kind, "llvm");
         snprintf(listing, sizeof listing, "%s/%s.%s", b.emit_dir, g->name, ll ? "ll" : "s");
         if (ll)
@@ -353,8 +456,7 @@ static int drive(Mode mode, int argc, char **argv) {
         else
             co.emit_asm_path = listing;
     }
-    char err[1024];
-    if (!cg_llvm_emit(&p, &co, err, sizeof err)) {
+    if (!cuda && !cg_llvm_emit(&p, &co, err, sizeof err)) {
         fprintf(stderr, "tgc %s: %s\n", b.cmd, err);
         rc = strstr(err, "cannot write") ? 1 : 3;
         goto out;
@@ -365,7 +467,8 @@ static int drive(Mode mode, int argc, char **argv) {
         goto out;
     }
     char wabs[PATH_MAX];
-    GlueOptions go = {.default_threads = b.threads, .with_main = mode != MODE_COMPILE};
+    GlueOptions go = {
+        .default_threads = b.threads, .with_main = mode != MODE_COMPILE, .cuda_decl = cuda_decl};
     if (b.embed) go.embed_path = realpath(b.weights, wabs) ? wabs : b.weights;
     cg_write_glue(f, &p, &go);
     fclose(f);
@@ -389,7 +492,8 @@ static int drive(Mode mode, int argc, char **argv) {
             rc = 3;
             goto out;
         }
-        char *c2[] = {(char *)cc, "-r", "-nostdlib", "-o", out_tmp, glue_o, obj, NULL};
+        char *c2[] = {(char *)cc, "-r",   "-nostdlib",       "-o",
+                      out_tmp,    glue_o, cuda ? NULL : obj, NULL};
         if (toolchain_exec(c2, false) != 0) {
             fprintf(stderr, "tgc %s: error: cannot link '%s'\n", b.cmd, b.out);
             goto out;
@@ -425,7 +529,7 @@ static int drive(Mode mode, int argc, char **argv) {
     link[n++] = "-o";
     link[n++] = (char *)exe;
     link[n++] = glue;
-    link[n++] = obj;
+    if (!cuda) link[n++] = obj;
     link[n++] = lib;
     if (b.static_rt) {
         /* The CBLAS gemm routines pull in no Fortran runtime. */
@@ -470,8 +574,12 @@ out:
     if (hdr_tmp[0]) unlink(hdr_tmp);
     if (tmp[0]) {
         if (prog_made) unlink(prog);
-        remove_tree(tmp, tmpfiles, 4);
+        const char *names[8 + CG_CUDA_MAX_ARCHS];
+        for (int i = 0; i < ntmpfiles; i++)
+            names[i] = tmpfiles[i];
+        remove_tree(tmp, names, ntmpfiles);
     }
+    free(cuda_decl);
     options_free(&b.o);
     arena_free(&a);
     return rc;

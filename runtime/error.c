@@ -33,6 +33,7 @@ const char *rt_status_name(RtStatus s) {
         [TGCRT_ERR_ARG] = "argument",
         [TGCRT_ERR_INTERNAL] = "internal",
         [TGCRT_ERR_VALUE] = "value",
+        [TGCRT_ERR_DEVICE] = "device",
     };
     return s >= 0 && s < TGCRT_STATUS_COUNT ? names[s] : "unknown";
 }
@@ -46,7 +47,8 @@ int rt_status_exit_code(RtStatus s) {
     case TGCRT_ERR_DTYPE:
     case TGCRT_ERR_MISSING:
     case TGCRT_ERR_NOMEM:
-    case TGCRT_ERR_VALUE: return 1;
+    case TGCRT_ERR_VALUE:
+    case TGCRT_ERR_DEVICE: return 1; /* no usable GPU: the machine, not a bug */
     default: return 3;
     }
 }

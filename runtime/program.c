@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_internal.h"
 #include "rt_internal.h"
 
 struct RtContext {
@@ -23,6 +24,7 @@ struct RtContext {
     void **owned;        /* per param: a buffer the context allocated, or NULL */
     void **in_stage;     /* per input: storage-dtype staging buffer, or NULL */
     void **out_stage;    /* per output: likewise */
+    RtCudaCtx *cuda;     /* --target cuda: the GPU side (no host arena, no forward) */
 };
 
 /* ---- checking the descriptor (generated code, but a context must not
@@ -51,7 +53,8 @@ static RtStatus check_tensor(RtContext *c, const char *what, int i, const RtTens
 
 static RtStatus check_program(RtContext *c) {
     const RtProgram *p = c->p;
-    if (p->ninputs < 0 || p->nparams < 0 || p->noutputs < 0 || !p->forward ||
+    /* A CUDA program has steps instead of a forward function. */
+    if (p->ninputs < 0 || p->nparams < 0 || p->noutputs < 0 || !p->forward == !p->cuda ||
         (p->ninputs && !p->inputs) || (p->nparams && !p->params) || (p->noutputs && !p->outputs) ||
         p->default_threads < 0)
         return rt_error_set(&c->err, TGCRT_ERR_ARG, "program '%s': malformed descriptor",
@@ -174,7 +177,7 @@ static RtStatus load_param(RtContext *c, int i, const char *end) {
 /* ---- creation ---- */
 
 static RtStatus alloc_staging(RtContext *c, const RtTensorInfo *t, void **slot, const char *what) {
-    if (t->storage == t->desc.dtype) return TGCRT_OK;
+    if (t->storage == t->desc.dtype || c->p->cuda) return TGCRT_OK; /* CUDA: pinned staging */
     size_t nb = storage_bytes(t);
     if (!(*slot = rt_aligned_alloc(nb)))
         return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
@@ -188,6 +191,10 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
     const RtProgram *p = c->p;
     RtStatus s = check_program(c);
     if (s) return s;
+    /* A CUDA program fails here, before any weight is read, where there is
+     * no driver; its steps are checked like the rest of the descriptor. */
+    if (p->cuda && ((s = rt_cuda_check_program(p, &c->err)) || (s = rt_cuda_probe(&c->err))))
+        return s;
     if (threads < 0)
         return rt_error_set(&c->err, TGCRT_ERR_ARG,
                             "thread count %d is negative (0 means the program's default)", threads);
@@ -228,6 +235,8 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
     for (int i = 0; !s && i < p->noutputs; i++)
         s = alloc_staging(c, &p->outputs[i], &c->out_stage[i], "output");
     if (s) return s;
+    if (p->cuda) /* the params at storage dtype, uploaded once */
+        return rt_cuda_create(p, c->bufs + 1 + p->ninputs, &c->cuda, &c->err);
     if ((s = rt_arena_init(&c->arena, p->arena_bytes, &c->err))) return s;
     c->bufs[0] = c->arena.base;
     return TGCRT_OK;
@@ -279,6 +288,12 @@ RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *ou
         if (!outputs[i] && storage_bytes(&p->outputs[i]))
             return rt_error_set(&c->err, TGCRT_ERR_ARG, "rt_context_run: output '%s' is NULL",
                                 p->outputs[i].name);
+
+    if (c->cuda) {
+        RtStatus s = rt_cuda_run(c->cuda, inputs, outputs, c->pool, &c->err);
+        if (!s) rt_error_clear(&c->err);
+        return s;
+    }
 
     void **in = c->bufs + 1, **out = c->bufs + 1 + p->ninputs + p->nparams;
     for (int i = 0; i < p->ninputs; i++) {
@@ -333,6 +348,7 @@ void rt_context_destroy(RtContext *c) {
     free(c->in_stage);
     free(c->out_stage);
     free(c->bufs);
+    rt_cuda_destroy(c->cuda);
     rt_arena_release(&c->arena);
     rt_pool_destroy(c->pool);
     rt_st_close(c->st);

@@ -39,6 +39,7 @@ typedef enum RtStatus {
     TGCRT_ERR_ARG,      /* a runtime function was called wrongly (a bug in the caller) */
     TGCRT_ERR_INTERNAL, /* an invariant of the runtime broke (a bug in the runtime) */
     TGCRT_ERR_VALUE,    /* input data out of range (an index tensor's value) */
+    TGCRT_ERR_DEVICE,   /* no usable GPU: no CUDA driver, no device, no code for it */
     TGCRT_STATUS_COUNT,
 } RtStatus;
 
@@ -284,6 +285,7 @@ typedef struct RtProgram {
     RtForwardFn forward;
     const void *embedded_weights; /* safetensors image (--embed-weights), or NULL */
     size_t embedded_weights_len;
+    const struct RtCudaProgram *cuda; /* --target cuda: runs on a GPU (forward is NULL) */
 } RtProgram;
 
 typedef struct RtContext RtContext;
@@ -378,6 +380,57 @@ typedef struct RtQMatmulDesc {
  * an error. */
 void rt_qmatmul(const RtQMatmulDesc *d, const void *x, const void *q, const float *scales, void *y,
                 RtPool *pool);
+
+/* ---- CUDA programs (cuda*.c) ----
+ *
+ * tgc build --target cuda emits, instead of a forward function, the
+ * kernels as CUDA C compiled by NVRTC (a CUBIN per chosen architecture and
+ * one PTX) and the list of steps one run makes. The runtime loads the CUDA
+ * driver with dlopen("libcuda.so.1") (and cuBLAS likewise) only when a
+ * context is created, so such executables start anywhere and fail with
+ * TGCRT_ERR_DEVICE where there is no driver or GPU.
+ *
+ * Every RT_CUDA_LAUNCH kernel is `extern "C" __global__ void NAME(char *const
+ * *bufs)`: bufs is a device array of device pointers in the CPU forward's
+ * order ([0] the arena, then each input, param and output in declaration
+ * order, then the error cell, an unsigned long long that a kernel sets with
+ * atomicCAS(cell, 0, 1 + i) when index tensor error_names[i] holds a value
+ * out of range). */
+typedef enum RtCudaStepKind {
+    RT_CUDA_LAUNCH, /* kernel<<<grid, block, smem>>>(bufs) */
+    RT_CUDA_MATMUL, /* C (+)= A @ B with RtMatmulDesc: cuBLAS, else the module's tg_matmul */
+} RtCudaStepKind;
+/* A device address: bufs[slot] + offset bytes. */
+typedef struct RtCudaRef {
+    int32_t slot;
+    int64_t offset;
+} RtCudaRef;
+typedef struct RtCudaStep {
+    int32_t kind;           /* RtCudaStepKind */
+    const char *kernel;     /* LAUNCH: the function's name in the module */
+    uint32_t grid, block;   /* LAUNCH: 1-D grid of blocks, threads per block */
+    uint32_t smem;          /* LAUNCH: dynamic shared memory, bytes */
+    const RtMatmulDesc *mm; /* MATMUL: sizes and element strides, as on the CPU */
+    RtCudaRef a, b, c;      /* MATMUL: element 0 of batch 0 of each operand */
+} RtCudaStep;
+/* One compiled image of the module: a CUBIN for sm (80 for sm_80...), or
+ * PTX (ptx = 1) for compute capability sm and newer, JIT-compiled by the
+ * driver when no CUBIN matches the device. */
+typedef struct RtCudaImage {
+    int32_t sm;
+    int32_t ptx;
+    const void *data;
+    size_t size;
+} RtCudaImage;
+typedef struct RtCudaProgram {
+    const RtCudaImage *images;
+    int nimages;
+    const RtCudaStep *steps;
+    int nsteps;
+    const char *const *error_names; /* index tensors' names, for the error cell */
+    int nerror_names;
+    int cuda_graph; /* tgc build --cuda-graph: the steps are captured once and replayed */
+} RtCudaProgram;
 
 /* ---- printing (print.c) ---- */
 

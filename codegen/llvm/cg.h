@@ -4,9 +4,7 @@
 #define TGC_CG_H
 #include <llvm-c/Core.h>
 
-#include "codegen/codegen.h"
-
-#define KMAXD 32 /* iteration dims: repeat splits each of 12 dims in two */
+#include "codegen/kernel_desc.h"
 
 typedef struct Cg {
     const CgProgram *p;
@@ -23,29 +21,12 @@ typedef struct Cg {
     char err[256];
 } Cg;
 
-/* One access pattern of a tensor over the kernel's iteration dims. */
-typedef struct Access {
-    const Value *owner; /* storage owner: selects the buffer */
-    int slot;           /* > 0: bufs[slot] itself (an output copy's destination) */
-    DType dt;           /* storage dtype of the elements */
-    int64_t offset;     /* elements */
-    int64_t strides[KMAXD];
-} Access;
-
 typedef struct Kern {
     Cg *cg;
     LLVMValueRef fn, bufs, begin, end, entry_term;
     LLVMBasicBlockRef entry;
-    LLVMValueRef bufs_pp; /* bufs as i8** (entry block) */
-    /* The iteration space: original dims, and the loops over them. */
-    int n;
-    int64_t shape[KMAXD];
-    bool reduced[KMAXD]; /* dims a reduction runs over (innermost loops) */
-    int nloops, nkept;   /* loops [0, nkept) are kept dims, the rest reduced */
-    int64_t ext[KMAXD];
-    int inner_dim[KMAXD]; /* innermost original dim of each loop */
-    int loop_of_dim[KMAXD];
-    bool coalesced;
+    LLVMValueRef bufs_pp;    /* bufs as i8** (entry block) */
+    KSpace sp;               /* the iteration space (codegen/kernel_desc.h) */
     LLVMValueRef idx[KMAXD]; /* the open loops' induction values, NULL when closed */
     /* A copy kernel's source read through another layout than its own. */
     const Value *ov;
@@ -110,17 +91,7 @@ int kern_collect_leaves(Kern *k, const Value *v, Access *out, int max, bool *use
 /* v's element at the open loops, in v's compute type; compute: evaluate v's
  * op even if it is not inlined (the kernel's root). */
 LLVMValueRef cg_expr(Kern *k, const Value *v, bool compute);
-bool expr_uses_index(const Value *v);
 
-/* A matrix product for rt_matmul: the layout of runtime/tgcrt.h's
- * RtMatmulDesc, emitted as a constant i64 array. */
-#define MAXB 10
-typedef struct MM {
-    int64_t dtype, m, n, k;
-    int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
-    int64_t accumulate, nbatch;
-    int64_t batch[MAXB], a_bs[MAXB], b_bs[MAXB], c_bs[MAXB];
-} MM;
 void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c);
 /* RtQMatmulDesc's layout. */
 typedef struct QMM {

@@ -545,17 +545,6 @@ static const EmitFn emit_op[OP_COUNT] = {
     [OP_TRIU] = e_tri,
 };
 
-bool expr_uses_index(const Value *v) {
-    switch (v->op) {
-    case OP_ARANGE:
-    case OP_EYE:
-    case OP_TENSOR:
-    case OP_TRIL:
-    case OP_TRIU: return true;
-    default: return false;
-    }
-}
-
 static bool reads_operands(const Value *v) {
     /* *_like read only their operand's shape. */
     return !(op_info(v->op)->flags & OPF_CREATION);

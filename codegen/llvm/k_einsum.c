@@ -1,218 +1,49 @@
-/* einsum. Every subscript (and each ellipsis dim) is an iteration dim:
- * output dims outer, summed ones inner, each operand addressed by the sum
- * of its strides on a subscript (a repeated subscript walks a diagonal, a
- * size-1 dim broadcasts with stride 0). A two-operand contraction whose
- * subscripts sort into batch / m / n / k groups of at most one letter each
- * (batch: any number) is a matrix product and goes to rt_matmul with
- * those strides; anything else runs as a generic contraction kernel. */
-#include <string.h>
-
+/* einsum, rendered from its shared description (codegen/einsum_desc.h):
+ * a matrix-product-shaped equation is one rt_matmul call with the
+ * description's strides; anything else runs as a generic contraction
+ * kernel, output dims outer and summed letters inner. */
+#include "codegen/einsum_desc.h"
 #include "codegen/llvm/cg.h"
 
 #define B (cg->b)
-#define NCODES (128 + TG_MAX_DIMS)
 
-typedef struct Ein {
-    int n, no; /* iteration dims, of which the first no are output dims */
-    int64_t shape[KMAXD];
-    bool red[KMAXD];
-    int code[KMAXD];            /* subscript of each iteration dim */
-    unsigned in_ops[NCODES];    /* operands holding each subscript (bit k) */
-    bool repeated;              /* a subscript twice in one operand */
-    int64_t strides[16][KMAXD]; /* per operand, per iteration dim */
-} Ein;
-
-static bool parse(Cg *cg, const Value *v, Ein *e) {
-    const char *eq = v->args[0].s;
-    const Arg *ops = &v->args[1];
-    const char *arrow = strstr(eq, "->");
-    memset(e, 0, sizeof *e);
-    int iter_of[NCODES];
-    int64_t size[NCODES];
-    int count[NCODES] = {0};
-    for (int i = 0; i < NCODES; i++)
-        iter_of[i] = -1, size[i] = 1;
-    int nell = 0;
-    int letter[16][TG_MAX_DIMS];
-    if (ops->n > 16) {
-        cg_fail(cg, "einsum with more than 16 operands");
-        return false;
-    }
-    const char *p = eq;
-    for (int k = 0; k < ops->n; k++) {
-        const Value *t = ops->ts[k];
-        int codes[TG_MAX_DIMS + 3], nc = 0, ell_at = -1;
-        while (*p && *p != ',' && (!arrow || p < arrow)) {
-            if (*p == ' ') {
-                p++;
-            } else if (!strncmp(p, "...", 3)) {
-                ell_at = nc;
-                p += 3;
-            } else {
-                codes[nc++] = (unsigned char)*p++;
-            }
-        }
-        if (*p == ',') p++;
-        int ne = t->ndim - nc;
-        if (ne > nell) nell = ne;
-        int dim = 0;
-        bool seen[NCODES] = {0};
-        for (int i = 0; i <= nc; i++) {
-            if (i == ell_at)
-                for (int x = 0; x < ne; x++)
-                    letter[k][dim++] = 128 + (TG_MAX_DIMS - ne + x); /* right-aligned */
-            if (i == nc) break;
-            letter[k][dim++] = codes[i];
-        }
-        for (int d = 0; d < t->ndim; d++) {
-            int c = letter[k][d];
-            if (seen[c]) e->repeated = true;
-            seen[c] = true;
-            if (c < 128) count[c]++;
-            if (iter_of[c] < 0 || size[c] == 1) size[c] = t->shape[d];
-            iter_of[c] = 0;
-            e->in_ops[c] |= 1u << k;
-        }
-    }
-    int out_codes[TG_MAX_DIMS + 1], no = 0;
-    if (arrow) {
-        for (const char *q = arrow + 2; *q; q++) {
-            if (*q == ' ') continue;
-            if (!strncmp(q, "...", 3)) {
-                for (int x = 0; x < nell; x++)
-                    out_codes[no++] = 128 + TG_MAX_DIMS - nell + x;
-                q += 2;
-                continue;
-            }
-            out_codes[no++] = (unsigned char)*q;
-        }
-    } else {
-        for (int x = 0; x < nell; x++)
-            out_codes[no++] = 128 + TG_MAX_DIMS - nell + x;
-        for (int l = 'A'; l <= 'z'; l++)
-            if (count[l] == 1) out_codes[no++] = l;
-    }
-    for (int i = 0; i < no; i++) {
-        iter_of[out_codes[i]] = e->n;
-        e->code[e->n] = out_codes[i];
-        e->shape[e->n++] = size[out_codes[i]];
-    }
-    e->no = no;
-    for (int c = 0; c < NCODES; c++)
-        if (iter_of[c] == 0) {
-            bool is_out = false;
-            for (int i = 0; i < no; i++)
-                is_out |= out_codes[i] == c;
-            if (is_out) continue;
-            iter_of[c] = e->n;
-            e->code[e->n] = c;
-            e->red[e->n] = true;
-            e->shape[e->n++] = size[c];
-        }
-    for (int k = 0; k < ops->n; k++) {
-        const Value *t = ops->ts[k];
-        for (int d = 0; d < t->ndim; d++) {
-            int c = letter[k][d];
-            if (t->shape[d] != 1 || size[c] == 1) e->strides[k][iter_of[c]] += t->strides[d];
-        }
-    }
-    return true;
-}
-
-/* The matrix-product form, when there is one. */
-static bool as_matmul(Cg *cg, const Value *v, const Ein *e, MM *mm) {
-    const Arg *ops = &v->args[1];
-    if (ops->n != 2 || e->repeated) return false;
-    memset(mm, 0, sizeof *mm);
-    mm->dtype = cg_dt(cg, v);
-    mm->m = mm->n = mm->k = 1;
-    int64_t cs[TG_MAX_DIMS];
-    shape_contiguous_strides(v->shape, v->ndim, cs);
-    int nm = 0, nn = 0, nk = 0;
-    for (int i = 0; i < e->n; i++) {
-        unsigned in = e->in_ops[e->code[i]];
-        const int64_t *sa = e->strides[0], *sb = e->strides[1];
-        if (i < e->no) {
-            if (in == 3) {
-                if (mm->nbatch >= MAXB) return false;
-                mm->batch[mm->nbatch] = e->shape[i];
-                mm->a_bs[mm->nbatch] = sa[i];
-                mm->b_bs[mm->nbatch] = sb[i];
-                mm->c_bs[mm->nbatch++] = cs[i];
-            } else if (in == 1) {
-                if (nm++) return false;
-                mm->m = e->shape[i], mm->a_rs = sa[i], mm->c_rs = cs[i];
-            } else {
-                if (nn++) return false;
-                mm->n = e->shape[i], mm->b_cs = sb[i], mm->c_cs = cs[i];
-            }
-        } else {
-            if (in != 3 || nk++) return false; /* a letter summed in one operand only */
-            mm->k = e->shape[i], mm->a_cs = sa[i], mm->b_rs = sb[i];
-        }
-    }
-    return true;
-}
-
-static void generic(Cg *cg, const Value *v, Ein *e) {
-    const Arg *ops = &v->args[1];
+static void generic(Cg *cg, const KEinsum *e) {
     Kern k;
     kern_begin(cg, &k, "einsum");
-    Access acc_ops[16], dst;
-    Access *acc[18];
-    int na = 0;
-    for (int o = 0; o < ops->n; o++) {
-        Access *a = &acc_ops[o];
-        access_of(&k, ops->ts[o], a);
-        memcpy(a->strides, e->strides[o], sizeof a->strides);
-        acc[na++] = a;
-    }
-    memset(&dst, 0, sizeof dst);
-    dst.owner = v;
-    dst.dt = cg_dt(cg, v);
-    int64_t cs[TG_MAX_DIMS];
-    shape_contiguous_strides(v->shape, v->ndim, cs);
-    for (int i = 0; i < e->no; i++)
-        dst.strides[i] = cs[i];
-    acc[na++] = &dst;
-    kern_space(&k, e->shape, e->n, e->red, acc, na, false);
-    DType t = dst.dt;
-    DType at = dtype_is_float(t) ? (t == DT_F64 ? DT_F64 : DT_F32) : DT_I64;
+    k.sp = e->space;
+    DType t = e->dst.dt, at = e->at;
     LoopNest outer, inner;
-    kern_open(&k, &outer, 0, k.nkept, false);
+    kern_open(&k, &outer, 0, k.sp.nkept, false);
     LLVMTypeRef aty = cg_ctype(cg, at);
     LLVMValueRef slot = kern_alloca(&k, aty);
     LLVMBuildStore(B, LLVMConstNull(aty), slot);
-    kern_open(&k, &inner, k.nkept, k.nloops, true);
+    kern_open(&k, &inner, k.sp.nkept, k.sp.nloops, true);
     LLVMValueRef prod = NULL;
     bool f = dtype_is_float(at);
-    for (int o = 0; o < ops->n; o++) {
-        LLVMValueRef x = cg_load(&k, kern_ptr(&k, &acc_ops[o]), acc_ops[o].dt);
-        x = cg_convert(cg, x, acc_ops[o].dt, at);
+    for (int o = 0; o < e->nops; o++) {
+        LLVMValueRef x = cg_load(&k, kern_ptr(&k, &e->op[o]), e->op[o].dt);
+        x = cg_convert(cg, x, e->op[o].dt, at);
         prod = !prod ? x : f ? LLVMBuildFMul(B, prod, x, "") : LLVMBuildMul(B, prod, x, "");
     }
     LLVMValueRef cur = LLVMBuildLoad2(B, aty, slot, "");
     LLVMBuildStore(B, f ? LLVMBuildFAdd(B, cur, prod, "") : LLVMBuildAdd(B, cur, prod, ""), slot);
     kern_close(&k, &inner);
     LLVMValueRef r = LLVMBuildLoad2(B, aty, slot, "");
-    cg_store(&k, kern_ptr(&k, &dst), cg_convert(cg, r, at, t), t);
+    cg_store(&k, kern_ptr(&k, &e->dst), cg_convert(cg, r, at, t), t);
     kern_close(&k, &outer);
-    int64_t w = 1;
-    for (int l = 1; l < k.nloops; l++)
-        w *= k.ext[l];
-    kern_end(&k, w);
+    kern_end(&k, kspace_work_inner(&k.sp));
 }
 
 void k_einsum(Cg *cg, const Value *v) {
-    Ein e;
-    if (!parse(cg, v, &e)) return;
-    MM mm;
-    const Arg *ops = &v->args[1];
-    /* Integer products stay in the generic kernel: rt_matmul's integer path
-     * is a plain loop too, and PyTorch sums them in int64 the same way. */
-    if (dtype_is_float(cg_dt(cg, v)) && as_matmul(cg, v, &e, &mm)) {
-        cg_call_matmul(cg, &mm, ops->ts[0], ops->ts[1], v);
+    KEinsum e;
+    char err[128];
+    if (!kd_einsum(cg->p, v, &e, err, sizeof err)) {
+        cg_fail(cg, "%s", err);
         return;
     }
-    generic(cg, v, &e);
+    const Arg *ops = &v->args[1];
+    if (e.is_matmul)
+        cg_call_matmul(cg, &e.mm, ops->ts[0], ops->ts[1], v);
+    else
+        generic(cg, &e);
 }

@@ -6,26 +6,7 @@
 #include "codegen/llvm/cg.h"
 
 int kern_collect_leaves(Kern *k, const Value *v, Access *out, int max, bool *uses_index) {
-    int n = 0;
-    if (expr_uses_index(v)) *uses_index = true;
-    if (op_info(v->op)->flags & OPF_CREATION) return 0;
-    for (int i = 0; i < v->nin; i++) {
-        const Value *u = v->in[i];
-        if (u->storage->op == OP_SCALAR || u == k->ov) continue;
-        if (u->storage == u && k->cg->p->kp->inlined[u->order]) {
-            n += kern_collect_leaves(k, u, out + n, max - n, uses_index);
-            continue;
-        }
-        if (n < max) access_of(k, u, &out[n++]);
-    }
-    return n;
-}
-
-static int64_t inner_work(const Kern *k) {
-    int64_t w = 1;
-    for (int l = 1; l < k->nloops; l++)
-        w *= k->ext[l];
-    return w;
+    return kd_collect_leaves(k->cg->p, v, k->ov, out, max, uses_index);
 }
 
 /* Stores src's elements over `shape` into dst: src computed (the kernel's
@@ -48,13 +29,13 @@ static void copy_kernel(Cg *cg, Kern *k, const Value *src, bool compute, Access 
     if (k->ov) acc[na++] = &k->ov_access;
     kern_space(k, shape, n, NULL, acc, na, uses_index);
     LoopNest ln;
-    kern_open(k, &ln, 0, k->nloops, false);
+    kern_open(k, &ln, 0, k->sp.nloops, false);
     LLVMValueRef x = cg_expr(k, src, compute);
     DType st = k->ov == src ? k->ov_access.dt : cg_dt(cg, src);
     x = cg_convert(cg, x, st, dst->dt);
     cg_store(k, kern_ptr(k, dst), x, dst->dt);
     kern_close(k, &ln);
-    kern_end(k, inner_work(k));
+    kern_end(k, kspace_work_inner(&k->sp));
 }
 
 void k_elementwise(Cg *cg, const Value *v) {

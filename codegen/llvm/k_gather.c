@@ -65,7 +65,7 @@ void k_gather(Cg *cg, const Value *v) {
     Access *acc[3] = {&xa, &ia, &dst};
     kern_space(&k, v->shape, n, NULL, acc, 3, false);
     LoopNest ln;
-    kern_open(&k, &ln, 0, k.nloops, false);
+    kern_open(&k, &ln, 0, k.sp.nloops, false);
     LLVMValueRef i = cg_load(&k, kern_ptr(&k, &ia), ia.dt);
     i = cg_convert(cg, i, ia.dt, DT_I64);
     int64_t size = x->ndim ? x->shape[dim] : 1;
@@ -105,8 +105,5 @@ void k_gather(Cg *cg, const Value *v) {
     LLVMValueRef val = cg_load(&k, LLVMBuildGEP2(B, ety, base, &off, 1, ""), xa.dt);
     cg_store(&k, kern_ptr(&k, &dst), cg_convert(cg, val, xa.dt, dst.dt), dst.dt);
     kern_close(&k, &ln);
-    int64_t w = 1;
-    for (int l = 1; l < k.nloops; l++)
-        w *= k.ext[l];
-    kern_end(&k, w);
+    kern_end(&k, kspace_work_inner(&k.sp));
 }

@@ -54,112 +54,16 @@ void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const 
 
 void k_broadcast_into(Cg *cg, const Value *src, const Value *dst);
 
-/* Batch dims of operand t (its leading ndim - nmat dims), right-aligned
- * against nb output batch dims: stride, or 0 where it broadcasts. */
-static void batch_strides(const Value *t, int nmat, int nb, const int64_t *bshape, int64_t *out) {
-    int tb = t->ndim - nmat;
-    for (int j = 0; j < nb; j++) {
-        int d = j - (nb - tb);
-        out[j] = d >= 0 && t->shape[d] != 1 ? t->strides[d] : 0;
-        (void)bshape;
-    }
-}
-
-/* The rows of x [..., k] in a product with a 2-D weight, whose output has
- * contiguous strides cs: leading dims fold into the row count (returned)
- * when they are evenly strided, else the last one is the rows and the
- * others are batch dims (at most TG_MAX_DIMS - 2, within MAXB). Sets the
- * row stride, the batch sizes and x's and the output's batch strides. */
-_Static_assert(TG_MAX_DIMS - 2 <= MAXB, "lead_rows' batch dims fit the descriptors");
-static int64_t lead_rows(const Value *x, const int64_t *cs, int64_t *rs, int64_t *nbatch,
-                         int64_t *batch, int64_t *x_bs, int64_t *y_bs) {
-    int lead = x->ndim - 1;
-    bool fold = true;
-    for (int d = 0; d + 1 < lead; d++)
-        if (x->strides[d] != x->strides[d + 1] * x->shape[d + 1]) fold = false;
-    if (fold || lead <= 1) {
-        int64_t m = 1;
-        for (int d = 0; d < lead; d++)
-            m *= x->shape[d];
-        *rs = lead ? x->strides[lead - 1] : 0;
-        return m;
-    }
-    *rs = x->strides[lead - 1];
-    *nbatch = lead - 1;
-    for (int j = 0; j < lead - 1; j++) {
-        batch[j] = x->shape[j];
-        x_bs[j] = x->strides[j];
-        y_bs[j] = cs[j];
-    }
-    return x->shape[lead - 1];
-}
-
 void k_matmul(Cg *cg, const Value *v) {
-    const Value *a = v->in[0], *b = v->in[1];
     MM mm;
-    memset(&mm, 0, sizeof mm);
-    mm.dtype = cg_dt(cg, v);
-    int64_t cs[TG_MAX_DIMS];
-    shape_contiguous_strides(v->shape, v->ndim, cs);
-    int amat = a->ndim >= 2 ? 2 : a->ndim, bmat = b->ndim >= 2 ? 2 : b->ndim;
-    const Value *bias = NULL;
-    if (v->op == OP_OUTER) {
-        mm.m = a->shape[0], mm.n = b->shape[0], mm.k = 1;
-        mm.a_rs = a->strides[0], mm.b_cs = b->strides[0];
-        mm.c_rs = cs[0], mm.c_cs = 1;
-    } else if (v->op == OP_LINEAR) {
-        /* x [..., k] @ W[n, k]^T: W's strides swapped, no copy. Leading dims
-         * of x fold into m when they are evenly strided. */
-        const Value *w = b;
-        if (v->nargs > 2 && v->args[2].kind == ARG_TENSOR) bias = v->args[2].t;
-        mm.k = a->shape[a->ndim - 1];
-        mm.a_cs = a->strides[a->ndim - 1];
-        mm.n = w->ndim == 2 ? w->shape[0] : 1;
-        mm.b_rs = w->strides[w->ndim - 1];
-        mm.b_cs = w->ndim == 2 ? w->strides[0] : 0;
-        mm.c_cs = w->ndim == 2 ? 1 : 0;
-        mm.m = lead_rows(a, cs, &mm.a_rs, &mm.nbatch, mm.batch, mm.a_bs, mm.c_bs);
-        mm.c_rs = mm.n;
-    } else {
-        /* matmul / mm / bmm / mv: torch.matmul's rules. */
-        int omat = (a->ndim >= 2) + (b->ndim >= 2);
-        int nb = v->ndim - omat;
-        if (a->ndim >= 2) {
-            mm.m = a->shape[a->ndim - 2], mm.k = a->shape[a->ndim - 1];
-            mm.a_rs = a->strides[a->ndim - 2], mm.a_cs = a->strides[a->ndim - 1];
-        } else {
-            mm.m = 1, mm.k = a->shape[0], mm.a_cs = a->strides[0];
-        }
-        if (b->ndim >= 2) {
-            mm.n = b->shape[b->ndim - 1];
-            mm.b_rs = b->strides[b->ndim - 2], mm.b_cs = b->strides[b->ndim - 1];
-        } else {
-            mm.n = 1, mm.b_rs = b->strides[0];
-        }
-        /* C: [..., m, n], [..., m] or [..., n] */
-        if (a->ndim >= 2 && b->ndim >= 2)
-            mm.c_rs = cs[v->ndim - 2], mm.c_cs = 1;
-        else if (a->ndim >= 2)
-            mm.c_rs = 1, mm.c_cs = 0;
-        else
-            mm.c_rs = 0, mm.c_cs = b->ndim >= 2 ? 1 : 0;
-        if (nb > MAXB) {
-            cg_fail(cg, "matmul with more than %d batch dimensions", MAXB);
-            return;
-        }
-        mm.nbatch = nb;
-        batch_strides(a, amat, nb, NULL, mm.a_bs);
-        batch_strides(b, bmat, nb, NULL, mm.b_bs);
-        for (int j = 0; j < nb; j++) {
-            mm.batch[j] = v->shape[j];
-            mm.c_bs[j] = cs[j];
-        }
+    const Value *bias;
+    char err[128];
+    if (!kd_matmul(cg->p, v, &mm, &bias, err, sizeof err)) {
+        cg_fail(cg, "%s", err);
+        return;
     }
-    if (bias) {
-        k_broadcast_into(cg, bias, v);
-        mm.accumulate = 1;
-    }
-    cg_call_matmul(cg, &mm, a, b, v);
+    if (bias) k_broadcast_into(cg, bias, v);
+    cg_call_matmul(cg, &mm, v->in[0], v->in[1], v);
 }
 
 /* x [..., k] times a quantized weight (passes/quantize.c): one rt_qmatmul
@@ -178,7 +82,7 @@ void k_qmatmul(Cg *cg, const Value *v) {
     d.y_cs = 1;
     int64_t cs[TG_MAX_DIMS];
     shape_contiguous_strides(v->shape, v->ndim, cs);
-    d.m = lead_rows(x, cs, &d.x_rs, &d.nbatch, d.batch, d.x_bs, d.y_bs);
+    d.m = kd_lead_rows(x, cs, &d.x_rs, &d.nbatch, d.batch, d.x_bs, d.y_bs);
     d.y_rs = d.n;
     if (v->nargs > 3 && v->args[3].kind == ARG_TENSOR) {
         k_broadcast_into(cg, v->args[3].t, v);

@@ -22,114 +22,27 @@ typedef struct Red {
     int64_t count; /* elements per reduction */
 } Red;
 
-static int red_norm_dim(int64_t d, int n) {
-    return (int)(d < 0 ? d + n : d);
-}
-
-/* Which of x's dims a reduction runs over. */
-static void reduced_dims(const Value *v, const Value *x, bool *red) {
-    memset(red, 0, sizeof(bool) * KMAXD);
-    int n = x->ndim;
-    switch (v->op) {
-    case OP_SOFTMAX:
-    case OP_LOG_SOFTMAX:
-        if (n) red[red_norm_dim(v->args[1].i, n)] = true;
-        return;
-    case OP_LAYER_NORM:
-        for (int i = 0; i < v->args[1].n; i++)
-            red[n - 1 - i] = true;
-        return;
-    case OP_RMS_NORM:
-        if (n) red[n - 1] = true;
-        return;
-    default: break;
-    }
-    const Arg *d = &v->args[1];
-    if (d->kind == ARG_INT) {
-        if (n) red[red_norm_dim(d->i, n)] = true;
-    } else if (d->kind == ARG_INTS && d->n > 0) {
-        for (int i = 0; i < d->n; i++)
-            if (n) red[red_norm_dim(d->ints[i], n)] = true;
-    } else {
-        for (int i = 0; i < n; i++)
-            red[i] = true;
-    }
-}
-
+/* The shared description (codegen/kernel_desc.c), rendered as loops. */
 static void red_setup(Cg *cg, Red *r, const Value *v, bool same_shape_out) {
+    KReduce d;
+    kd_reduction(cg->p, v, same_shape_out, &d);
     memset(r, 0, sizeof *r);
-    r->v = v;
-    r->x = v->in[0];
-    const Value *x = r->x;
     kern_begin(cg, &r->k, op_display_name(v));
     r->k.root = v;
-    r->xt = cg_dt(cg, x);
-    bool red[KMAXD];
-    reduced_dims(v, x, red);
-    /* The output, addressed over x's dims. */
-    memset(&r->dst, 0, sizeof r->dst);
-    r->dst.owner = v;
-    r->dst.dt = cg_dt(cg, v);
-    int64_t cs[TG_MAX_DIMS];
-    shape_contiguous_strides(v->shape, v->ndim, cs);
-    if (same_shape_out) {
-        for (int d = 0; d < x->ndim; d++)
-            r->dst.strides[d] = cs[d];
-    } else {
-        bool keep = v->ndim == x->ndim;
-        for (int d = 0, o = 0; d < x->ndim; d++) {
-            if (red[d]) {
-                if (keep) o++;
-                continue;
-            }
-            r->dst.strides[d] = cs[o++];
-        }
-    }
-    memset(&r->lin, 0, sizeof r->lin);
-    r->count = 1;
-    int64_t s = 1;
-    for (int d = x->ndim - 1; d >= 0; d--)
-        if (red[d]) {
-            r->lin.strides[d] = s;
-            s *= x->shape[d];
-            r->count *= x->shape[d];
-        }
-    /* Weight and bias of layer_norm (args 2, 3) and rms_norm's weight (arg
-     * 1), aligned to x's last dims. */
-    const Value *aux[2] = {NULL, NULL};
-    if (v->op == OP_LAYER_NORM) {
-        for (int i = 2; i <= 3 && i < v->nargs; i++)
-            if (v->args[i].kind == ARG_TENSOR) aux[r->naux++] = v->args[i].t;
-    } else if (v->op == OP_RMS_NORM && v->args[1].kind == ARG_TENSOR) {
-        aux[r->naux++] = v->args[1].t;
-    }
-    for (int i = 0; i < r->naux; i++)
-        access_right_aligned(&r->k, aux[i], x->ndim, &r->aux[i]);
-    Access leaves[64], xa;
-    Access *acc[72];
-    int na = 0;
-    bool uses_index = false;
-    int nl = 0;
-    if (x->storage == x && cg->p->kp->inlined[x->order]) {
-        nl = kern_collect_leaves(&r->k, x, leaves, 64, &uses_index);
-    } else if (x->storage->op != OP_SCALAR) {
-        access_of(&r->k, x, &xa);
-        leaves[nl++] = xa;
-    }
-    for (int i = 0; i < nl; i++)
-        acc[na++] = &leaves[i];
-    acc[na++] = &r->dst;
-    acc[na++] = &r->lin;
-    for (int i = 0; i < r->naux; i++)
-        acc[na++] = &r->aux[i];
-    kern_space(&r->k, x->shape, x->ndim, red, acc, na, uses_index);
+    r->k.sp = d.space;
+    r->v = v;
+    r->x = d.x;
+    r->xt = d.xt;
+    r->dst = d.dst;
+    r->lin = d.lin;
+    r->naux = d.naux;
+    for (int i = 0; i < d.naux; i++)
+        r->aux[i] = d.aux[i];
+    r->count = d.count;
 }
 
 static int64_t red_work(const Red *r) {
-    int64_t w = 1;
-    for (int l = 1; l < r->k.nloops; l++)
-        w *= r->k.ext[l];
-    return w;
+    return kspace_work_inner(&r->k.sp);
 }
 
 /* One pass over the reduced loops: acc = step(acc, x). */
@@ -144,7 +57,7 @@ static LLVMValueRef run_pass(Cg *cg, Red *r, DType at, LLVMValueRef init, StepFn
     LLVMValueRef slot = kern_alloca(&r->k, LLVMTypeOf(init));
     LLVMBuildStore(B, init, slot);
     LoopNest ln;
-    kern_open(&r->k, &ln, r->k.nkept, r->k.nloops, vectorize);
+    kern_open(&r->k, &ln, r->k.sp.nkept, r->k.sp.nloops, vectorize);
     LLVMValueRef acc = LLVMBuildLoad2(B, LLVMTypeOf(init), slot, "");
     LLVMValueRef x = x_as(cg, r, at);
     LLVMBuildStore(B, step(cg, r, acc, x, ctx), slot);
@@ -232,7 +145,7 @@ static LLVMValueRef fmax_pass(Cg *cg, Red *r, DType at, bool is_max, bool nan_wi
     LLVMBuildStore(B, KEY(start), key);
     LLVMBuildStore(B, LLVMConstInt(cg->t_i8, 0, false), nan);
     LoopNest ln;
-    kern_open(&r->k, &ln, r->k.nkept, r->k.nloops, false);
+    kern_open(&r->k, &ln, r->k.sp.nkept, r->k.sp.nloops, false);
     LLVMValueRef x = x_as(cg, r, at);
     LLVMValueRef kx = KEY(LLVMBuildBitCast(B, x, it, ""));
     LLVMValueRef ka = LLVMBuildLoad2(B, it, key, "");
@@ -272,7 +185,7 @@ static LLVMValueRef arg_extreme(Cg *cg, Red *r, bool is_max) {
     LLVMBuildStore(B, extreme(cg, t, is_max), best);
     LLVMBuildStore(B, cg_const_i64(cg, 0), bi);
     LoopNest ln;
-    kern_open(&r->k, &ln, r->k.nkept, r->k.nloops, false);
+    kern_open(&r->k, &ln, r->k.sp.nkept, r->k.sp.nloops, false);
     LLVMValueRef x = cg_expr(&r->k, r->x, false);
     LLVMValueRef b = LLVMBuildLoad2(B, ct, best, "");
     LLVMValueRef take;
@@ -302,7 +215,7 @@ void k_reduce(Cg *cg, const Value *v) {
     red_setup(cg, &r, v, false);
     Kern *k = &r.k;
     LoopNest outer;
-    kern_open(k, &outer, 0, k->nkept, false);
+    kern_open(k, &outer, 0, k->sp.nkept, false);
     DType out = cg_dt(cg, v), res_t = out;
     LLVMValueRef res = NULL;
     switch (v->op) {
@@ -388,7 +301,7 @@ void k_norm(Cg *cg, const Value *v) {
     DType out = cg_dt(cg, v);
     DType at = float_acc(out == DT_F64 || r.xt == DT_F64 ? DT_F64 : DT_F32);
     LoopNest outer, ln;
-    kern_open(k, &outer, 0, k->nkept, false);
+    kern_open(k, &outer, 0, k->sp.nkept, false);
     LLVMValueRef a = NULL, c = NULL; /* out = f(x) per op, from a and c */
     double eps = 0;
     switch (v->op) {
@@ -423,7 +336,7 @@ void k_norm(Cg *cg, const Value *v) {
     }
     default: cg_fail(cg, "internal: '%s' is not a normalisation", op_display_name(v)); return;
     }
-    kern_open(k, &ln, k->nkept, k->nloops, false);
+    kern_open(k, &ln, k->sp.nkept, k->sp.nloops, false);
     LLVMValueRef x = x_as(cg, &r, at), y;
     switch (v->op) {
     case OP_SOFTMAX: y = LLVMBuildFMul(B, cg_exp(cg, LLVMBuildFSub(B, x, a, ""), at), c, ""); break;

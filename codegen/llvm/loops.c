@@ -66,96 +66,20 @@ LLVMValueRef kern_base(Kern *k, const Value *owner) {
 }
 
 void access_of(Kern *k, const Value *v, Access *a) {
-    memset(a, 0, sizeof *a);
-    a->owner = v->storage;
-    a->dt = cg_dt(k->cg, v->storage);
-    a->offset = v->offset;
-    for (int d = 0; d < v->ndim; d++)
-        a->strides[d] = v->strides[d];
+    kd_access_of(k->cg->p, v, a);
 }
 
 void access_right_aligned(Kern *k, const Value *v, int n, Access *a) {
-    access_of(k, v, a);
-    memset(a->strides, 0, sizeof a->strides);
-    int pad = n - v->ndim;
-    for (int d = 0; d < v->ndim; d++)
-        a->strides[pad + d] = v->shape[d] == 1 ? 0 : v->strides[d];
+    kd_access_right_aligned(k->cg->p, v, n, a);
 }
 
 void access_contig(Kern *k, const Value *owner, const int64_t *shape, int n, Access *a) {
-    memset(a, 0, sizeof *a);
-    a->owner = owner;
-    a->dt = cg_dt(k->cg, owner);
-    int64_t s = 1;
-    for (int d = n - 1; d >= 0; d--) {
-        a->strides[d] = s;
-        s *= shape[d] > 0 ? shape[d] : 1;
-    }
+    kd_access_contig(k->cg->p, owner, shape, n, a);
 }
 
 void kern_space(Kern *k, const int64_t *shape, int n, const bool *reduced, Access **acc, int nacc,
                 bool uses_index) {
-    k->n = n;
-    for (int d = 0; d < n; d++) {
-        k->shape[d] = shape[d];
-        k->reduced[d] = reduced ? reduced[d] : false;
-        k->loop_of_dim[d] = -1;
-    }
-    /* Groups of adjacent dims of the same class that every access walks as
-     * one: stride[d] == stride[d + 1] * shape[d + 1]. Size-1 dims vanish
-     * (their index is always 0) unless an expression reads indices. */
-    int groups[2][KMAXD][2], ng[2] = {0, 0};
-    for (int cls = 0; cls < 2; cls++) {
-        int last = -1;
-        for (int d = 0; d < n; d++) {
-            if (k->reduced[d] != (cls == 1)) continue;
-            if (shape[d] == 1 && !uses_index) continue;
-            bool merge = last >= 0 && !uses_index;
-            for (int i = 0; merge && i < nacc; i++)
-                merge = acc[i]->strides[last] == acc[i]->strides[d] * shape[d];
-            /* Merging across a skipped size-1 dim: only adjacent ones. */
-            if (merge && last != d - 1) {
-                for (int j = last + 1; j < d; j++)
-                    if (shape[j] != 1) merge = false;
-            }
-            if (merge) {
-                groups[cls][ng[cls] - 1][1] = d;
-            } else {
-                groups[cls][ng[cls]][0] = groups[cls][ng[cls]][1] = d;
-                ng[cls]++;
-            }
-            last = d;
-        }
-    }
-    k->nloops = 0;
-    k->coalesced = false;
-    for (int cls = 0; cls < 2; cls++) {
-        if (cls == 1) k->nkept = k->nloops;
-        for (int gi = 0; gi < ng[cls]; gi++) {
-            int a = groups[cls][gi][0], b = groups[cls][gi][1];
-            int64_t e = 1;
-            for (int d = a; d <= b; d++)
-                e *= shape[d];
-            if (b > a) k->coalesced = true;
-            k->ext[k->nloops] = e;
-            k->inner_dim[k->nloops] = b;
-            for (int d = a; d <= b; d++)
-                k->loop_of_dim[d] = k->nloops;
-            k->nloops++;
-        }
-    }
-    /* The first loop is what the pool splits: a kernel with no kept dim
-     * gets a loop of one iteration. */
-    if (k->nkept == 0) {
-        memmove(&k->ext[1], &k->ext[0], sizeof(int64_t) * (size_t)k->nloops);
-        memmove(&k->inner_dim[1], &k->inner_dim[0], sizeof(int) * (size_t)k->nloops);
-        for (int d = 0; d < n; d++)
-            if (k->loop_of_dim[d] >= 0) k->loop_of_dim[d]++;
-        k->ext[0] = 1;
-        k->inner_dim[0] = -1;
-        k->nloops++;
-        k->nkept = 1;
-    }
+    kspace_build(&k->sp, shape, n, reduced, acc, nacc, uses_index);
 }
 
 static void set_vectorize_hint(Cg *cg, LLVMValueRef br) {
@@ -176,7 +100,7 @@ void kern_open(Kern *k, LoopNest *ln, int from, int to, bool vectorize_hint) {
     ln->to = to;
     for (int l = from; l < to; l++) {
         LLVMValueRef lo = l == 0 ? k->begin : cg_const_i64(cg, 0);
-        LLVMValueRef hi = l == 0 ? k->end : cg_const_i64(cg, k->ext[l]);
+        LLVMValueRef hi = l == 0 ? k->end : cg_const_i64(cg, k->sp.ext[l]);
         LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
         ln->header[l] = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "loop");
         LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "body");
@@ -209,7 +133,7 @@ void kern_close(Kern *k, LoopNest *ln) {
 }
 
 LLVMValueRef kern_dim_index(Kern *k, int dim) {
-    int l = k->loop_of_dim[dim];
+    int l = k->sp.loop_of_dim[dim];
     if (l < 0 || !k->idx[l]) return cg_const_i64(k->cg, 0);
     /* Only unmerged dims are asked for (kern_space merges nothing when an
      * expression reads indices). */
@@ -219,9 +143,9 @@ LLVMValueRef kern_dim_index(Kern *k, int dim) {
 LLVMValueRef kern_offset(Kern *k, const Access *a) {
     Cg *cg = k->cg;
     LLVMValueRef off = cg_const_i64(cg, a->offset);
-    for (int l = 0; l < k->nloops; l++) {
-        if (!k->idx[l] || k->inner_dim[l] < 0) continue;
-        int64_t s = a->strides[k->inner_dim[l]];
+    for (int l = 0; l < k->sp.nloops; l++) {
+        if (!k->idx[l] || k->sp.inner_dim[l] < 0) continue;
+        int64_t s = a->strides[k->sp.inner_dim[l]];
         if (s == 0) continue;
         off = LLVMBuildAdd(cg->b, off, LLVMBuildMul(cg->b, k->idx[l], cg_const_i64(cg, s), ""), "");
     }
@@ -246,7 +170,7 @@ void kern_end(Kern *k, int64_t work_per_outer) {
     if (grain < 1) grain = 1;
     LLVMValueRef args[6] = {cg->fwd_pool,
                             cg_const_i64(cg, 0),
-                            cg_const_i64(cg, k->ext[0]),
+                            cg_const_i64(cg, k->sp.ext[0]),
                             cg_const_i64(cg, grain),
                             LLVMBuildBitCast(cg->b, k->fn, cg->t_ptr, ""),
                             LLVMBuildBitCast(cg->b, cg->fwd_bufs, cg->t_ptr, "")};

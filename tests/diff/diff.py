@@ -55,6 +55,13 @@ marked `asan`, which still covers every operation (f32/i32 sweeps, the
 f16/bf16 paths, casts, views, chains, examples, executables). Last line:
 `diff: N passed, M failed`; exit status 1 if M > 0. If tgc has no working
 `run` subcommand every case fails at once.
+
+Other suites reuse the corpus by importing this module (never copying the
+case lists): select_cases(subset, pattern) gives the cases, and
+materialize(case, dir) computes a case's reference and writes its graph,
+inputs and weights with the flags to build and run it (tests/cuda builds
+every case with --target cuda; tests/gpu runs them against PyTorch on a
+GPU).
 """
 
 import argparse
@@ -436,9 +443,12 @@ def drop_statement(src, lineno):
     return "\n".join(l for i, l in enumerate(lines, 1) if i in keep) + "\n", dropped
 
 
-def reference(case, rng):
-    """(src, feed, outputs, dropped): generates inputs, evaluates the case
-    (pruning rejected statements when case.prune)."""
+def reference(case, rng, feed_out=None):
+    """(src, files, outputs, dropped): generates inputs, evaluates the case
+    (pruning rejected statements when case.prune). files: [(kind, name,
+    tensor or None)] per declaration (None: a param left to its
+    initialiser); feed_out, when a list, receives every declaration's
+    tensor in order (what the evaluator was fed)."""
     src, dropped = case.src, []
     decls = declarations(src)
     feed, files = [], []
@@ -469,6 +479,8 @@ def reference(case, rng):
                 raise
             src, d = drop_statement(src, int(m.group(1)))
             dropped += d
+    if feed_out is not None:
+        feed_out[:] = feed
     return src, files, outs, dropped
 
 
@@ -580,46 +592,77 @@ def _rc(rc):
     return "exited %d" % rc
 
 
-def run_case(case, tgc, workdir):
-    """Returns (status, messages, dropped): status 'pass', 'fail' or 'skip'."""
+class Materialized:
+    """A case written to its folder (see materialize)."""
+
+
+def materialize(case, workdir):
+    """Computes the reference (may raise oracle.RefError) and, unless
+    workdir is None or PyTorch rejects every statement (then `outs` is
+    empty), writes the case into its own folder of workdir: graph.tg (the
+    pruned source), in_NAME.npy per input, weights.safetensors (when some
+    param is in the file). Returns a Materialized with: name, src, files
+    and feed (see reference), outs ({output: reference tensor}), dropped,
+    and, when written: dir, tg, inputs ({name: .npy path}), in_args (the
+    --input flags), wpath (or None), dflags (-D and --precision flags, for
+    `tgc build`/`run`), build_weights (what `tgc build` adds: --weights W
+    --embed-weights in build-embed mode, else nothing) and run_weights (the
+    executable's --weights flag, or []). Also used by tests/cuda and
+    tests/gpu, which build the same cases with --target cuda."""
     rng = np.random.default_rng(zlib.crc32(case.name.encode()))
-    try:
-        src, files, outs, dropped = reference(case, rng)
-    except oracle.RefError as e:
-        return "fail", ["suite error: PyTorch rejects the case: %s" % e], []
-    if not outs:
-        return "skip", ["PyTorch rejects every statement"], dropped
-    if tgc is None:
-        return "pass", [], dropped
-    d = os.path.join(workdir, re.sub(r"\W", "_", case.name))
+    m = Materialized()
+    m.feed = []
+    m.src, m.files, m.outs, m.dropped = reference(case, rng, m.feed)
+    m.name, m.dir = case.name, None
+    if not m.outs or workdir is None:
+        return m
+    m.dir = d = os.path.join(workdir, re.sub(r"\W", "_", case.name))
     os.makedirs(d, exist_ok=True)
-    tg = os.path.join(d, "graph.tg")
-    with open(tg, "w") as f:
-        f.write(src)
-    in_args, weights = [], []
-    for kind, name, t in files:
+    m.tg = os.path.join(d, "graph.tg")
+    with open(m.tg, "w") as f:
+        f.write(m.src)
+    m.inputs, m.in_args, weights = {}, [], []
+    for kind, name, t in m.files:
         if t is None:
             continue
         if kind == "input":
             p = os.path.join(d, "in_%s.npy" % name)
             tensorio.write_npy(p, t)
-            in_args += ["--input", "%s=%s" % (name, p)]
+            m.inputs[name] = p
+            m.in_args += ["--input", "%s=%s" % (name, p)]
         else:
             weights.append((name, t))
-    wpath = None
+    m.wpath = None
     if weights:
-        wpath = os.path.join(d, "weights.safetensors")
-        tensorio.write_safetensors(wpath, weights)
-    dflags = []
+        m.wpath = os.path.join(d, "weights.safetensors")
+        tensorio.write_safetensors(m.wpath, weights)
+    m.dflags = []
     for k, v in case.defines.items():
-        dflags += ["-D", "%s=%s" % (k, v)]
+        m.dflags += ["-D", "%s=%s" % (k, v)]
     if case.precision:
-        dflags += ["--precision", case.precision]
+        m.dflags += ["--precision", case.precision]
+    embed = bool(m.wpath and case.mode == "build-embed")
+    m.build_weights = ["--weights", m.wpath, "--embed-weights"] if embed else []
+    m.run_weights = ["--weights", m.wpath] if (m.wpath and not embed) else []
+    return m
+
+
+def run_case(case, tgc, workdir):
+    """Returns (status, messages, dropped): status 'pass', 'fail' or 'skip'."""
+    try:
+        m = materialize(case, workdir if tgc is not None else None)
+    except oracle.RefError as e:
+        return "fail", ["suite error: PyTorch rejects the case: %s" % e], []
+    if not m.outs:
+        return "skip", ["PyTorch rejects every statement"], m.dropped
+    if tgc is None:
+        return "pass", [], m.dropped
+    d, tg, outs, dropped, in_args, dflags = m.dir, m.tg, m.outs, m.dropped, m.in_args, m.dflags
     runs = []  # (label, output dir)
     if case.mode == "run":
         od = os.path.join(d, "out")
         os.makedirs(od, exist_ok=True)
-        cmd = [tgc, "run", tg] + in_args + (["--weights", wpath] if wpath else []) \
+        cmd = [tgc, "run", tg] + in_args + (["--weights", m.wpath] if m.wpath else []) \
             + ["--output-dir", od] + dflags
         rc, _, err = _run(cmd)
         if rc != 0:
@@ -627,9 +670,7 @@ def run_case(case, tgc, workdir):
         runs.append(("tgc run", od))
     else:
         exe = os.path.join(d, "graph.exe")
-        cmd = [tgc, "build", tg, "-o", exe] + dflags
-        if wpath and case.mode == "build-embed":
-            cmd += ["--weights", wpath, "--embed-weights"]
+        cmd = [tgc, "build", tg, "-o", exe] + dflags + m.build_weights
         rc, _, err = _run(cmd)
         if rc != 0:
             return "fail", ["tgc build %s: %s" % (_rc(rc), _oneline(err))], dropped
@@ -640,8 +681,7 @@ def run_case(case, tgc, workdir):
         for label, extra in variants:
             od = os.path.join(d, "out_%d" % len(runs))
             os.makedirs(od, exist_ok=True)
-            w = ["--weights", wpath] if (wpath and case.mode != "build-embed") else []
-            rc, out, err = _run([exe] + in_args + w + ["--output-dir", od] + extra)
+            rc, out, err = _run([exe] + in_args + m.run_weights + ["--output-dir", od] + extra)
             if rc != 0:
                 return "fail", ["%s %s: %s" % (label, _rc(rc), _oneline(err))], dropped
             if out.strip() or err.strip():
@@ -724,6 +764,17 @@ def all_cases():
     return cases
 
 
+def select_cases(subset="full", pattern=None):
+    """all_cases() narrowed as the command line does: `subset` "asan" keeps
+    the cases marked asan; `pattern` keeps names containing it."""
+    cases = all_cases()
+    if subset == "asan":
+        cases = [c for c in cases if c.asan]
+    if pattern:
+        cases = [c for c in cases if pattern in c.name]
+    return cases
+
+
 def has_run(tgc):
     rc, out, err = _run([tgc, "run", "--help"])
     return rc == 0
@@ -748,11 +799,7 @@ def main():
     if not args.tgc and not (args.reference_only or args.self_check or args.list):
         ap.error("--tgc is required (or --reference-only)")
     t_start = time.time()
-    cases = all_cases()
-    if args.subset == "asan":
-        cases = [c for c in cases if c.asan]
-    if args.pattern:
-        cases = [c for c in cases if args.pattern in c.name]
+    cases = select_cases(args.subset, args.pattern)
     if args.list:
         for c in cases:
             print("### %s [%s, tol %s, %s]%s\n%s" % (c.name, c.group, c.tol, c.mode,

@@ -1,0 +1,587 @@
+/* Element expressions for the CUDA backend: the value of v at the kernel's
+ * current index, as CUDA C. It mirrors codegen/llvm/expr.c op by op and
+ * dtype by dtype: leaves are loads (views are stride arithmetic on their
+ * storage) or folded literals, inlined values are computed in registers,
+ * and one table, indexed by op, says how each elementwise op computes.
+ * f16/bf16 results are computed in float and rounded once per op, as
+ * PyTorch does.
+ *
+ * An emit function returns a C expression over its operands (temporaries
+ * or literals in their compute types); cu_expr stores it into a fresh
+ * temporary of the op's compute type. That temporary is also what narrows
+ * i8/i16/u8 results: C computes them in int, which cannot overflow for
+ * these widths, and the conversion to the narrow type wraps as the CPU's
+ * 8- and 16-bit arithmetic does. i32/i64 arithmetic that can overflow goes
+ * through unsigned types, since signed overflow is undefined in C++ and
+ * NVVM would be free to assume it away; LLVM's add/sub/mul wrap.
+ *
+ * Float products are written __fmul_rn/__dmul_rn: NVRTC contracts a * b + c
+ * into an FMA by default (--fmad=true) while the CPU backend rounds each
+ * product, and these intrinsics are never contracted. Sums, quotients and
+ * square roots are IEEE-correct without fast-math, so the basic arithmetic
+ * gives the CPU's bits; the transcendental functions use CUDA's precise
+ * versions (expf, logf, tanhf, erff, ..., within 1-2 ulp). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "codegen/cuda/cu.h"
+
+typedef const char *(*EmitFn)(CuKern *k, const Value *v, const char **a, DType t);
+
+#define CU (k->cu)
+
+static DType in_dt(CuKern *k, const Value *v, int i) {
+    return kd_dt(CU->p, v->in[i]);
+}
+static double num_arg(const Value *v, int i, double dflt) {
+    const Arg *a = &v->args[i];
+    if (a->kind == ARG_NUM) return a->f;
+    if (a->kind == ARG_INT || a->kind == ARG_BOOL) return (double)a->i;
+    return dflt;
+}
+static bool is_f(DType t) {
+    return dtype_is_float(t);
+}
+/* A token that needs no parentheses: an identifier or an unsigned number. */
+static bool simple(const char *s) {
+    if (!*s) return false;
+    for (; *s; s++)
+        if (!(*s == '_' || *s == '.' || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= 'A' && *s <= 'Z')))
+            return false;
+    return true;
+}
+/* s as an operand of a binary operator. */
+static const char *P(CuKern *k, const char *s) {
+    return simple(s) ? s : cu_str(CU, "(%s)", s);
+}
+/* s held in a name (a temporary of t's compute type unless already one):
+ * what cu_convert and cu_round are given, and what cu_expr returns. */
+static const char *named(CuKern *k, DType t, const char *s) {
+    return simple(s) ? s : cuk_tmp(k, t, "%s", s);
+}
+/* A float constant in the precision t computes in (f16/bf16: float, not
+ * rounded to 16 bits: the CPU backend's constants inside formulas). */
+static const char *fc(CuKern *k, DType t, double x) {
+    return cu_const(CU, t == DT_F64 ? DT_F64 : DT_F32, x);
+}
+/* A libm-style function for t: "expf" for f32/f16/bf16, "exp" for f64. */
+static const char *fn1(CuKern *k, DType t, const char *name, const char *x) {
+    return cu_str(CU, "%s%s(%s)", name, t == DT_F64 ? "" : "f", x);
+}
+/* A prelude helper for t's float precision: "tg_NAME_f32(x)". */
+static const char *tgf(CuKern *k, DType t, const char *name, const char *x) {
+    return cu_str(CU, "tg_%s_%s(%s)", name, t == DT_F64 ? "f64" : "f32", x);
+}
+static const char *fmul(CuKern *k, DType t, const char *x, const char *y) {
+    return cu_str(CU, "%s(%s, %s)", t == DT_F64 ? "__dmul_rn" : "__fmul_rn", x, y);
+}
+/* x OP y (+, -, *) on integers, wrapping (see the top of the file). */
+static const char *iarith(CuKern *k, DType t, const char *x, char op, const char *y) {
+    if (t == DT_I32) return cu_str(CU, "(int)((unsigned)%s %c (unsigned)%s)", P(k, x), op, P(k, y));
+    if (t == DT_I64)
+        return cu_str(CU, "(long long)((unsigned long long)%s %c (unsigned long long)%s)", P(k, x),
+                      op, P(k, y));
+    return cu_str(CU, "%s %c %s", P(k, x), op, P(k, y));
+}
+/* An int64 literal (INT64_MIN has no literal of its own in C). */
+static const char *i64lit(CuKern *k, int64_t x) {
+    if (x == INT64_MIN) return "(-9223372036854775807LL - 1)";
+    return cu_str(CU, "%lldLL", (long long)x);
+}
+static const char *sel(CuKern *k, const char *c, const char *x, const char *y) {
+    return cu_str(CU, "%s ? %s : %s", P(k, c), P(k, x), P(k, y));
+}
+/* x != 0 as bool (NaN is true: an unordered compare, as the CPU's UNE). */
+static const char *truthy(CuKern *k, const char *x, DType t) {
+    if (t == DT_BOOL) return x;
+    return cu_str(CU, "%s != 0", P(k, x));
+}
+
+/* ---- arithmetic ---- */
+
+/* other * alpha, the second operand of add and sub. */
+static const char *times_alpha(CuKern *k, const Value *v, const char *y, DType t) {
+    double alpha = num_arg(v, 2, 1);
+    if (alpha == 1) return y;
+    return is_f(t) ? fmul(k, t, y, fc(k, t, alpha)) : iarith(k, t, y, '*', cu_const(CU, t, alpha));
+}
+static const char *e_add(CuKern *k, const Value *v, const char **a, DType t) {
+    if (t == DT_BOOL)
+        return cu_str(CU, "%s | %s", P(k, a[0]), num_arg(v, 2, 1) != 0 ? P(k, a[1]) : "false");
+    const char *y = times_alpha(k, v, a[1], t);
+    return is_f(t) ? cu_str(CU, "%s + %s", P(k, a[0]), P(k, y)) : iarith(k, t, a[0], '+', y);
+}
+static const char *e_sub(CuKern *k, const Value *v, const char **a, DType t) {
+    const char *y = times_alpha(k, v, a[1], t);
+    return is_f(t) ? cu_str(CU, "%s - %s", P(k, a[0]), P(k, y)) : iarith(k, t, a[0], '-', y);
+}
+static const char *e_mul(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    if (t == DT_BOOL) return cu_str(CU, "%s & %s", P(k, a[0]), P(k, a[1]));
+    return is_f(t) ? fmul(k, t, a[0], a[1]) : iarith(k, t, a[0], '*', a[1]);
+}
+
+/* Integer division through the prelude's helpers: x / 0 gives 0 (PyTorch
+ * raises ZeroDivisionError; compiled code cannot, and the CPU backend gives
+ * 0 too), INT_MIN / -1 wraps. fn: "div" (truncating quotient), "floordiv"
+ * or "rem" (Python's floor semantics). i8, i16, u8 and bool go through the
+ * i32 helpers: an int holds their values exactly, and for the unsigned
+ * ones (never negative) floor and truncation agree, as the CPU's udiv and
+ * urem. */
+static const char *idiv(CuKern *k, const char *fn, const char **a, DType t) {
+    if (t == DT_I64) return cu_str(CU, "tg_%s_i64(%s, %s)", fn, a[0], a[1]);
+    if (kd_unsigned(t) && strcmp(fn, "div")) fn = !strcmp(fn, "rem") ? "mod" : "div";
+    return cu_str(CU, "tg_%s_i32((int)%s, (int)%s)", fn, P(k, a[0]), P(k, a[1]));
+}
+static const char *ffloordiv(CuKern *k, const char **a, DType t) {
+    /* ATen's div_floor_floating, in the prelude. */
+    return cu_str(CU, "tg_floordiv_%s(%s, %s)", t == DT_F64 ? "f64" : "f32", a[0], a[1]);
+}
+static const char *e_div(CuKern *k, const Value *v, const char **a, DType t) {
+    const Arg *rm = v->nargs > 2 ? &v->args[2] : NULL;
+    const char *mode = rm && rm->kind == ARG_STR ? rm->s : NULL;
+    if (is_f(t)) {
+        if (mode && !strcmp(mode, "floor")) return ffloordiv(k, a, t);
+        const char *q = cu_str(CU, "%s / %s", P(k, a[0]), P(k, a[1]));
+        if (mode && !strcmp(mode, "trunc")) q = fn1(k, t, "trunc", q);
+        return q;
+    }
+    return idiv(k, mode && !strcmp(mode, "floor") ? "floordiv" : "div", a, t);
+}
+static const char *e_floordiv(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    if (is_f(t)) return ffloordiv(k, a, t);
+    return idiv(k, "floordiv", a, t);
+}
+static const char *e_remainder(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    if (is_f(t)) return cu_str(CU, "tg_rem_%s(%s, %s)", t == DT_F64 ? "f64" : "f32", a[0], a[1]);
+    return idiv(k, "rem", a, t);
+}
+static const char *e_pow(CuKern *k, const Value *v, const char **a, DType t) {
+    const Value *e = v->in[1];
+    if (is_f(t)) {
+        const char *one = fc(k, t, 1);
+        if (e->storage->op == OP_SCALAR) {
+            /* The exponents the CPU backend writes out (exact products and
+             * correctly rounded roots instead of pow's few ulp). */
+            double x = e->storage->scalar;
+            if (x == 2) return fmul(k, t, a[0], a[0]);
+            if (x == 3) return fmul(k, t, named(k, t, fmul(k, t, a[0], a[0])), a[0]);
+            if (x == 0.5) return fn1(k, t, "sqrt", a[0]);
+            if (x == -0.5) return cu_str(CU, "%s / %s", one, fn1(k, t, "sqrt", a[0]));
+            if (x == -1) return cu_str(CU, "%s / %s", one, P(k, a[0]));
+            if (x == -2) return cu_str(CU, "%s / %s", one, fmul(k, t, a[0], a[0]));
+        }
+        return cu_str(CU, "%s(%s, %s)", t == DT_F64 ? "pow" : "powf", a[0], a[1]);
+    }
+    /* Integers: exponentiation by squaring in int64, as rt_kernel_ipow. */
+    const char *b64 = named(k, DT_I64, cu_convert(k, named(k, t, a[0]), t, DT_I64));
+    const char *e64 = named(k, DT_I64, cu_convert(k, named(k, t, a[1]), t, DT_I64));
+    const char *r = cuk_tmp(k, DT_I64, "tg_ipow(%s, %s)", b64, e64);
+    return cu_convert(k, r, DT_I64, t);
+}
+static const char *minmax(CuKern *k, const char **a, DType t, bool is_max) {
+    if (t == DT_BOOL) return cu_str(CU, "%s %c %s", P(k, a[0]), is_max ? '|' : '&', P(k, a[1]));
+    /* Floats: a NaN operand propagates (the prelude's tg_max/tg_min). */
+    if (is_f(t))
+        return cu_str(CU, "tg_%s_%s(%s, %s)", is_max ? "max" : "min", t == DT_F64 ? "f64" : "f32",
+                      a[0], a[1]);
+    /* Integers: C compares u8 and bool in int, where their values stay
+     * non-negative, so one form serves signed and unsigned. */
+    return sel(k, cu_str(CU, "%s %c %s", P(k, a[0]), is_max ? '>' : '<', P(k, a[1])), a[0], a[1]);
+}
+static const char *e_maximum(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    return minmax(k, a, t, true);
+}
+static const char *e_minimum(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    return minmax(k, a, t, false);
+}
+/* Comparisons: C's float == < <= > >= are ordered (false with a NaN) and
+ * != unordered, the CPU backend's OEQ, OLT, ..., UNE; u8 and bool promote
+ * to int without changing sign, so < compares them unsigned. */
+#define CMP(name, op)                                                                              \
+    static const char *e_##name(CuKern *k, const Value *v, const char **a, DType t) {              \
+        (void)v, (void)t;                                                                          \
+        return cu_str(CU, "%s " op " %s", P(k, a[0]), P(k, a[1]));                                 \
+    }
+CMP(eq, "==")
+CMP(ne, "!=")
+CMP(lt, "<")
+CMP(le, "<=")
+CMP(gt, ">")
+CMP(ge, ">=")
+
+static const char *e_logical_and(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)t;
+    return cu_str(CU, "%s && %s", P(k, truthy(k, a[0], in_dt(k, v, 0))),
+                  P(k, truthy(k, a[1], in_dt(k, v, 1))));
+}
+static const char *e_logical_or(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)t;
+    return cu_str(CU, "%s || %s", P(k, truthy(k, a[0], in_dt(k, v, 0))),
+                  P(k, truthy(k, a[1], in_dt(k, v, 1))));
+}
+static const char *e_logical_not(CuKern *k, const Value *v, const char **a, DType t) {
+    const char *r = cuk_tmp(k, DT_BOOL, "!%s", P(k, truthy(k, a[0], in_dt(k, v, 0))));
+    return cu_convert(k, r, DT_BOOL, t);
+}
+static const char *e_bitwise_and(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v, (void)t;
+    return cu_str(CU, "%s & %s", P(k, a[0]), P(k, a[1]));
+}
+static const char *e_bitwise_or(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v, (void)t;
+    return cu_str(CU, "%s | %s", P(k, a[0]), P(k, a[1]));
+}
+static const char *e_bitwise_not(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    /* ~ on a bool promotes to int (~1 == -2, still true): negate instead. */
+    if (t == DT_BOOL) return cu_str(CU, "!%s", P(k, a[0]));
+    return cu_str(CU, "~%s", P(k, a[0]));
+}
+static const char *e_where(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)t;
+    return sel(k, truthy(k, a[0], in_dt(k, v, 0)), a[1], a[2]);
+}
+static const char *e_masked_fill(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)t;
+    return sel(k, truthy(k, a[1], in_dt(k, v, 1)), a[2], a[0]);
+}
+static const char *e_clamp(CuKern *k, const Value *v, const char **a, DType t) {
+    /* x < lo and x > hi are false for a NaN x, which stays NaN. */
+    const char *x = a[0];
+    if (v->args[1].kind != ARG_ABSENT) {
+        const char *lo = cu_const(CU, t, num_arg(v, 1, 0));
+        x = named(k, t, sel(k, cu_str(CU, "%s < %s", P(k, x), P(k, lo)), lo, x));
+    }
+    if (v->args[2].kind != ARG_ABSENT) {
+        const char *hi = cu_const(CU, t, num_arg(v, 2, 0));
+        x = sel(k, cu_str(CU, "%s > %s", P(k, x), P(k, hi)), hi, x);
+    }
+    return x;
+}
+
+/* ---- unary ---- */
+
+static const char *e_neg(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    return is_f(t) ? cu_str(CU, "-%s", P(k, a[0])) : iarith(k, t, "0", '-', a[0]);
+}
+static const char *e_abs(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    if (is_f(t)) return fn1(k, t, "fabs", a[0]);
+    if (kd_unsigned(t)) return a[0];
+    return sel(k, cu_str(CU, "%s < 0", P(k, a[0])), iarith(k, t, "0", '-', a[0]), a[0]);
+}
+static const char *e_sign(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    if (t == DT_BOOL) return a[0];
+    if (is_f(t)) {
+        /* (x > 0) - (x < 0): 0 for NaN, as the CPU backend. */
+        const char *ct = cu_ctype(t), *z = fc(k, t, 0);
+        return cu_str(CU, "(%s)(%s > %s) - (%s)(%s < %s)", ct, P(k, a[0]), z, ct, P(k, a[0]), z);
+    }
+    if (kd_unsigned(t)) return cu_str(CU, "%s != 0", P(k, a[0]));
+    return cu_str(CU, "(int)(%s > 0) - (int)(%s < 0)", P(k, a[0]), P(k, a[0]));
+}
+static const char *e_relu(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    /* NaN (not < 0) and -0.0 pass through, as the CPU's select. */
+    if (is_f(t)) {
+        const char *z = fc(k, t, 0);
+        return sel(k, cu_str(CU, "%s < %s", P(k, a[0]), z), z, a[0]);
+    }
+    if (kd_unsigned(t)) return a[0];
+    return sel(k, cu_str(CU, "%s < 0", P(k, a[0])), cu_const(CU, t, 0), a[0]);
+}
+#define FROUND(name, fn)                                                                           \
+    static const char *e_##name(CuKern *k, const Value *v, const char **a, DType t) {              \
+        (void)v;                                                                                   \
+        if (!is_f(t)) return a[0];                                                                 \
+        return fn1(k, t, fn, a[0]);                                                                \
+    }
+FROUND(floor, "floor")
+FROUND(ceil, "ceil")
+FROUND(round, "rint") /* half to even, as torch.round */
+FROUND(trunc, "trunc")
+static const char *e_square(CuKern *k, const Value *v, const char **a, DType t) {
+    return e_mul(k, v, (const char *[]){a[0], a[0]}, t);
+}
+#define LIBM(name)                                                                                 \
+    static const char *e_##name(CuKern *k, const Value *v, const char **a, DType t) {              \
+        (void)v;                                                                                   \
+        return fn1(k, t, #name, a[0]);                                                             \
+    }
+LIBM(exp)
+LIBM(log)
+LIBM(log1p)
+LIBM(expm1)
+LIBM(sin)
+LIBM(cos)
+LIBM(tanh)
+LIBM(erf)
+LIBM(sqrt)
+static const char *e_rsqrt(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    /* 1 / sqrt(x), both correctly rounded, as the CPU (not rsqrtf's
+     * approximation). */
+    return cu_str(CU, "%s / %s", fc(k, t, 1), fn1(k, t, "sqrt", a[0]));
+}
+static const char *e_reciprocal(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    return cu_str(CU, "%s / %s", fc(k, t, 1), P(k, a[0]));
+}
+static const char *e_sigmoid(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    return tgf(k, t, "sigmoid", a[0]);
+}
+static const char *e_silu(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    return fmul(k, t, a[0], tgf(k, t, "sigmoid", a[0]));
+}
+static const char *e_gelu(CuKern *k, const Value *v, const char **a, DType t) {
+    bool tanh_mode = v->nargs > 1 && v->args[1].kind == ARG_STR && !strcmp(v->args[1].s, "tanh");
+    return tgf(k, t, tanh_mode ? "gelu_tanh" : "gelu", a[0]);
+}
+static const char *e_cast(CuKern *k, const Value *v, const char **a, DType t) {
+    DType from = in_dt(k, v, 0);
+    return cu_convert(k, named(k, from, a[0]), from, t);
+}
+
+/* ---- creation and index-dependent ops ---- */
+
+static const char *e_fill(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)a;
+    double x = v->op == OP_ZEROS || v->op == OP_ZEROS_LIKE ? 0
+               : v->op == OP_ONES || v->op == OP_ONES_LIKE ? 1
+                                                           : num_arg(v, 1, 0);
+    return cu_const(CU, t, x);
+}
+static const char *e_arange(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)a;
+    double start = num_arg(v, 0, 0), step = num_arg(v, 2, 1);
+    if (v->args[1].kind == ARG_ABSENT) start = 0; /* arange(end) */
+    const char *i = cuk_dim_index(k, 0);
+    if (!is_f(t)) {
+        /* start + i * step in int64, wrapping, then narrowed. */
+        const char *r = cuk_tmp(k, DT_I64,
+                                "(long long)((unsigned long long)%s + (unsigned long long)%s * "
+                                "(unsigned long long)%s)",
+                                i64lit(k, (int64_t)start), P(k, i), i64lit(k, (int64_t)step));
+        return cu_convert(k, r, DT_I64, t);
+    }
+    /* In double, then converted (rounded once to t), as the CPU backend. */
+    const char *r = cuk_tmp(k, DT_F64, "__dadd_rn(%s, __dmul_rn(%s, (double)%s))",
+                            cu_const(CU, DT_F64, start), cu_const(CU, DT_F64, step), P(k, i));
+    return cu_convert(k, r, DT_F64, t);
+}
+static const char *e_eye(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)a, (void)v;
+    const char *eq =
+        cuk_tmp(k, DT_BOOL, "%s == %s", P(k, cuk_dim_index(k, 0)), P(k, cuk_dim_index(k, 1)));
+    return cu_convert(k, eq, DT_BOOL, t);
+}
+static const char *e_tri(CuKern *k, const Value *v, const char **a, DType t) {
+    int n = v->ndim;
+    int64_t diag = v->args[1].kind == ARG_INT ? v->args[1].i : 0;
+    const char *keep =
+        cuk_tmp(k, DT_BOOL, "(long long)%s - (long long)%s %s %s", P(k, cuk_dim_index(k, n - 1)),
+                P(k, cuk_dim_index(k, n - 2)), v->op == OP_TRIL ? "<=" : ">=", i64lit(k, diag));
+    DType from = in_dt(k, v, 0);
+    const char *x = named(k, t, cu_convert(k, named(k, from, a[0]), from, t));
+    return sel(k, keep, x, cu_const(CU, t, 0));
+}
+
+/* Float to f16 bits, rounded to nearest even (the literal as the 16-bit
+ * type holds it, as the CPU backend's constant folding gives it). */
+static uint16_t host_f2h(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t m = u & 0x7fffffffu;
+    if (m > 0x7f800000u) return sign | 0x7e00u | (uint16_t)((m >> 13) & 0x3ffu); /* NaN */
+    if (m >= 0x477ff000u) return sign | 0x7c00u; /* >= 65520 (and inf): inf */
+    if (m >= 0x38800000u) {
+        /* A normal half: rebias the exponent, round the mantissa to 10 bits
+         * (a carry into the exponent is the right result). */
+        uint32_t r = m - 0x38000000u;
+        r += 0xfffu + ((r >> 13) & 1u);
+        return sign | (uint16_t)(r >> 13);
+    }
+    if (m < 0x33000000u) return sign; /* <= 2^-25: zero */
+    /* A subnormal half, in units of 2^-24. */
+    uint32_t e = m >> 23, mant = (m & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - e;
+    uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (h & 1u))) h++;
+    return sign | (uint16_t)h;
+}
+/* The bits of literal element x stored as dtype t (integers wrap as a C
+ * cast through int64 does, saturating at int64's ends: cg_const). */
+static uint64_t literal_bits(DType t, double x) {
+    switch (t) {
+    case DT_BOOL: return x != 0;
+    case DT_F16: return host_f2h((float)x);
+    case DT_BF16: {
+        float f = (float)x;
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        return isnan(f) ? 0x7fc0 : (u + 0x7fff + ((u >> 16) & 1)) >> 16;
+    }
+    case DT_F32: {
+        float f = (float)x;
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        return u;
+    }
+    case DT_F64: {
+        uint64_t u;
+        memcpy(&u, &x, sizeof u);
+        return u;
+    }
+    default: {
+        int64_t i = x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
+        int bits = 8 * (int)dtype_size(t);
+        uint64_t u = (uint64_t)i;
+        return bits == 64 ? u : u & ((1ULL << bits) - 1);
+    }
+    }
+}
+static const char *e_tensor(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)a;
+    /* The literal's data as a static const array declared at the top of
+     * the kernel: NVRTC places it once in global memory (read through the
+     * read-only cache) instead of building it per thread. Elements are
+     * stored as unsigned bit patterns of the storage width, so every value
+     * (inf, NaN, -0.0, INT64_MIN) has an exact constant initialiser. */
+    int64_t n = value_numel(v);
+    int size = (int)dtype_size(t);
+    const char *ut = size == 1   ? "unsigned char"
+                     : size == 2 ? "unsigned short"
+                     : size == 4 ? "unsigned int"
+                                 : "unsigned long long";
+    const char *name = cu_str(CU, "lit%d", k->ntmp++);
+    sb_printf(&k->head, "    static const %s %s[%lld] = {", ut, name, (long long)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        sb_printf(&k->head, "%s%s0x%llxu%s", i ? "," : "", i % 8 ? " " : "\n        ",
+                  (unsigned long long)literal_bits(t, v->args[0].data[i]), size == 8 ? "ll" : "");
+    sb_printf(&k->head, "%s};\n", n > 0 ? "" : "0");
+    /* The row-major offset of the element at the kernel's dim indices. */
+    const char *off = "0";
+    int64_t s = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        off = cu_str(CU, "%s + (long long)%s * %s", off, P(k, cuk_dim_index(k, d)), i64lit(k, s));
+        s *= v->shape[d];
+    }
+    const char *e = cu_str(CU, "%s[%s]", name, off);
+    switch (t) {
+    case DT_BOOL: return cu_str(CU, "%s != 0", e);
+    case DT_F16: return cu_str(CU, "tg_h2f(%s)", e);
+    case DT_BF16: return cu_str(CU, "tg_b2f(%s)", e);
+    case DT_F32: return cu_str(CU, "__uint_as_float(%s)", e);
+    case DT_F64: return cu_str(CU, "__longlong_as_double((long long)%s)", e);
+    default: return cu_str(CU, "(%s)%s", cu_ctype(t), e);
+    }
+}
+
+static const EmitFn emit_op[OP_COUNT] = {
+    [OP_ADD] = e_add,
+    [OP_SUB] = e_sub,
+    [OP_MUL] = e_mul,
+    [OP_DIV] = e_div,
+    [OP_POW] = e_pow,
+    [OP_REMAINDER] = e_remainder,
+    [OP_FLOOR_DIVIDE] = e_floordiv,
+    [OP_MINIMUM] = e_minimum,
+    [OP_MAXIMUM] = e_maximum,
+    [OP_EQ] = e_eq,
+    [OP_NE] = e_ne,
+    [OP_LT] = e_lt,
+    [OP_LE] = e_le,
+    [OP_GT] = e_gt,
+    [OP_GE] = e_ge,
+    [OP_LOGICAL_AND] = e_logical_and,
+    [OP_LOGICAL_OR] = e_logical_or,
+    [OP_BITWISE_AND] = e_bitwise_and,
+    [OP_BITWISE_OR] = e_bitwise_or,
+    [OP_WHERE] = e_where,
+    [OP_MASKED_FILL] = e_masked_fill,
+    [OP_CLAMP] = e_clamp,
+    [OP_CLIP] = e_clamp,
+    [OP_NEG] = e_neg,
+    [OP_ABS] = e_abs,
+    [OP_SIGN] = e_sign,
+    [OP_RELU] = e_relu,
+    [OP_FLOOR] = e_floor,
+    [OP_CEIL] = e_ceil,
+    [OP_ROUND] = e_round,
+    [OP_TRUNC] = e_trunc,
+    [OP_SQUARE] = e_square,
+    [OP_EXP] = e_exp,
+    [OP_LOG] = e_log,
+    [OP_LOG1P] = e_log1p,
+    [OP_EXPM1] = e_expm1,
+    [OP_SQRT] = e_sqrt,
+    [OP_RSQRT] = e_rsqrt,
+    [OP_RECIPROCAL] = e_reciprocal,
+    [OP_SIN] = e_sin,
+    [OP_COS] = e_cos,
+    [OP_TANH] = e_tanh,
+    [OP_SIGMOID] = e_sigmoid,
+    [OP_ERF] = e_erf,
+    [OP_GELU] = e_gelu,
+    [OP_SILU] = e_silu,
+    [OP_LOGICAL_NOT] = e_logical_not,
+    [OP_BITWISE_NOT] = e_bitwise_not,
+    [OP_CAST] = e_cast,
+    [OP_TO] = e_cast,
+    [OP_CLONE] = e_cast,
+    [OP_COPY] = e_cast,
+    [OP_CONTIGUOUS] = e_cast,
+    [OP_ZEROS] = e_fill,
+    [OP_ONES] = e_fill,
+    [OP_FULL] = e_fill,
+    [OP_ZEROS_LIKE] = e_fill,
+    [OP_ONES_LIKE] = e_fill,
+    [OP_FULL_LIKE] = e_fill,
+    [OP_ARANGE] = e_arange,
+    [OP_EYE] = e_eye,
+    [OP_TENSOR] = e_tensor,
+    [OP_TRIL] = e_tri,
+    [OP_TRIU] = e_tri,
+};
+
+static bool reads_operands(const Value *v) {
+    /* *_like read only their operand's shape. */
+    return !(op_info(v->op)->flags & OPF_CREATION);
+}
+
+const char *cu_expr(CuKern *k, const Value *v, bool compute) {
+    Cu *cu = k->cu;
+    DType t = kd_dt(cu->p, v);
+    if (k->ov == v) return cuk_load(k, &k->ov_access);
+    if (v->storage->op == OP_SCALAR) return cu_const(cu, t, v->storage->scalar);
+    if (!compute && !kd_is_inlined(cu->p, v)) {
+        Access a;
+        kd_access_of(cu->p, v, &a);
+        return cuk_load(k, &a);
+    }
+    EmitFn fn = (unsigned)v->op < OP_COUNT ? emit_op[v->op] : NULL;
+    if (!fn) {
+        cu_fail(cu, "internal: no element expression for op '%s'", op_display_name(v));
+        return cu_const(cu, t, 0);
+    }
+    const char *ops[8] = {0};
+    if (reads_operands(v))
+        for (int i = 0; i < v->nin && i < 8; i++)
+            ops[i] = cu_expr(k, v->in[i], false);
+    const char *r = fn(k, v, ops, t);
+    /* The op's result in its compute type, rounded once for f16/bf16. */
+    if (t == DT_F16 || t == DT_BF16) r = cu_round(k, named(k, t, r), t);
+    return named(k, t, r);
+}

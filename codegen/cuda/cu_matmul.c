@@ -1,0 +1,42 @@
+/* Matrix products on the GPU: each is one RT_CUDA_MATMUL step with the
+ * same descriptor the CPU passes to rt_matmul (codegen/kernel_desc.c); the
+ * runtime gives it to cuBLAS (transposed operands as flags, f16/bf16 on
+ * tensor cores with f32 accumulation) or to the module's tg_matmul. The
+ * bias of linear is first broadcast into the output by a kernel, and the
+ * product accumulates onto it. */
+#include <string.h>
+
+#include "codegen/cuda/cu.h"
+
+static void operand(Cu *cu, const Value *v, int *slot, int64_t *off) {
+    const Value *o = v->storage;
+    int64_t base = kd_buffer(cu->p, o, slot);
+    if (base < 0) {
+        cu_fail(cu, "internal: value %%%d has no buffer", o->id);
+        base = 0;
+    }
+    *off = base + v->offset * (int64_t)dtype_size(kd_dt(cu->p, o));
+}
+
+void cu_add_matmul(Cu *cu, const MM *mm, const Value *a, const Value *b, const Value *c) {
+    CuStep s;
+    memset(&s, 0, sizeof s);
+    s.kind = CU_MATMUL;
+    s.mm = *mm;
+    operand(cu, a, &s.slot[0], &s.off[0]);
+    operand(cu, b, &s.slot[1], &s.off[1]);
+    operand(cu, c, &s.slot[2], &s.off[2]);
+    ARENA_PUSH(cu->a, cu->steps, cu->nsteps, cu->cap, s);
+}
+
+void cu_k_matmul(Cu *cu, const Value *v) {
+    MM mm;
+    const Value *bias;
+    char err[128];
+    if (!kd_matmul(cu->p, v, &mm, &bias, err, sizeof err)) {
+        cu_fail(cu, "%s", err);
+        return;
+    }
+    if (bias) cu_k_broadcast_into(cu, bias, v);
+    cu_add_matmul(cu, &mm, v->in[0], v->in[1], v);
+}

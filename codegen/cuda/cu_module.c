@@ -1,0 +1,256 @@
+/* The CUDA module of one graph: every kernel of the fusion plan rendered
+ * as CUDA C after the prelude and the generic product kernel, compiled by
+ * NVRTC (cu_nvrtc.c) to a CUBIN per architecture and PTX for the highest,
+ * and the C declarations the glue embeds: the images (.incbin of the
+ * files), the steps of one run and the index tensors' names. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cuda/cu.h"
+#include "codegen/cuda/cu_matmul_src.h"
+#include "codegen/cuda/cu_nvrtc.h"
+
+static void emit_kernel(Cu *cu, const Kernel *kn) {
+    const Value *v = kn->root;
+    if (kn->out_copy >= 0) {
+        cu_k_output_copy(cu, v, kn->out_copy);
+        return;
+    }
+    if (fusion_is_expression(v)) {
+        cu_k_elementwise(cu, v);
+        return;
+    }
+    if (op_info(v->op)->flags & OPF_REDUCTION) {
+        cu_k_reduce(cu, v);
+        return;
+    }
+    switch (v->op) {
+    case OP_RESHAPE:
+    case OP_FLATTEN:
+    case OP_VIEW:
+    case OP_UNFLATTEN: cu_k_reshape_copy(cu, v); return;
+    case OP_CAT:
+    case OP_CONCAT:
+    case OP_STACK: cu_k_cat(cu, v); return;
+    case OP_REPEAT: cu_k_repeat(cu, v); return;
+    case OP_FLIP: cu_k_flip(cu, v); return;
+    case OP_SOFTMAX:
+    case OP_LOG_SOFTMAX:
+    case OP_LAYER_NORM:
+    case OP_RMS_NORM: cu_k_norm(cu, v); return;
+    case OP_GATHER:
+    case OP_INDEX_SELECT:
+    case OP_EMBEDDING:
+    case OP_INDEX: cu_k_gather(cu, v); return;
+    case OP_MATMUL:
+    case OP_MM:
+    case OP_BMM:
+    case OP_MV:
+    case OP_OUTER:
+    case OP_LINEAR: cu_k_matmul(cu, v); return;
+    case OP_EINSUM: cu_k_einsum(cu, v); return;
+    default: cu_fail(cu, "internal: no CUDA code generator for op '%s'", op_display_name(v));
+    }
+}
+
+/* Writes the C string literal of s. */
+static void c_string(Sb *b, const char *s) {
+    sb_printf(b, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            sb_printf(b, "\\%c", *s);
+        else if ((unsigned char)*s < 32)
+            sb_printf(b, "\\%03o", (unsigned char)*s);
+        else
+            sb_printf(b, "%c", *s);
+    }
+    sb_printf(b, "\"");
+}
+
+static void incbin(Sb *b, const char *sym, const char *path) {
+    sb_printf(b, "__asm__(\".section .rodata\\n.balign 64\\n.type %s, @object\\n%s:\\n.incbin \\\"",
+              sym, sym);
+    for (const char *c = path; *c; c++) {
+        if (*c == '"' || *c == '\\') sb_printf(b, "\\\\\\");
+        sb_printf(b, "%c", *c);
+    }
+    sb_printf(b, "\\\"\\n%s_end:\\n.previous\\n\");\n", sym);
+    sb_printf(b, "extern const unsigned char %s[], %s_end[];\n", sym, sym);
+}
+
+static bool write_file(const char *path, const void *data, size_t n, char *err, size_t nerr) {
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f) != 0) {
+        snprintf(err, nerr, "error: cannot write '%s': %s", path, strerror(errno));
+        if (f) fclose(f);
+        return false;
+    }
+    return true;
+}
+
+int cg_cuda_image_files(const CudaOptions *o, char names[][32], int max) {
+    int n = 0;
+    for (int i = 0; i < o->narchs && n < max; i++)
+        snprintf(names[n++], 32, "sm_%d.cubin", o->archs[i]);
+    if (n < max) snprintf(names[n++], 32, "module.ptx");
+    return n;
+}
+
+static void write_decl(Sb *d, const Cu *cu, const CudaOptions *o, const size_t *sizes) {
+    char names[CG_CUDA_MAX_ARCHS + 1][32];
+    int ni = cg_cuda_image_files(o, names, CG_CUDA_MAX_ARCHS + 1);
+    for (int i = 0; i < ni; i++) {
+        char sym[32], path[4200];
+        snprintf(sym, sizeof sym, "tgc_cuda_image%d", i);
+        snprintf(path, sizeof path, "%s/%s", o->image_dir, names[i]);
+        incbin(d, sym, path);
+    }
+    sb_printf(d, "static const RtCudaImage tgc_cuda_images[] = {\n");
+    for (int i = 0; i < ni; i++) {
+        bool ptx = i == ni - 1;
+        int sm = ptx ? o->archs[o->narchs - 1] : o->archs[i];
+        sb_printf(d, "    {%d, %d, tgc_cuda_image%d, %zu},\n", sm, ptx, i, sizes[i]);
+    }
+    sb_printf(d, "};\n");
+    for (int i = 0; i < cu->nsteps; i++) {
+        const CuStep *s = &cu->steps[i];
+        if (s->kind != CU_MATMUL) continue;
+        const MM *m = &s->mm;
+        sb_printf(d,
+                  "static const RtMatmulDesc tgc_cuda_mm%d = {%" PRId64 ", %" PRId64 ", %" PRId64
+                  ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                  ", %" PRId64 ", %" PRId64 ", %" PRId64,
+                  i, m->dtype, m->m, m->n, m->k, m->a_rs, m->a_cs, m->b_rs, m->b_cs, m->c_rs,
+                  m->c_cs, m->accumulate, m->nbatch);
+        const int64_t *arrs[4] = {m->batch, m->a_bs, m->b_bs, m->c_bs};
+        for (int a = 0; a < 4; a++) {
+            sb_printf(d, ", {");
+            for (int j = 0; j < MAXB; j++)
+                sb_printf(d, "%s%" PRId64, j ? ", " : "", arrs[a][j]);
+            sb_printf(d, "}");
+        }
+        sb_printf(d, "};\n");
+    }
+    sb_printf(d, "static const RtCudaStep tgc_cuda_steps[] = {\n");
+    for (int i = 0; i < cu->nsteps; i++) {
+        const CuStep *s = &cu->steps[i];
+        if (s->kind == CU_LAUNCH)
+            sb_printf(d,
+                      "    {RT_CUDA_LAUNCH, \"%s\", %" PRId64
+                      "u, %du, %du, NULL, {0, 0}, {0, 0}, {0, 0}},\n",
+                      s->kernel, s->grid, s->block, s->smem);
+        else
+            sb_printf(d,
+                      "    {RT_CUDA_MATMUL, NULL, 0, 0, 0, &tgc_cuda_mm%d, {%d, %" PRId64
+                      "}, {%d, %" PRId64 "}, {%d, %" PRId64 "}},\n",
+                      i, s->slot[0], s->off[0], s->slot[1], s->off[1], s->slot[2], s->off[2]);
+    }
+    if (!cu->nsteps)
+        sb_printf(d, "    {RT_CUDA_LAUNCH, NULL, 0, 0, 0, NULL, {0, 0}, {0, 0}, {0, 0}},\n");
+    sb_printf(d, "};\nstatic const char *const tgc_cuda_errors[] = {");
+    for (int i = 0; i < cu->nerror_names; i++) {
+        c_string(d, cu->error_names[i]);
+        sb_printf(d, ", ");
+    }
+    sb_printf(d, "NULL};\n");
+    sb_printf(d,
+              "static const RtCudaProgram tgc_cuda = {tgc_cuda_images, %d, tgc_cuda_steps, %d, "
+              "tgc_cuda_errors, %d, %d};\n",
+              ni, cu->nsteps, cu->nerror_names, o->cuda_graph ? 1 : 0);
+}
+
+static const char *unsupported(const Graph *g) {
+    for (int i = 0; i < g->nvalues; i++)
+        if (g->values[i]->op == OP_QMATMUL)
+            return "--quantize is not supported with --target cuda yet (quantized products run on "
+                   "the CPU backend only)";
+    return NULL;
+}
+
+int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *err, size_t nerr) {
+    *decl = NULL;
+    if (!cg_cuda_available()) {
+        snprintf(err, nerr,
+                 "error: --target cuda: this tgc was built without the CUDA Toolkit (NVRTC); "
+                 "rebuild it where /usr/local/cuda exists, or use --target cpu");
+        return 1;
+    }
+    const char *why = unsupported(p->g);
+    if (why) {
+        snprintf(err, nerr, "error: %s", why);
+        return 1;
+    }
+    Arena a = {0};
+    Cu cu;
+    memset(&cu, 0, sizeof cu);
+    cu.p = p;
+    cu.a = &a;
+    for (int i = 0; i < p->kp->nkernels && !cu.fail; i++)
+        emit_kernel(&cu, &p->kp->kernels[i]);
+    /* The generic product kernel only where there are products: it is
+     * most of NVRTC's time. */
+    bool products = false;
+    for (int i = 0; i < cu.nsteps; i++)
+        products |= cu.steps[i].kind == CU_MATMUL;
+    Sb kernels = cu.src;
+    memset(&cu.src, 0, sizeof cu.src);
+    sb_printf(&cu.src, "// tgc: CUDA kernels of graph '%s' (compiled by NVRTC)\n%s\n%s\n%s",
+              p->g->name, cu_prelude, products ? cu_matmul_src : "", kernels.s ? kernels.s : "");
+    sb_free(&kernels);
+    int rc = 0;
+    if (cu.fail) {
+        snprintf(err, nerr, "%s", cu.err);
+        rc = 3;
+        goto done;
+    }
+    char path[4400];
+    if (o->emit_dir && !o->emit_ptx_only) {
+        snprintf(path, sizeof path, "%s/%s.cu", o->emit_dir, p->g->name);
+        if (!write_file(path, cu.src.s, cu.src.len, err, nerr)) {
+            rc = 1;
+            goto done;
+        }
+    }
+    char names[CG_CUDA_MAX_ARCHS + 1][32];
+    int ni = cg_cuda_image_files(o, names, CG_CUDA_MAX_ARCHS + 1);
+    size_t sizes[CG_CUDA_MAX_ARCHS + 1];
+    for (int i = 0; i < ni && !rc; i++) {
+        bool ptx = i == ni - 1;
+        int sm = ptx ? o->archs[o->narchs - 1] : o->archs[i];
+        char name[200];
+        snprintf(name, sizeof name, "%s.cu", p->g->name);
+        NvrtcImage img;
+        if (!cu_nvrtc_compile(cu.src.s, name, sm, ptx, &img, err, nerr)) {
+            if (o->fail_source)
+                write_file(o->fail_source, cu.src.s, cu.src.len, err + strlen(err), 0);
+            size_t l = strlen(err);
+            if (o->fail_source && l + 1 < nerr)
+                snprintf(err + l, nerr - l, "\n(the generated CUDA C is in '%s')", o->fail_source);
+            rc = 3;
+            break;
+        }
+        sizes[i] = img.size;
+        snprintf(path, sizeof path, "%s/%s", o->image_dir, names[i]);
+        if (!write_file(path, img.data, img.size, err, nerr)) rc = 1;
+        if (!rc && o->emit_dir && (ptx || !o->emit_ptx_only)) {
+            if (ptx)
+                snprintf(path, sizeof path, "%s/%s.ptx", o->emit_dir, p->g->name);
+            else
+                snprintf(path, sizeof path, "%s/%s.sm_%d.cubin", o->emit_dir, p->g->name, sm);
+            if (!write_file(path, img.data, img.size - (ptx ? 1 : 0), err, nerr)) rc = 1;
+        }
+        free(img.data);
+    }
+    if (!rc) {
+        Sb d = {0};
+        write_decl(&d, &cu, o, sizes);
+        *decl = d.s;
+    }
+done:
+    sb_free(&cu.src);
+    arena_free(&a);
+    return rc;
+}

@@ -1,0 +1,364 @@
+/* The backend-neutral kernel description (kernel_desc.h): access
+ * patterns, the merged iteration space, reductions' layouts and matrix
+ * product descriptors. */
+#include "codegen/kernel_desc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+DType kd_dt(const CgProgram *p, const Value *v) {
+    return p->dt[v->order];
+}
+
+bool kd_unsigned(DType t) {
+    return t == DT_U8 || t == DT_BOOL;
+}
+
+bool kd_is_inlined(const CgProgram *p, const Value *v) {
+    return v->storage == v && p->kp->inlined[v->order];
+}
+
+int64_t kd_buffer(const CgProgram *p, const Value *owner, int *slot) {
+    *slot = p->iface.slot[owner->order];
+    if (*slot >= 0) return 0;
+    *slot = 0;
+    int bi = p->sched->buf_of[owner->order];
+    if (bi < 0 || p->plan->offset[bi] < 0) return -1;
+    return p->plan->offset[bi];
+}
+
+void kd_access_of(const CgProgram *p, const Value *v, Access *a) {
+    memset(a, 0, sizeof *a);
+    a->owner = v->storage;
+    a->dt = kd_dt(p, v->storage);
+    a->offset = v->offset;
+    for (int d = 0; d < v->ndim; d++)
+        a->strides[d] = v->strides[d];
+}
+
+void kd_access_right_aligned(const CgProgram *p, const Value *v, int n, Access *a) {
+    kd_access_of(p, v, a);
+    memset(a->strides, 0, sizeof a->strides);
+    int pad = n - v->ndim;
+    for (int d = 0; d < v->ndim; d++)
+        a->strides[pad + d] = v->shape[d] == 1 ? 0 : v->strides[d];
+}
+
+void kd_access_contig(const CgProgram *p, const Value *owner, const int64_t *shape, int n,
+                      Access *a) {
+    memset(a, 0, sizeof *a);
+    a->owner = owner;
+    a->dt = kd_dt(p, owner);
+    int64_t s = 1;
+    for (int d = n - 1; d >= 0; d--) {
+        a->strides[d] = s;
+        s *= shape[d] > 0 ? shape[d] : 1;
+    }
+}
+
+bool kd_uses_index(const Value *v) {
+    switch (v->op) {
+    case OP_ARANGE:
+    case OP_EYE:
+    case OP_TENSOR:
+    case OP_TRIL:
+    case OP_TRIU: return true;
+    default: return false;
+    }
+}
+
+int kd_collect_leaves(const CgProgram *p, const Value *v, const Value *ov, Access *out, int max,
+                      bool *uses_index) {
+    int n = 0;
+    if (kd_uses_index(v)) *uses_index = true;
+    if (op_info(v->op)->flags & OPF_CREATION) return 0;
+    for (int i = 0; i < v->nin; i++) {
+        const Value *u = v->in[i];
+        if (u->storage->op == OP_SCALAR || u == ov) continue;
+        if (kd_is_inlined(p, u)) {
+            n += kd_collect_leaves(p, u, ov, out + n, max - n, uses_index);
+            continue;
+        }
+        if (n < max) kd_access_of(p, u, &out[n++]);
+    }
+    return n;
+}
+
+void kspace_build(KSpace *k, const int64_t *shape, int n, const bool *reduced, Access **acc,
+                  int nacc, bool uses_index) {
+    memset(k, 0, sizeof *k);
+    k->n = n;
+    for (int d = 0; d < n; d++) {
+        k->shape[d] = shape[d];
+        k->reduced[d] = reduced ? reduced[d] : false;
+        k->loop_of_dim[d] = -1;
+    }
+    /* Groups of adjacent dims of the same class that every access walks as
+     * one: stride[d] == stride[d + 1] * shape[d + 1]. Size-1 dims vanish
+     * (their index is always 0) unless an expression reads indices. */
+    int groups[2][KMAXD][2], ng[2] = {0, 0};
+    for (int cls = 0; cls < 2; cls++) {
+        int last = -1;
+        for (int d = 0; d < n; d++) {
+            if (k->reduced[d] != (cls == 1)) continue;
+            if (shape[d] == 1 && !uses_index) continue;
+            bool merge = last >= 0 && !uses_index;
+            for (int i = 0; merge && i < nacc; i++)
+                merge = acc[i]->strides[last] == acc[i]->strides[d] * shape[d];
+            /* Merging across a skipped size-1 dim: only adjacent ones. */
+            if (merge && last != d - 1) {
+                for (int j = last + 1; j < d; j++)
+                    if (shape[j] != 1) merge = false;
+            }
+            if (merge) {
+                groups[cls][ng[cls] - 1][1] = d;
+            } else {
+                groups[cls][ng[cls]][0] = groups[cls][ng[cls]][1] = d;
+                ng[cls]++;
+            }
+            last = d;
+        }
+    }
+    k->nloops = 0;
+    k->coalesced = false;
+    for (int cls = 0; cls < 2; cls++) {
+        if (cls == 1) k->nkept = k->nloops;
+        for (int gi = 0; gi < ng[cls]; gi++) {
+            int a = groups[cls][gi][0], b = groups[cls][gi][1];
+            int64_t e = 1;
+            for (int d = a; d <= b; d++)
+                e *= shape[d];
+            if (b > a) k->coalesced = true;
+            k->ext[k->nloops] = e;
+            k->inner_dim[k->nloops] = b;
+            for (int d = a; d <= b; d++)
+                k->loop_of_dim[d] = k->nloops;
+            k->nloops++;
+        }
+    }
+    /* The first loop is what the CPU pool splits: a kernel with no kept
+     * dim gets a loop of one iteration. */
+    if (k->nkept == 0) {
+        memmove(&k->ext[1], &k->ext[0], sizeof(int64_t) * (size_t)k->nloops);
+        memmove(&k->inner_dim[1], &k->inner_dim[0], sizeof(int) * (size_t)k->nloops);
+        for (int d = 0; d < n; d++)
+            if (k->loop_of_dim[d] >= 0) k->loop_of_dim[d]++;
+        k->ext[0] = 1;
+        k->inner_dim[0] = -1;
+        k->nloops++;
+        k->nkept = 1;
+    }
+}
+
+int64_t kspace_work_inner(const KSpace *s) {
+    int64_t w = 1;
+    for (int l = 1; l < s->nloops; l++)
+        w *= s->ext[l];
+    return w;
+}
+
+/* ---- reductions ---- */
+
+static int red_dim(int64_t d, int n) {
+    return (int)(d < 0 ? d + n : d);
+}
+
+void kd_reduced_dims(const Value *v, const Value *x, bool *red) {
+    memset(red, 0, sizeof(bool) * KMAXD);
+    int n = x->ndim;
+    switch (v->op) {
+    case OP_SOFTMAX:
+    case OP_LOG_SOFTMAX:
+        if (n) red[red_dim(v->args[1].i, n)] = true;
+        return;
+    case OP_LAYER_NORM:
+        for (int i = 0; i < v->args[1].n; i++)
+            red[n - 1 - i] = true;
+        return;
+    case OP_RMS_NORM:
+        if (n) red[n - 1] = true;
+        return;
+    default: break;
+    }
+    const Arg *d = &v->args[1];
+    if (d->kind == ARG_INT) {
+        if (n) red[red_dim(d->i, n)] = true;
+    } else if (d->kind == ARG_INTS && d->n > 0) {
+        for (int i = 0; i < d->n; i++)
+            if (n) red[red_dim(d->ints[i], n)] = true;
+    } else {
+        for (int i = 0; i < n; i++)
+            red[i] = true;
+    }
+}
+
+void kd_reduction(const CgProgram *p, const Value *v, bool same_shape_out, KReduce *r) {
+    memset(r, 0, sizeof *r);
+    r->v = v;
+    r->x = v->in[0];
+    const Value *x = r->x;
+    r->xt = kd_dt(p, x);
+    bool red[KMAXD];
+    kd_reduced_dims(v, x, red);
+    /* The output, addressed over x's dims. */
+    r->dst.owner = v;
+    r->dst.dt = kd_dt(p, v);
+    int64_t cs[TG_MAX_DIMS];
+    shape_contiguous_strides(v->shape, v->ndim, cs);
+    if (same_shape_out) {
+        for (int d = 0; d < x->ndim; d++)
+            r->dst.strides[d] = cs[d];
+    } else {
+        bool keep = v->ndim == x->ndim;
+        for (int d = 0, o = 0; d < x->ndim; d++) {
+            if (red[d]) {
+                if (keep) o++;
+                continue;
+            }
+            r->dst.strides[d] = cs[o++];
+        }
+    }
+    r->count = 1;
+    int64_t s = 1;
+    for (int d = x->ndim - 1; d >= 0; d--)
+        if (red[d]) {
+            r->lin.strides[d] = s;
+            s *= x->shape[d];
+            r->count *= x->shape[d];
+        }
+    /* Weight and bias of layer_norm (args 2, 3) and rms_norm's weight (arg
+     * 1), aligned to x's last dims. */
+    const Value *aux[2] = {NULL, NULL};
+    if (v->op == OP_LAYER_NORM) {
+        for (int i = 2; i <= 3 && i < v->nargs; i++)
+            if (v->args[i].kind == ARG_TENSOR) {
+                r->aux_is_bias[r->naux] = i == 3;
+                aux[r->naux++] = v->args[i].t;
+            }
+    } else if (v->op == OP_RMS_NORM && v->args[1].kind == ARG_TENSOR) {
+        aux[r->naux++] = v->args[1].t;
+    }
+    for (int i = 0; i < r->naux; i++)
+        kd_access_right_aligned(p, aux[i], x->ndim, &r->aux[i]);
+    Access leaves[64];
+    Access *acc[72];
+    int na = 0, nl = 0;
+    bool uses_index = false;
+    if (kd_is_inlined(p, x))
+        nl = kd_collect_leaves(p, x, NULL, leaves, 64, &uses_index);
+    else if (x->storage->op != OP_SCALAR)
+        kd_access_of(p, x, &leaves[nl++]);
+    for (int i = 0; i < nl; i++)
+        acc[na++] = &leaves[i];
+    acc[na++] = &r->dst;
+    acc[na++] = &r->lin;
+    for (int i = 0; i < r->naux; i++)
+        acc[na++] = &r->aux[i];
+    kspace_build(&r->space, x->shape, x->ndim, red, acc, na, uses_index);
+}
+
+/* ---- matrix products ---- */
+
+/* Batch dims of operand t (its leading ndim - nmat dims), right-aligned
+ * against nb output batch dims: stride, or 0 where it broadcasts. */
+static void batch_strides(const Value *t, int nmat, int nb, int64_t *out) {
+    int tb = t->ndim - nmat;
+    for (int j = 0; j < nb; j++) {
+        int d = j - (nb - tb);
+        out[j] = d >= 0 && t->shape[d] != 1 ? t->strides[d] : 0;
+    }
+}
+
+/* The rows of x [..., k] in a product with a 2-D weight, whose output has
+ * contiguous strides cs: leading dims fold into the row count (returned)
+ * when they are evenly strided, else the last one is the rows and the
+ * others are batch dims (at most TG_MAX_DIMS - 2, within MAXB). Sets the
+ * row stride, the batch sizes and x's and the output's batch strides. */
+_Static_assert(TG_MAX_DIMS - 2 <= MAXB, "lead_rows' batch dims fit the descriptors");
+int64_t kd_lead_rows(const Value *x, const int64_t *cs, int64_t *rs, int64_t *nbatch,
+                     int64_t *batch, int64_t *x_bs, int64_t *y_bs) {
+    int lead = x->ndim - 1;
+    bool fold = true;
+    for (int d = 0; d + 1 < lead; d++)
+        if (x->strides[d] != x->strides[d + 1] * x->shape[d + 1]) fold = false;
+    if (fold || lead <= 1) {
+        int64_t m = 1;
+        for (int d = 0; d < lead; d++)
+            m *= x->shape[d];
+        *rs = lead ? x->strides[lead - 1] : 0;
+        return m;
+    }
+    *rs = x->strides[lead - 1];
+    *nbatch = lead - 1;
+    for (int j = 0; j < lead - 1; j++) {
+        batch[j] = x->shape[j];
+        x_bs[j] = x->strides[j];
+        y_bs[j] = cs[j];
+    }
+    return x->shape[lead - 1];
+}
+
+bool kd_matmul(const CgProgram *p, const Value *v, MM *mm, const Value **bias, char *err,
+               size_t nerr) {
+    const Value *a = v->in[0], *b = v->in[1];
+    memset(mm, 0, sizeof *mm);
+    *bias = NULL;
+    mm->dtype = kd_dt(p, v);
+    int64_t cs[TG_MAX_DIMS];
+    shape_contiguous_strides(v->shape, v->ndim, cs);
+    int amat = a->ndim >= 2 ? 2 : a->ndim, bmat = b->ndim >= 2 ? 2 : b->ndim;
+    if (v->op == OP_OUTER) {
+        mm->m = a->shape[0], mm->n = b->shape[0], mm->k = 1;
+        mm->a_rs = a->strides[0], mm->b_cs = b->strides[0];
+        mm->c_rs = cs[0], mm->c_cs = 1;
+    } else if (v->op == OP_LINEAR) {
+        /* x [..., k] @ W[n, k]^T: W's strides swapped, no copy. Leading dims
+         * of x fold into m when they are evenly strided. */
+        const Value *w = b;
+        if (v->nargs > 2 && v->args[2].kind == ARG_TENSOR) *bias = v->args[2].t;
+        mm->k = a->shape[a->ndim - 1];
+        mm->a_cs = a->strides[a->ndim - 1];
+        mm->n = w->ndim == 2 ? w->shape[0] : 1;
+        mm->b_rs = w->strides[w->ndim - 1];
+        mm->b_cs = w->ndim == 2 ? w->strides[0] : 0;
+        mm->c_cs = w->ndim == 2 ? 1 : 0;
+        mm->m = kd_lead_rows(a, cs, &mm->a_rs, &mm->nbatch, mm->batch, mm->a_bs, mm->c_bs);
+        mm->c_rs = mm->n;
+    } else {
+        /* matmul / mm / bmm / mv: torch.matmul's rules. */
+        int omat = (a->ndim >= 2) + (b->ndim >= 2);
+        int nb = v->ndim - omat;
+        if (a->ndim >= 2) {
+            mm->m = a->shape[a->ndim - 2], mm->k = a->shape[a->ndim - 1];
+            mm->a_rs = a->strides[a->ndim - 2], mm->a_cs = a->strides[a->ndim - 1];
+        } else {
+            mm->m = 1, mm->k = a->shape[0], mm->a_cs = a->strides[0];
+        }
+        if (b->ndim >= 2) {
+            mm->n = b->shape[b->ndim - 1];
+            mm->b_rs = b->strides[b->ndim - 2], mm->b_cs = b->strides[b->ndim - 1];
+        } else {
+            mm->n = 1, mm->b_rs = b->strides[0];
+        }
+        /* C: [..., m, n], [..., m] or [..., n] */
+        if (a->ndim >= 2 && b->ndim >= 2)
+            mm->c_rs = cs[v->ndim - 2], mm->c_cs = 1;
+        else if (a->ndim >= 2)
+            mm->c_rs = 1, mm->c_cs = 0;
+        else
+            mm->c_rs = 0, mm->c_cs = b->ndim >= 2 ? 1 : 0;
+        if (nb > MAXB) {
+            snprintf(err, nerr, "matmul with more than %d batch dimensions", MAXB);
+            return false;
+        }
+        mm->nbatch = nb;
+        batch_strides(a, amat, nb, mm->a_bs);
+        batch_strides(b, bmat, nb, mm->b_bs);
+        for (int j = 0; j < nb; j++) {
+            mm->batch[j] = v->shape[j];
+            mm->c_bs[j] = cs[j];
+        }
+    }
+    if (*bias) mm->accumulate = 1;
+    return true;
+}

@@ -1,0 +1,99 @@
+/* The kernel description both backends render (LLVM for the CPU, CUDA C
+ * for the GPU): for each kernel of the fusion plan, the tensors it touches
+ * as access patterns (owner, dtype, offset, strides) over its iteration
+ * space, that space with adjacent dims merged where every access allows
+ * it, the reduced dims and output layout of reductions and norms, and the
+ * descriptor of matrix products. Fusion, view folding and this indexing
+ * logic exist once; a backend only decides how to walk the space. */
+#ifndef TGC_KERNEL_DESC_H
+#define TGC_KERNEL_DESC_H
+#include "codegen/codegen.h"
+
+#define KMAXD 32 /* iteration dims: repeat splits each of 12 dims in two */
+
+/* One access pattern of a tensor over the kernel's iteration dims. */
+typedef struct Access {
+    const Value *owner; /* storage owner: selects the buffer */
+    int slot;           /* > 0: bufs[slot] itself (an output copy's destination) */
+    DType dt;           /* storage dtype of the elements */
+    int64_t offset;     /* elements */
+    int64_t strides[KMAXD];
+} Access;
+
+/* The iteration space: original dims, and the loops that walk them (kept
+ * dims first, then reduced ones; each loop one or more merged dims). */
+typedef struct KSpace {
+    int n;
+    int64_t shape[KMAXD];
+    bool reduced[KMAXD]; /* dims a reduction runs over (innermost loops) */
+    int nloops, nkept;   /* loops [0, nkept) are kept dims, the rest reduced */
+    int64_t ext[KMAXD];
+    int inner_dim[KMAXD]; /* innermost original dim of each loop (-1: a dummy loop) */
+    int loop_of_dim[KMAXD];
+    bool coalesced;
+} KSpace;
+
+/* Merges adjacent dims of the same class that every access (acc, nacc)
+ * walks as one; uses_index: the expression reads dim indices (no merging).
+ * A space with no kept dim gets a dummy first loop of one iteration. */
+void kspace_build(KSpace *s, const int64_t *shape, int n, const bool *reduced, Access **acc,
+                  int nacc, bool uses_index);
+int64_t kspace_work_inner(const KSpace *s); /* iterations of loops [1, nloops) */
+
+DType kd_dt(const CgProgram *p, const Value *v); /* storage dtype */
+bool kd_unsigned(DType t);
+void kd_access_of(const CgProgram *p, const Value *v, Access *a); /* v's own layout */
+void kd_access_contig(const CgProgram *p, const Value *owner, const int64_t *shape, int n,
+                      Access *a);
+/* v read as if broadcast to n dims: right-aligned, stride 0 where it has
+ * size 1 or no dim. */
+void kd_access_right_aligned(const CgProgram *p, const Value *v, int n, Access *a);
+/* The leaves an expression rooted at v reads (inlined operands are walked
+ * through; literals and the override value ov are skipped). */
+int kd_collect_leaves(const CgProgram *p, const Value *v, const Value *ov, Access *out, int max,
+                      bool *uses_index);
+/* True when v's element expression reads its own indices (arange, eye,
+ * tensor literals, tril/triu). */
+bool kd_uses_index(const Value *v);
+bool kd_is_inlined(const CgProgram *p, const Value *v);
+/* Where an owner's storage is: bufs[*slot] + the returned byte offset. */
+int64_t kd_buffer(const CgProgram *p, const Value *owner, int *slot);
+
+/* Reductions and norms: x's dims, those reduced, the output addressed over
+ * x's dims (dst), the row-major index over the reduced dims (lin, for
+ * argmax), the norms' weight and bias (aux) and the space over all of it. */
+typedef struct KReduce {
+    const Value *v, *x;
+    DType xt;      /* the input's storage dtype */
+    Access dst;    /* the output over the input's dims */
+    Access lin;    /* row-major index over the reduced dims (argmax/argmin) */
+    Access aux[2]; /* weight and bias of the norms */
+    int naux;
+    bool aux_is_bias[2];
+    int64_t count; /* elements per reduction */
+    KSpace space;
+} KReduce;
+/* same_shape_out: the output has x's shape (softmax, the norms). */
+void kd_reduction(const CgProgram *p, const Value *v, bool same_shape_out, KReduce *r);
+void kd_reduced_dims(const Value *v, const Value *x, bool *red);
+
+/* A matrix product: the layout of runtime/tgcrt.h's RtMatmulDesc, so a
+ * backend can emit it as a constant i64 array. */
+#define MAXB 10
+typedef struct MM {
+    int64_t dtype, m, n, k;
+    int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+    int64_t accumulate, nbatch;
+    int64_t batch[MAXB], a_bs[MAXB], b_bs[MAXB], c_bs[MAXB];
+} MM;
+/* matmul/mm/bmm/mv/outer/linear: the descriptor of C = A @ B (operands
+ * v->in[0], v->in[1], result v) and linear's bias to broadcast into C
+ * first (then mm->accumulate is 1). False with a message in err when the
+ * product has more batch dims than the descriptor holds. */
+bool kd_matmul(const CgProgram *p, const Value *v, MM *mm, const Value **bias, char *err,
+               size_t nerr);
+/* The rows of x [..., k] in a product with a 2-D weight whose output has
+ * contiguous strides cs (see kernel_desc.c). */
+int64_t kd_lead_rows(const Value *x, const int64_t *cs, int64_t *rs, int64_t *nbatch,
+                     int64_t *batch, int64_t *x_bs, int64_t *y_bs);
+#endif

@@ -1,0 +1,637 @@
+#!/usr/bin/python3
+"""CUDA suite: what `tgc build --target cuda` produces, checked on a machine
+without a GPU (CI's). Values computed on a GPU are tests/gpu's business.
+
+First a probe: `tgc build` of a tiny graph with `--target cuda`. When tgc
+says it was built without CUDA support ("built without" / "not built"), the
+suite prints why and exits 77 (ctest's SKIP_RETURN_CODE: reported as
+skipped, not passed).
+
+Then, for EVERY case of the differential corpus (tests/diff: the cases,
+their pruned graphs, inputs and weights come from diff.py's
+select_cases() and materialize(), imported, so the two suites cannot drift
+apart; `--subset asan` is the reduced set, which CMakeLists passes in a
+TGC_SANITIZE build), in parallel (--jobs):
+  - `tgc build --target cuda --gpu-arch sm_80,sm_90 --emit cuda DIR` (with
+    the case's -D, --precision and embedded-weights flags) succeeds and
+    writes exactly DIR/NAME.cu, DIR/NAME.sm_80.cubin, DIR/NAME.sm_90.cubin
+    and DIR/NAME.ptx (NAME: the graph's name, as --emit llvm names its .ll);
+  - each CUBIN is a CUDA ELF for its architecture: `readelf -h` reads it,
+    says Machine "NVIDIA CUDA architecture" (EM_CUDA, 190) and prints the
+    e_flags that cudabin.sm_of() decodes to that SM (CUDA 13: bits 8-15,
+    sm_80 0x..50.., sm_90 0x..5a..; see cudabin.py);
+  - the PTX's `.target` is the highest architecture asked for and it
+    assembles with `ptxas -arch=sm_90`;
+  - the executable embeds exactly one CUBIN per architecture and one PTX
+    (found by cudabin.py: ELF images with e_machine 190, NUL-terminated PTX
+    text), byte-identical to the emitted files;
+  - run with the case's inputs and weights on a machine where libcuda.so.1
+    cannot be loaded (checked with ctypes.CDLL), the executable exits 1 with
+    one line naming libcuda.so.1 and suggesting --target cpu, and prints
+    nothing on stdout. Where the driver loads, this check is skipped (and
+    said so): tests/gpu runs the executables there.
+Plus, once each:
+  - the default architecture is sm_90 (one CUBIN, PTX .target sm_90);
+    `--gpu-arch sm_80` alone gives a PTX for sm_80; `--emit ptx DIR` writes
+    DIR/NAME.ptx and nothing else; `--cuda-graph` builds;
+  - `tgc run --target cuda` without a driver: exit 1, the driver message;
+  - `tgc compile --target cuda` gives an object and a header; cuda_main.c
+    (C11, -Wall -Wextra -Werror -Wpedantic) includes the header and links
+    the object with libtgcrt (and OpenBLAS, cJSON, pthreads, libm, libdl);
+    without a driver NAME_create and NAME_create_from_memory return nonzero,
+    set *out to a context whose NAME_error names the driver (libcuda.so.1),
+    and NAME_destroy frees it (under ASan, with leak detection: no leak);
+  - command-line errors: `--gpu-arch sm_50`, `--gpu-arch foo` and
+    `--gpu-arch sm_80,foo` exit 1 naming the flag, the value and the
+    accepted archs (sm_80, sm_90 and every other sm_NN that the sm_50
+    message lists); `--emit cuda`, `--emit ptx` and `--cuda-graph` without
+    `--target cuda` exit 1 naming the flag and --target cuda; none of them
+    leaves a file at -o.
+
+Usage: run_cuda.py --tgc build/tgc --rtlib build/runtime/libtgcrt.a
+         --rtinc runtime [--cc CC] [--sanitize-flags "..."]
+         [--subset full|asan] [-k SUBSTRING] [--jobs N] [--keep DIR]
+         [--archs sm_80,sm_90]
+Last line: `cuda: N passed, M failed` (each corpus case and each check above
+counts once); exit status 1 if M > 0, 77 when skipped.
+"""
+
+import argparse
+import ctypes
+import multiprocessing
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "diff"))
+
+import cudabin  # noqa: E402
+import diff  # noqa: E402  (imports torch and the oracle)
+import oracle  # noqa: E402
+import tensorio  # noqa: E402
+import torch  # noqa: E402
+
+SKIP = 77
+TIMEOUT = 600
+PTXAS = os.environ.get("PTXAS") or shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+READELF = shutil.which("readelf") or "readelf"
+CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wpedantic", "-g", "-O1"]
+LIBS = ["-lopenblas", "-lcjson", "-lpthread", "-lm", "-ldl"]
+
+TINY = """# the CUDA suite's probe
+graph tiny(n = 1000)
+input  x : f32[n]
+param  w : f32[n]
+output y = relu(x * w + 1.0).sum()
+"""
+
+
+def run(cmd, cwd=None, env=None, timeout=TIMEOUT):
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "", "timed out after %d s" % timeout
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def oneline(text, cap=400):
+    t = " | ".join(l.strip() for l in text.strip().splitlines() if l.strip())
+    return t if len(t) <= cap else t[:cap] + "..."
+
+
+def rcs(rc):
+    return "timed out" if rc is None else ("died of signal %d" % -rc if rc < 0 else "exited %d" % rc)
+
+
+def driver_loadable():
+    """(True, '') when libcuda.so.1 loads in this process, else (False, why)."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True, ""
+    except OSError as e:
+        return False, str(e)
+
+
+def sm_num(arch):
+    return int(re.match(r"sm_(\d+)", arch).group(1))
+
+
+def graph_name(src):
+    for _, st in oracle.statements(src):
+        m = oracle.RE_GRAPH.match(st)
+        if m:
+            return m.group(1)
+    raise ValueError("no graph line")
+
+
+# --------------------------------------------------------------------------
+# Checks of the files themselves
+# --------------------------------------------------------------------------
+
+def check_cubin(data, sm, what):
+    """Messages (empty when fine) for a CUBIN that must be for sm_<sm>."""
+    h = cudabin.elf_header(data)
+    if h is None:
+        return ["%s: not an ELF64 little-endian image" % what]
+    msgs = []
+    if h["machine"] != cudabin.EM_CUDA:
+        msgs.append("%s: e_machine %d, expected %d (EM_CUDA)" % (what, h["machine"], cudabin.EM_CUDA))
+    if cudabin.elf_extent(data, 0, h) != len(data):
+        msgs.append("%s: its tables end at %s, the file has %d bytes" % (
+            what, cudabin.elf_extent(data, 0, h), len(data)))
+    if cudabin.sm_of(h) != sm:
+        msgs.append("%s: e_flags %#x name sm_%d, expected sm_%d" % (what, h["flags"], cudabin.sm_of(h), sm))
+    return msgs
+
+
+def readelf_check(path, sm, h, what):
+    """`readelf -h` must read the file as a CUDA ELF with the flags h has."""
+    rc, out, err = run([READELF, "-h", path])
+    if rc != 0 or "Error" in err:
+        return ["%s: readelf -h %s: %s" % (what, rcs(rc), oneline(err))]
+    mach = re.search(r"Machine:\s*(.*)", out)
+    flags = re.search(r"Flags:\s*(0x[0-9a-fA-F]+)", out)
+    msgs = []
+    if not mach or "NVIDIA CUDA" not in mach.group(1):
+        msgs.append("%s: readelf says Machine: %s" % (what, mach.group(1) if mach else "?"))
+    if not flags or int(flags.group(1), 16) != h["flags"]:
+        msgs.append("%s: readelf says Flags: %s, expected %#x" % (
+            what, flags.group(1) if flags else "?", h["flags"]))
+    rc, _, err = run([READELF, "-S", "-W", path])
+    if rc != 0 or "Error" in err:
+        msgs.append("%s: readelf -S %s: %s" % (what, rcs(rc), oneline(err)))
+    return msgs
+
+
+def ptxas_check(path, arch, what):
+    out = path + ".ptxas.o"
+    rc, _, err = run([PTXAS, "-arch=%s" % arch, path, "-o", out])
+    if os.path.exists(out):
+        os.remove(out)
+    if rc != 0:
+        return ["%s: ptxas -arch=%s %s: %s" % (what, arch, rcs(rc), oneline(err))]
+    return []
+
+
+def check_emit_dir(emit, name, archs):
+    """Checks DIR/NAME.{cu,sm_XX.cubin,ptx}. Returns (messages, {sm: bytes},
+    ptx bytes or None)."""
+    msgs, cubins, ptx = [], {}, None
+    want = {"%s.cu" % name, "%s.ptx" % name} | {"%s.%s.cubin" % (name, a) for a in archs}
+    have = set(os.listdir(emit)) if os.path.isdir(emit) else set()
+    if have != want:
+        missing, extra = sorted(want - have), sorted(have - want)
+        msgs.append("--emit cuda wrote %s%s" % (
+            ("no " + ", ".join(missing)) if missing else "",
+            ("; unexpected " + ", ".join(extra)) if extra else ""))
+    cu = os.path.join(emit, name + ".cu")
+    if os.path.exists(cu):
+        with open(cu, errors="replace") as f:
+            text = f.read()
+        if "__global__" not in text:
+            msgs.append("%s.cu has no __global__ function" % name)
+    high = max(archs, key=sm_num)
+    for a in archs:
+        p = os.path.join(emit, "%s.%s.cubin" % (name, a))
+        if not os.path.exists(p):
+            continue
+        with open(p, "rb") as f:
+            data = f.read()
+        what = os.path.basename(p)
+        m = check_cubin(data, sm_num(a), what)
+        if not m:
+            m = readelf_check(p, sm_num(a), cudabin.elf_header(data), what)
+        msgs += m
+        cubins[sm_num(a)] = data
+    p = os.path.join(emit, name + ".ptx")
+    if os.path.exists(p):
+        with open(p, "rb") as f:
+            ptx = f.read()
+        tgt = cudabin.ptx_target(ptx)
+        if tgt != high:
+            msgs.append("%s.ptx: .target %s, expected %s (the highest arch)" % (name, tgt, high))
+        msgs += ptxas_check(p, high, name + ".ptx")
+    return msgs, cubins, ptx
+
+
+def check_embedded(exe, archs, cubins, ptx, scratch):
+    """The executable must embed one CUBIN per arch, equal to the emitted
+    one, and one PTX equal to the emitted PTX (else valid on its own)."""
+    with open(exe, "rb") as f:
+        data = f.read()
+    msgs = []
+    found = cudabin.find_cubins(data)
+    sms = sorted(cudabin.sm_of(h) for _, _, h in found)
+    if sms != sorted(sm_num(a) for a in archs):
+        msgs.append("executable embeds CUBINs for %s, expected %s" % (
+            ["sm_%d" % s for s in sms], list(archs)))
+    for off, img, h in found:
+        sm = cudabin.sm_of(h)
+        what = "embedded CUBIN at %#x (sm_%d)" % (off, sm)
+        if cubins.get(sm) == img:
+            continue
+        m = check_cubin(img, sm, what)
+        if not m:
+            p = os.path.join(scratch, "embedded_%x.cubin" % off)
+            with open(p, "wb") as f:
+                f.write(img)
+            m = readelf_check(p, sm, h, what)
+        if not m and sm in cubins:
+            m = ["%s: a valid CUBIN, but not the one --emit cuda wrote (%d vs %d bytes)" % (
+                what, len(img), len(cubins[sm]))]
+        msgs += m
+    ptxs = cudabin.find_ptx(data)
+    high = max(archs, key=sm_num)
+    if len(ptxs) != 1:
+        msgs.append("executable embeds %d PTX texts, expected 1" % len(ptxs))
+    for off, text in ptxs:
+        if ptx is not None and text.rstrip(b"\0") == ptx.rstrip(b"\0"):
+            continue
+        what = "embedded PTX at %#x" % off
+        m = []
+        if cudabin.ptx_target(text) != high:
+            m.append("%s: .target %s, expected %s" % (what, cudabin.ptx_target(text), high))
+        p = os.path.join(scratch, "embedded_%x.ptx" % off)
+        with open(p, "wb") as f:
+            f.write(text)
+        m += ptxas_check(p, high, what)
+        if not m and ptx is not None:
+            m = ["%s: valid, but not the PTX --emit cuda wrote" % what]
+        msgs += m
+    return msgs
+
+
+def driver_message(err):
+    """None when stderr is the expected no-driver error, else what is off."""
+    if "libcuda.so.1" not in err:
+        return "the message does not name libcuda.so.1"
+    if "--target cpu" not in err:
+        return "the message does not suggest --target cpu"
+    return None
+
+
+# --------------------------------------------------------------------------
+# One corpus case
+# --------------------------------------------------------------------------
+
+def check_case(case, tgc, workdir, archs, no_driver):
+    m = diff.materialize(case, workdir)
+    if not m.outs:
+        return "skip", ["PyTorch rejects every statement"]
+    name = graph_name(m.src)
+    emit = os.path.join(m.dir, "emit")
+    exe = os.path.join(m.dir, "graph.exe")
+    cmd = [tgc, "build", m.tg, "-o", exe, "--target", "cuda", "--gpu-arch", ",".join(archs),
+           "--emit", "cuda", emit] + m.dflags + m.build_weights
+    rc, out, err = run(cmd)
+    if rc != 0:
+        return "fail", ["tgc build --target cuda %s: %s" % (rcs(rc), oneline(err))]
+    msgs, cubins, ptx = check_emit_dir(emit, name, archs)
+    if not os.path.exists(exe):
+        return "fail", msgs + ["tgc build exited 0 but wrote no executable"]
+    msgs += check_embedded(exe, archs, cubins, ptx, m.dir)
+    if no_driver:
+        od = os.path.join(m.dir, "out")
+        os.makedirs(od, exist_ok=True)
+        rc, out, err = run([exe] + m.in_args + m.run_weights + ["--output-dir", od])
+        if rc != 1:
+            msgs.append("executable without a driver %s (expected 1): %s" % (rcs(rc), oneline(err)))
+        else:
+            why = driver_message(err)
+            if why:
+                msgs.append("executable without a driver: %s: %s" % (why, oneline(err)))
+        if out.strip():
+            msgs.append("executable without a driver printed on stdout: %s" % oneline(out, 200))
+    return ("fail" if msgs else "pass"), msgs
+
+
+def _work(job):
+    case, tgc, workdir, archs, no_driver = job
+    t0 = time.time()
+    try:
+        status, msgs = check_case(case, tgc, workdir, archs, no_driver)
+    except Exception:
+        status, msgs = "fail", ["harness error: " + traceback.format_exc().strip().splitlines()[-1],
+                                traceback.format_exc()]
+    return case.name, status, msgs, time.time() - t0
+
+
+# --------------------------------------------------------------------------
+# The checks run once
+# --------------------------------------------------------------------------
+
+class Results:
+    def __init__(self):
+        self.passed = self.failed = self.skipped = 0
+
+    def ok(self, what):
+        self.passed += 1
+        print("ok   %s" % what)
+
+    def fail(self, what, why):
+        self.failed += 1
+        print("FAIL %s: %s" % (what, why))
+
+    def skip(self, what, why):
+        self.skipped += 1
+        print("skip %s: %s" % (what, why))
+
+    def check(self, what, msgs):
+        if msgs:
+            self.fail(what, "; ".join(msgs))
+        else:
+            self.ok(what)
+        sys.stdout.flush()
+
+
+def write_tiny(d):
+    tg = os.path.join(d, "tiny.tg")
+    with open(tg, "w") as f:
+        f.write(TINY)
+    w = os.path.join(d, "tiny.safetensors")
+    tensorio.write_safetensors(w, [("w", torch.linspace(-1, 1, 1000))])
+    x = os.path.join(d, "x.npy")
+    tensorio.write_npy(x, torch.linspace(-2, 2, 1000))
+    return tg, w, x
+
+
+def cli_errors(R, tgc, d, tg):
+    """Bad flags: exit 1, the right words, no file at -o. An unknown
+    architecture and a malformed list must both name the flag, the value and
+    the accepted architectures (every sm_NN the sm_50 message lists)."""
+    exe = os.path.join(d, "bad.exe")
+    cases = [
+        ("--gpu-arch sm_50", ["--target", "cuda", "--gpu-arch", "sm_50"],
+         ["--gpu-arch", "sm_50", "sm_80", "sm_90"]),
+        ("--gpu-arch foo", ["--target", "cuda", "--gpu-arch", "foo"],
+         ["--gpu-arch", "foo", "sm_80", "sm_90"]),
+        ("--gpu-arch sm_80,foo", ["--target", "cuda", "--gpu-arch", "sm_80,foo"],
+         ["--gpu-arch", "foo", "sm_90"]),
+        ("--emit cuda without --target cuda", ["--emit", "cuda", os.path.join(d, "e1")],
+         ["--emit cuda", "--target cuda"]),
+        ("--emit ptx with --target cpu", ["--target", "cpu", "--emit", "ptx", os.path.join(d, "e2")],
+         ["--emit", "ptx", "--target cuda"]),
+        ("--cuda-graph without --target cuda", ["--cuda-graph"], ["--cuda-graph", "--target cuda"]),
+        ("--cuda-graph with --target cpu", ["--target", "cpu", "--cuda-graph"],
+         ["--cuda-graph", "--target cuda"]),
+    ]
+    accepted = None
+    for label, flags, words in cases:
+        if os.path.exists(exe):
+            os.remove(exe)
+        rc, out, err = run([tgc, "build", tg, "-o", exe] + flags)
+        msgs = []
+        if rc != 1:
+            msgs.append("%s (expected 1): %s" % (rcs(rc), oneline(err)))
+        else:
+            missing = [w for w in words if w not in err]
+            archs = set(re.findall(r"\bsm_\d+\b", err))
+            if label == "--gpu-arch sm_50":
+                accepted = archs - {"sm_50"}
+            elif label.startswith("--gpu-arch") and accepted:
+                missing += sorted(accepted - archs)
+            if missing:
+                msgs.append("the message lacks %s: %s" % (", ".join(repr(w) for w in missing),
+                                                           oneline(err)))
+        if os.path.exists(exe):
+            msgs.append("a file was left at -o")
+        R.check("error: tgc build %s" % label, msgs)
+
+
+def once_checks(R, tgc, d, no_driver, why_driver):
+    tg, w, x = write_tiny(d)
+    cli_errors(R, tgc, d, tg)
+
+    # Default architecture: sm_90 only.
+    e = os.path.join(d, "default")
+    exe = os.path.join(d, "tiny_default")
+    rc, _, err = run([tgc, "build", tg, "-o", exe, "--target", "cuda", "--emit", "cuda", e])
+    if rc != 0:
+        R.fail("default --gpu-arch is sm_90", "tgc build %s: %s" % (rcs(rc), oneline(err)))
+    else:
+        msgs, cubins, ptx = check_emit_dir(e, "tiny", ["sm_90"])
+        msgs += check_embedded(exe, ["sm_90"], cubins, ptx, d)
+        R.check("default --gpu-arch is sm_90 (one CUBIN, PTX .target sm_90)", msgs)
+
+    # One older architecture alone: the PTX is for it.
+    e = os.path.join(d, "sm80")
+    exe = os.path.join(d, "tiny_sm80")
+    rc, _, err = run([tgc, "build", tg, "-o", exe, "--target", "cuda", "--gpu-arch", "sm_80",
+                      "--emit", "cuda", e])
+    if rc != 0:
+        R.fail("--gpu-arch sm_80", "tgc build %s: %s" % (rcs(rc), oneline(err)))
+    else:
+        msgs, cubins, ptx = check_emit_dir(e, "tiny", ["sm_80"])
+        msgs += check_embedded(exe, ["sm_80"], cubins, ptx, d)
+        R.check("--gpu-arch sm_80 (CUBIN sm_80, PTX .target sm_80)", msgs)
+
+    # --emit ptx: NAME.ptx alone.
+    e = os.path.join(d, "ptxonly")
+    rc, _, err = run([tgc, "build", tg, "-o", os.path.join(d, "tiny_ptx"), "--target", "cuda",
+                      "--gpu-arch", "sm_80,sm_90", "--emit", "ptx", e])
+    msgs = []
+    if rc != 0:
+        msgs.append("tgc build %s: %s" % (rcs(rc), oneline(err)))
+    else:
+        have = sorted(os.listdir(e)) if os.path.isdir(e) else []
+        if have != ["tiny.ptx"]:
+            msgs.append("wrote %s, expected ['tiny.ptx']" % have)
+        else:
+            p = os.path.join(e, "tiny.ptx")
+            with open(p, "rb") as f:
+                t = cudabin.ptx_target(f.read())
+            if t != "sm_90":
+                msgs.append(".target %s, expected sm_90" % t)
+            msgs += ptxas_check(p, "sm_90", "tiny.ptx")
+    R.check("--emit ptx DIR writes DIR/NAME.ptx (assembles for sm_90)", msgs)
+
+    # --cuda-graph builds (what it changes is checked on a GPU: tests/gpu).
+    exe = os.path.join(d, "tiny_graph")
+    rc, _, err = run([tgc, "build", tg, "-o", exe, "--target", "cuda", "--cuda-graph"])
+    msgs = [] if rc == 0 else ["tgc build %s: %s" % (rcs(rc), oneline(err))]
+    if rc == 0 and no_driver:
+        rc, out, err = run([exe, "--input", "x=" + x, "--weights", w, "--output-dir", d])
+        if rc != 1 or driver_message(err):
+            msgs.append("run without a driver %s: %s" % (rcs(rc), oneline(err)))
+    R.check("--target cuda --cuda-graph builds", msgs)
+
+    # tgc run --target cuda.
+    if no_driver:
+        rc, out, err = run([tgc, "run", tg, "--target", "cuda", "--input", "x=" + x,
+                            "--weights", w, "--output-dir", d])
+        msgs = []
+        if rc != 1:
+            msgs.append("%s (expected 1): %s" % (rcs(rc), oneline(err)))
+        elif driver_message(err):
+            msgs.append("%s: %s" % (driver_message(err), oneline(err)))
+        R.check("tgc run --target cuda without a driver: exit 1, names libcuda.so.1", msgs)
+    else:
+        R.skip("tgc run --target cuda without a driver", why_driver)
+
+
+def compile_check(R, args, tgc, d, no_driver, why_driver):
+    tg, w, _ = write_tiny(d)
+    obj, hdr = os.path.join(d, "tiny.o"), os.path.join(d, "tiny.h")
+    rc, _, err = run([tgc, "compile", tg, "-o", obj, "--header", hdr, "--target", "cuda",
+                      "--gpu-arch", "sm_80,sm_90"])
+    if rc != 0:
+        R.fail("tgc compile --target cuda", "%s: %s" % (rcs(rc), oneline(err)))
+        return
+    msgs = []
+    with open(obj, "rb") as f:
+        data = f.read()
+    sms = sorted(cudabin.sm_of(h) for _, _, h in cudabin.find_cubins(data))
+    if sms != [80, 90]:
+        msgs.append("the object embeds CUBINs for %s, expected sm_80 and sm_90" % sms)
+    if len(cudabin.find_ptx(data)) != 1:
+        msgs.append("the object embeds %d PTX texts, expected 1" % len(cudabin.find_ptx(data)))
+    R.check("tgc compile --target cuda: object embeds a CUBIN per arch and the PTX", msgs)
+
+    prog = os.path.join(d, "cuda_main")
+    san = shlex.split(args.sanitize_flags or "")
+    cmd = [args.cc] + CFLAGS + san + ['-DTGC_HEADER="tiny.h"', "-DTGC_GRAPH=tiny", "-I", d,
+                                      "-I", args.rtinc, os.path.join(HERE, "cuda_main.c"), obj,
+                                      args.rtlib] + LIBS + ["-o", prog]
+    rc, out, err = run(cmd)
+    if rc != 0:
+        R.fail("cuda_main.c links the object with libtgcrt",
+               "%s: %s | %s" % (rcs(rc), " ".join(cmd), oneline(out + err, 1500)))
+        return
+    R.ok("cuda_main.c compiles (-Werror -Wpedantic) and links the object with libtgcrt")
+    env = dict(os.environ)
+    if san:
+        env["ASAN_OPTIONS"] = "detect_leaks=1"
+    rc, out, err = run([prog, w], env=env)
+    msgs = []
+    if rc != 0:
+        msgs.append("cuda_main %s: %s" % (rcs(rc), oneline(out + err, 1500)))
+    creates = re.findall(r"^CREATE (\w+) (-?\d+) (\w+) (.*)$", out, re.M)
+    if len(creates) != 2:
+        msgs.append("cuda_main printed %d CREATE lines, expected 2: %s" % (len(creates), oneline(out)))
+    if no_driver:
+        for how, code, ctx, msg in creates:
+            if int(code) == 0:
+                msgs.append("create from %s succeeded without a driver" % how)
+            if ctx != "ctx":
+                msgs.append("create from %s left *out NULL (the header promises a context)" % how)
+            elif "libcuda.so.1" not in msg:
+                msgs.append("create from %s: %s_error does not name libcuda.so.1: %r" % (how, "tiny", msg))
+        R.check("tiny_create without a driver: nonzero, tiny_error names libcuda.so.1, destroy frees "
+                "(path and memory)", msgs)
+    else:
+        for how, code, ctx, msg in creates:
+            if int(code) != 0:
+                msgs.append("create from %s returned %s with a driver: %s" % (how, code, msg))
+        runs = re.findall(r"^RUN (-?\d+) (.*)$", out, re.M)
+        if any(int(r[0]) != 0 for r in runs):
+            msgs.append("run on zero inputs failed: %s" % runs)
+        R.check("tiny_create and run with a driver (%s)" % why_driver, msgs)
+
+
+# --------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tgc", required=True)
+    ap.add_argument("--rtlib", required=True)
+    ap.add_argument("--rtinc", required=True)
+    ap.add_argument("--cc", default=os.environ.get("CC") or "cc")
+    ap.add_argument("--sanitize-flags", default="")
+    ap.add_argument("--subset", choices=["full", "asan"],
+                    default=os.environ.get("TGC_DIFF_SUBSET", "full"))
+    ap.add_argument("-k", dest="pattern")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--keep")
+    ap.add_argument("--archs", default="sm_80,sm_90")
+    args = ap.parse_args()
+    t0 = time.time()
+    tgc = os.path.abspath(args.tgc)
+    args.rtlib, args.rtinc = os.path.abspath(args.rtlib), os.path.abspath(args.rtinc)
+    archs = args.archs.split(",")
+    workdir = args.keep or tempfile.mkdtemp(prefix="tgc-cuda-")
+    os.makedirs(workdir, exist_ok=True)
+    R = Results()
+    try:
+        probe = os.path.join(workdir, "probe")
+        os.makedirs(probe, exist_ok=True)
+        tg, _, _ = write_tiny(probe)
+        rc, out, err = run([tgc, "build", tg, "-o", os.path.join(probe, "tiny"), "--target", "cuda"])
+        if rc != 0 and ("built without" in err or "not built" in err):
+            print("SKIP the CUDA suite: this tgc has no CUDA backend: %s" % oneline(err))
+            print("cuda: 0 passed, 0 failed, 1 skipped")
+            return SKIP
+        if rc != 0:
+            R.fail("probe: tgc build --target cuda of a tiny graph", "%s: %s" % (rcs(rc), oneline(err)))
+        else:
+            R.ok("probe: tgc build --target cuda of a tiny graph")
+        loadable, why = driver_loadable()
+        no_driver = not loadable
+        why_driver = ""
+        if loadable:
+            why_driver = "libcuda.so.1 loads on this machine, so the no-driver error paths " \
+                         "cannot be seen here; tests/gpu runs the executables on a GPU"
+            print("note: %s" % why_driver)
+        else:
+            print("note: libcuda.so.1 cannot be loaded here (%s): the executables must fail "
+                  "with the driver message" % why)
+        print("ptxas: %s; readelf: %s" % (PTXAS, READELF))
+        if not os.path.exists(PTXAS) and not shutil.which(PTXAS):
+            R.fail("ptxas", "not found (set PTXAS=...)")
+        sys.stdout.flush()
+
+        once = os.path.join(workdir, "once")
+        os.makedirs(once, exist_ok=True)
+        once_checks(R, tgc, once, no_driver, why_driver)
+        comp = os.path.join(workdir, "compile")
+        os.makedirs(comp, exist_ok=True)
+        compile_check(R, args, tgc, comp, no_driver, why_driver)
+
+        cases = diff.select_cases(args.subset, args.pattern)
+        print("corpus: %d cases%s, --gpu-arch %s, %d jobs" % (
+            len(cases), " [asan subset]" if args.subset == "asan" else "", ",".join(archs), args.jobs))
+        sys.stdout.flush()
+        jobs = [(c, tgc, os.path.join(workdir, "cases"), archs, no_driver) for c in cases]
+        times = []
+        npass = nfail = nskip = 0
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(max(1, args.jobs), initializer=diff._worker_init) as pool:
+            for name, status, msgs, secs in pool.imap_unordered(_work, jobs):
+                times.append((secs, name))
+                if status == "pass":
+                    npass += 1
+                elif status == "skip":
+                    nskip += 1
+                else:
+                    nfail += 1
+                    more = " (and %d more)" % (len(msgs) - 1) if len(msgs) > 1 else ""
+                    print("FAIL %s: %s%s" % (name, msgs[0].splitlines()[0], more))
+                    for extra in msgs[1:3]:
+                        print("     %s" % extra.splitlines()[0])
+                    sys.stdout.flush()
+        print("corpus: %d passed, %d failed, %d skipped (PyTorch rejects every statement)" % (
+            npass, nfail, nskip))
+        for secs, name in sorted(times, reverse=True)[:3]:
+            print("  slowest: %6.2f s %s" % (secs, name))
+        R.passed += npass
+        R.failed += nfail
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print("time: %.1f s" % (time.time() - t0))
+    print("cuda: %d passed, %d failed" % (R.passed, R.failed))
+    return 1 if R.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
