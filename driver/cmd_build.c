@@ -332,8 +332,9 @@ static bool cuda_flags(const BuildOpts *b, bool cuda, CudaOptions *co) {
     }
 bad:
     fprintf(stderr,
-            "tgc %s: error: --gpu-arch: expected a comma-separated list such as sm_80,sm_90, "
-            "found '%s'\n",
+            "tgc %s: error: --gpu-arch: expected a comma-separated list such as sm_80,sm_90 "
+            "of sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_103, sm_110, sm_120, "
+            "sm_121; found '%s'\n",
             b->cmd, list);
     return false;
 }
