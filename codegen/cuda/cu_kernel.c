@@ -298,7 +298,8 @@ static int64_t total_elems(const CuKern *k) {
 
 /* 64-bit indices only when an index or an offset can pass 2^31. */
 static bool needs_wide(const CuKern *k, Access **acc, int nacc) {
-    if (total_elems(k) >= INT32_MAX) return true;
+    /* 2^30: the grid-stride step g += gridDim.x * blockDim.x must not overflow. */
+    if (total_elems(k) >= ((int64_t)1 << 30)) return true;
     for (int i = 0; i < nacc; i++) {
         int64_t span = acc[i]->offset < 0 ? -acc[i]->offset : acc[i]->offset;
         for (int d = 0; d < k->sp.n; d++) {
