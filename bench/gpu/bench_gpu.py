@@ -101,11 +101,12 @@ def prepare(args):
     t0 = time.time()
     try:
         built = {}
+        cuda = args.target == "cuda"
         for name, graph, defines, _, _, cg in CASES:
-            for variant, flags in [("", [])] + ([("_cg", ["--cuda-graph"])] if cg else []):
+            for variant, flags in [("", [])] + ([("_cg", ["--cuda-graph"])] if cg and cuda else []):
                 exe = os.path.join(stage, "exe", name + variant)
-                cmd = [tgc, "build", os.path.join(root, graph), "-o", exe, "--target", "cuda",
-                       "--gpu-arch", args.archs] + flags
+                cmd = [tgc, "build", os.path.join(root, graph), "-o", exe, "--target", args.target] \
+                    + (["--gpu-arch", args.archs] if cuda else []) + flags
                 for k, v in defines.items():
                     cmd += ["-D", "%s=%s" % (k, v)]
                 t = time.time()
@@ -137,7 +138,8 @@ def prepare(args):
         shutil.copy2(os.path.abspath(__file__), os.path.join(stage, "bench_gpu.py"))
         _, ver, _ = sh([tgc, "--version"], check=False)
         with open(os.path.join(stage, "manifest.json"), "w") as f:
-            json.dump({"tgc": ver.strip(), "archs": args.archs, "built": built, "libs": libs,
+            json.dump({"tgc": ver.strip(), "archs": args.archs if cuda else None,
+                       "target": args.target, "built": built, "libs": libs,
                        "created": time.strftime("%Y-%m-%d %H:%M:%S")}, f, indent=1)
         os.makedirs(args.out, exist_ok=True)
         tarball = os.path.join(args.out, "gpu-bench.tar.xz")
@@ -267,10 +269,22 @@ class Case:
             raise ValueError(kind)
 
 
+DEV = "cuda"  # run --device cpu: a check of this script without a GPU (wall clock)
+
+
+def sync():
+    import torch
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
 def cuda_time(fn, args, n):
     """Median per call of fn(*args) over n calls timed one by one with CUDA
     events (the inputs on the device)."""
     import torch
+    if DEV != "cuda":
+        with torch.inference_mode():
+            return wall_time(lambda: fn(*args), n)
     ts = []
     with torch.inference_mode():
         for _ in range(n):
@@ -287,10 +301,10 @@ def wall_time(fn, n):
     import torch
     ts = []
     for _ in range(n):
-        torch.cuda.synchronize()
+        sync()
         t = time.perf_counter()
         fn()
-        torch.cuda.synchronize()
+        sync()
         ts.append((time.perf_counter() - t) * 1e6)
     return statistics.median(ts)
 
@@ -300,7 +314,7 @@ def warm(fn, args, k=3):
     with torch.inference_mode():
         for _ in range(k):
             fn(*args)
-    torch.cuda.synchronize()
+    sync()
 
 
 def find_ncu():
@@ -346,20 +360,28 @@ def fmt_us(us):
 def run(args):
     import numpy as np
     import torch
-    if not torch.cuda.is_available():
-        print("bench: torch.cuda.is_available() is False: no GPU here")
+    global DEV
+    DEV = args.device
+    if DEV == "cuda" and not torch.cuda.is_available():
+        print("bench: torch.cuda.is_available() is False: no GPU here (--device cpu checks "
+              "this script with CPU executables)")
         return 1
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    dev = torch.device("cuda")
+    dev = torch.device(DEV)
     bundle = os.path.abspath(args.dir)
     with open(os.path.join(bundle, "manifest.json")) as f:
         manifest = json.load(f)
-    prop = torch.cuda.get_device_properties(0)
-    print("device: %s (%d SMs, %.0f GiB), PyTorch %s, CUDA %s; tgc %s, --gpu-arch %s" % (
-        prop.name, prop.multi_processor_count, prop.total_memory / 2 ** 30, torch.__version__,
-        torch.version.cuda, manifest["tgc"], manifest["archs"]))
-    ncu = find_ncu() if not args.no_ncu else None
+    if DEV == "cuda":
+        prop = torch.cuda.get_device_properties(0)
+        print("device: %s (%d SMs, %.0f GiB), PyTorch %s, CUDA %s; tgc %s, --gpu-arch %s" % (
+            prop.name, prop.multi_processor_count, prop.total_memory / 2 ** 30, torch.__version__,
+            torch.version.cuda, manifest["tgc"], manifest["archs"]))
+    else:
+        print("device: cpu (a check of the script: the numbers mean nothing), PyTorch %s; "
+              "tgc %s, --target %s" % (torch.__version__, manifest["tgc"],
+                                       manifest.get("target", "cuda")))
+    ncu = find_ncu() if not (args.no_ncu or DEV != "cuda") else None
     work = tempfile.mkdtemp(prefix="tgc-bench-")
     R = args.rounds
     only = set(args.only.split(",")) if args.only else None
@@ -441,6 +463,7 @@ def run(args):
                                                      if str(e) else "")
             else:
                 why = "--no-compile"
+            cg = cg and os.path.exists(exe + "_cg")
             variants = [("tgc", exe)] + ([("tgc_cg", exe + "_cg")] if cg else [])
             tg = {v: [] for v, _ in variants}
             tt, tc, tcomp = [], [], []
@@ -495,7 +518,8 @@ def run(args):
                 fmt_us(row["kernels"]), row["check"]))
             sys.stdout.flush()
             del xs_dev, compiled
-            torch.cuda.empty_cache()
+            if DEV == "cuda":
+                torch.cuda.empty_cache()
             shutil.rmtree(d, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -542,6 +566,8 @@ def main():
     p.add_argument("--tgc", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--archs", default="sm_90")
+    p.add_argument("--target", choices=["cuda", "cpu"], default="cuda",
+                   help="cpu: CPU executables, to check this script without a GPU")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True)
     r.add_argument("--budget", type=float, default=0.5, help="seconds per side per round")
@@ -550,6 +576,8 @@ def main():
     r.add_argument("--no-ncu", action="store_true")
     r.add_argument("--no-compile", action="store_true")
     r.add_argument("--json")
+    r.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                   help="cpu: check this script with a --target cpu bundle (no GPU)")
     args = ap.parse_args()
     return prepare(args) if args.mode == "prepare" else run(args)
 

@@ -5,8 +5,6 @@
  * contraction, one thread per output element looping over the summed
  * letters, products and sum in f32 (f64 for f64, i64 for integers and
  * bool) rounded once into the output dtype. */
-#include <string.h>
-
 #include "codegen/cuda/cu.h"
 #include "codegen/einsum_desc.h"
 

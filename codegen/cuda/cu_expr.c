@@ -52,9 +52,19 @@ static bool simple(const char *s) {
             return false;
     return true;
 }
+/* Whether s is one parenthesised group, "(...)" (cu_const's literals). */
+static bool grouped(const char *s) {
+    if (*s != '(') return false;
+    int depth = 0;
+    for (const char *c = s; *c; c++) {
+        depth += *c == '(' ? 1 : *c == ')' ? -1 : 0;
+        if (depth == 0) return c[1] == 0;
+    }
+    return false;
+}
 /* s as an operand of a binary operator. */
 static const char *P(CuKern *k, const char *s) {
-    return simple(s) ? s : cu_str(CU, "(%s)", s);
+    return simple(s) || grouped(s) ? s : cu_str(CU, "(%s)", s);
 }
 /* s held in a name (a temporary of t's compute type unless already one):
  * what cu_convert and cu_round are given, and what cu_expr returns. */
@@ -556,6 +566,52 @@ static const EmitFn emit_op[OP_COUNT] = {
     [OP_TRIU] = e_tri,
 };
 
+/* Whether v's f16/bf16 result is already a value of the 16-bit type, so
+ * that rounding it again would change nothing: conversions and literals
+ * (cu_convert and cu_const round them), and selections among operands or
+ * exact functions of one (neg, abs, floor, ...) when every data operand
+ * has v's dtype. */
+static bool exact_op(CuKern *k, const Value *v, DType t) {
+    switch (v->op) {
+    case OP_CAST:
+    case OP_TO:
+    case OP_CLONE:
+    case OP_COPY:
+    case OP_CONTIGUOUS:
+    case OP_ZEROS:
+    case OP_ONES:
+    case OP_FULL:
+    case OP_ZEROS_LIKE:
+    case OP_ONES_LIKE:
+    case OP_FULL_LIKE:
+    case OP_ARANGE:
+    case OP_EYE:
+    case OP_TENSOR:
+    case OP_TRIL:
+    case OP_TRIU: return true;
+    case OP_MINIMUM:
+    case OP_MAXIMUM:
+    case OP_WHERE:
+    case OP_MASKED_FILL:
+    case OP_CLAMP:
+    case OP_CLIP:
+    case OP_NEG:
+    case OP_ABS:
+    case OP_SIGN:
+    case OP_RELU:
+    case OP_FLOOR:
+    case OP_CEIL:
+    case OP_ROUND:
+    case OP_TRUNC:
+        for (int i = 0; i < v->nin; i++) {
+            DType d = in_dt(k, v, i);
+            if (d != t && d != DT_BOOL) return false;
+        }
+        return true;
+    default: return false;
+    }
+}
+
 static bool reads_operands(const Value *v) {
     /* *_like read only their operand's shape. */
     return !(op_info(v->op)->flags & OPF_CREATION);
@@ -582,6 +638,6 @@ const char *cu_expr(CuKern *k, const Value *v, bool compute) {
             ops[i] = cu_expr(k, v->in[i], false);
     const char *r = fn(k, v, ops, t);
     /* The op's result in its compute type, rounded once for f16/bf16. */
-    if (t == DT_F16 || t == DT_BF16) r = cu_round(k, named(k, t, r), t);
+    if ((t == DT_F16 || t == DT_BF16) && !exact_op(k, v, t)) r = cu_round(k, named(k, t, r), t);
     return named(k, t, r);
 }

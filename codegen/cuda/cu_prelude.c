@@ -12,7 +12,7 @@ const char cu_prelude[] =
     "/* tgc device prelude */\n"
     "typedef long long tg_i64;\n"
     "typedef unsigned long long tg_u64;\n"
-    "#define TG_D static __device__ __forceinline__\n"
+    "#define TG_D static __device__ __forceinline__ __attribute__((unused))\n"
     /* Constants as bit patterns: no header defines INFINITY or NAN here. */
     "#define TG_INF __int_as_float(0x7f800000)\n"
     "#define TG_NAN __int_as_float(0x7fc00000)\n"

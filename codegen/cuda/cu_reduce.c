@@ -7,10 +7,18 @@
  * into an index j < NRED. A group of G threads (a power of two) owns a
  * row: its threads stride over j, defining the reduced loops' indices by
  * div/mod so that cu_expr reads the (possibly fused) input element, and
- * their partials combine with butterfly shuffles (__shfl_xor_sync), then,
- * when G spans several warps, through shared memory. G <= 32 packs
- * 256 / G rows into a block (a warp, or part of one, per row: no shared
- * memory, no barrier); longer rows get a block of G = 64..1024 threads.
+ * their partials combine. Two layouts of a block:
+ *  - rows (the reduced dims are the input's innermost): a group is G
+ *    adjacent lanes, so a warp reads consecutive elements of a row;
+ *    partials combine with butterfly shuffles (__shfl_xor_sync), then,
+ *    when G spans several warps, through shared memory. G <= 32 packs
+ *    256 / G rows into a block (a warp, or part of one, per row: no
+ *    shared memory, no barrier); longer rows get a block of G = 64..1024
+ *    threads.
+ *  - columns (a kept dim is the innermost, as in sum(x, dim=0)): a warp
+ *    takes 32 consecutive rows, so its reads are consecutive elements
+ *    across rows; the G threads of a row are RPB apart and combine
+ *    through shared memory.
  * Blocks stride over the rows, all threads of a block in step, so
  * barriers and full-warp shuffles are always reached by every thread.
  *
@@ -41,6 +49,7 @@ typedef struct CuRed {
     int64_t rows, nred; /* kept iterations, reduced iterations per row */
     int g;              /* threads per row */
     int block, rpb;     /* threads per block, rows per block */
+    bool cols;          /* the column layout: a row's threads are rpb apart */
     int nvar;           /* accumulator names */
 } CuRed;
 
@@ -76,6 +85,22 @@ static bool needs_wide(const KSpace *sp, Access **acc, int nacc) {
     return false;
 }
 
+/* The column layout pays when the input's leaves walk the innermost kept
+ * loop with unit stride (some of them) and the innermost reduced loop with
+ * a larger one (all of them): consecutive rows are then consecutive
+ * elements, and a row's elements are not. */
+static bool columns(const KSpace *sp, Access *leaves, int nl) {
+    int dk = sp->inner_dim[sp->nkept - 1], dr = sp->inner_dim[sp->nloops - 1];
+    if (sp->nloops == sp->nkept || dk < 0 || dr < 0) return false;
+    bool unit_kept = false;
+    for (int i = 0; i < nl; i++) {
+        int64_t sk = leaves[i].strides[dk], sr = leaves[i].strides[dr];
+        if (sr == 1 || sr == -1) return false;
+        unit_kept |= sk == 1 || sk == -1;
+    }
+    return unit_kept;
+}
+
 static void red_setup(Cu *cu, CuRed *r, const Value *v, bool same_shape_out) {
     memset(r, 0, sizeof *r);
     kd_reduction(cu->p, v, same_shape_out, &r->d);
@@ -104,8 +129,20 @@ static void red_setup(Cu *cu, CuRed *r, const Value *v, bool same_shape_out) {
     r->it = cuk_index_type(k);
     r->rows = ext_product(&k->sp, 0, k->sp.nkept);
     r->nred = ext_product(&k->sp, k->sp.nkept, k->sp.nloops);
-    /* Up to 32 elements: a group of at most a warp, one element per
-     * thread. Longer rows: about 8 elements per thread, 32..1024 threads. */
+    /* Columns: about 16 elements per thread, up to 32 threads per row,
+     * 32..256 rows per block. Rows of up to 32 elements: a group of at
+     * most a warp, one element per thread. Longer rows: about 8 elements
+     * per thread, 32..1024 threads. */
+    r->cols = r->rows >= 32 && r->nred > 1 && columns(&k->sp, leaves, nl);
+    if (r->cols) {
+        r->g = pow2_at_least((r->nred + 15) / 16);
+        if (r->g > 32) r->g = 32;
+        r->rpb = 256 / r->g < 32 ? 32 : 256 / r->g;
+        int64_t rows32 = (r->rows + 31) / 32 * 32;
+        if (rows32 < r->rpb) r->rpb = (int)rows32;
+        r->block = r->rpb * r->g;
+        return;
+    }
     if (r->nred <= 32) {
         r->g = pow2_at_least(r->nred);
         int64_t want = r->rows * r->g;
@@ -127,13 +164,19 @@ static void open_rows(CuRed *r) {
     cuk_emit(k, "for (%s rb = (%s)blockIdx.x * %d; rb < %lld; rb += (%s)gridDim.x * %d) {", it, it,
              r->rpb, (long long)r->rows, it, r->rpb);
     k->indent++;
-    if (r->rpb > 1) {
-        cuk_emit(k, "const %s row = rb + (%s)(threadIdx.x / %du);", it, it, r->g);
+    if (r->cols) {
+        cuk_emit(k, "const %s row = rb + (%s)(threadIdx.x %% %du);", it, it, r->rpb);
         cuk_emit(k, "const bool live = row < %lld;", (long long)r->rows);
+        if (r->g > 1) cuk_emit(k, "const unsigned lane = threadIdx.x / %du;", r->rpb);
     } else {
-        cuk_emit(k, "const %s row = rb;", it);
+        if (r->rpb > 1) {
+            cuk_emit(k, "const %s row = rb + (%s)(threadIdx.x / %du);", it, it, r->g);
+            cuk_emit(k, "const bool live = row < %lld;", (long long)r->rows);
+        } else {
+            cuk_emit(k, "const %s row = rb;", it);
+        }
+        if (r->g > 1) cuk_emit(k, "const unsigned lane = threadIdx.x %% %du;", r->g);
     }
-    if (r->g > 1) cuk_emit(k, "const unsigned lane = threadIdx.x %% %du;", r->g);
     cuk_emit(k, "%s rr = row;", it);
     for (int l = k->sp.nkept - 1; l >= 0; l--) {
         if (l == 0) {
@@ -283,11 +326,39 @@ static void st_merge(CuRed *r, const St *s, const char *const *o) {
     }
 }
 
+/* The column layout's combine: every partial through shared memory, each
+ * thread merging its row's G partials in lane order; the second barrier
+ * keeps the next combine's writes after every thread's reads. */
+static void st_combine_cols(CuRed *r, const St *s) {
+    CuKern *k = &r->k;
+    const char *sh[2], *o[2];
+    for (int i = 0; i < s->n; i++) {
+        sh[i] = cu_str(k->cu, "sh%d", r->nvar++);
+        sb_printf(&k->head, "    __shared__ %s %s[%d];\n", s->ty[i], sh[i], r->block);
+        cuk_emit(k, "%s[threadIdx.x] = %s;", sh[i], s->var[i]);
+    }
+    cuk_emit(k, "__syncthreads();");
+    for (int i = 0; i < s->n; i++)
+        cuk_emit(k, "%s = %s[threadIdx.x %% %du];", s->var[i], sh[i], r->rpb);
+    cuk_emit(k, "for (int w = 1; w < %d; w++) {", r->g);
+    k->indent++;
+    for (int i = 0; i < s->n; i++)
+        o[i] = cuk_tmp_c(k, s->ty[i], "%s[w * %d + threadIdx.x %% %du]", sh[i], r->rpb, r->rpb);
+    st_merge(r, s, o);
+    k->indent--;
+    cuk_emit(k, "}");
+    cuk_emit(k, "__syncthreads();");
+}
+
 /* Combines the partials of a row's G threads; afterwards every thread of
  * the group holds the row's result. */
 static void st_combine(CuRed *r, const St *s) {
     CuKern *k = &r->k;
     if (r->g == 1) return;
+    if (r->cols) {
+        st_combine_cols(r, s);
+        return;
+    }
     int warp = r->g < 32 ? r->g : 32;
     cuk_emit(k, "for (int o = %d; o > 0; o >>= 1) {", warp / 2);
     k->indent++;

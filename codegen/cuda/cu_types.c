@@ -46,7 +46,12 @@ const char *cu_const(Cu *cu, DType t, double x) {
     case DT_F32: return float_literal(cu, x, false);
     case DT_F16: return cu_str(cu, "tg_rh(%s)", float_literal(cu, x, false));
     case DT_BF16: return cu_str(cu, "tg_rb(%s)", float_literal(cu, x, false));
-    case DT_I64: return cu_str(cu, "(%lldLL)", (long long)x);
+    case DT_I64: {
+        /* Saturate as cg_const does; INT64_MIN has no literal of its own. */
+        if (!(x > -9223372036854775808.0)) return "(-9223372036854775807LL - 1)";
+        if (x >= 9223372036854775807.0) return "(9223372036854775807LL)";
+        return cu_str(cu, "(%lldLL)", (long long)x);
+    }
     case DT_U8: return cu_str(cu, "((unsigned char)%u)", (unsigned)(uint8_t)(long long)x);
     default: return cu_str(cu, "((%s)%lld)", cu_ctype(t), (long long)x);
     }
