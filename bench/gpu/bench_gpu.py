@@ -298,7 +298,6 @@ def cuda_time(fn, args, n):
 
 
 def wall_time(fn, n):
-    import torch
     ts = []
     for _ in range(n):
         sync()
