@@ -159,7 +159,7 @@ int64_t kspace_work_inner(const KSpace *s) {
 
 /* ---- reductions ---- */
 
-static int red_dim(int64_t d, int n) {
+static int wrap_dim(int64_t d, int n) {
     return (int)(d < 0 ? d + n : d);
 }
 
@@ -169,7 +169,7 @@ void kd_reduced_dims(const Value *v, const Value *x, bool *red) {
     switch (v->op) {
     case OP_SOFTMAX:
     case OP_LOG_SOFTMAX:
-        if (n) red[red_dim(v->args[1].i, n)] = true;
+        if (n) red[wrap_dim(v->args[1].i, n)] = true;
         return;
     case OP_LAYER_NORM:
         for (int i = 0; i < v->args[1].n; i++)
@@ -182,10 +182,10 @@ void kd_reduced_dims(const Value *v, const Value *x, bool *red) {
     }
     const Arg *d = &v->args[1];
     if (d->kind == ARG_INT) {
-        if (n) red[red_dim(d->i, n)] = true;
+        if (n) red[wrap_dim(d->i, n)] = true;
     } else if (d->kind == ARG_INTS && d->n > 0) {
         for (int i = 0; i < d->n; i++)
-            if (n) red[red_dim(d->ints[i], n)] = true;
+            if (n) red[wrap_dim(d->ints[i], n)] = true;
     } else {
         for (int i = 0; i < n; i++)
             red[i] = true;
@@ -255,6 +255,166 @@ void kd_reduction(const CgProgram *p, const Value *v, bool same_shape_out, KRedu
     for (int i = 0; i < r->naux; i++)
         acc[na++] = &r->aux[i];
     kspace_build(&r->space, x->shape, x->ndim, red, acc, na, uses_index);
+}
+
+/* ---- copies over another layout ---- */
+
+static void copy_init(KCopy *c, const Value *src, const char *what, const int64_t *shape, int n) {
+    memset(c, 0, sizeof *c);
+    c->src = src;
+    c->what = what;
+    c->n = n;
+    for (int d = 0; d < n; d++)
+        c->shape[d] = shape[d];
+}
+
+void kd_output_copy(const CgProgram *p, const Value *o, int out_index, KCopy *c) {
+    copy_init(c, o, "output", o->shape, o->ndim);
+    kd_access_contig(p, o, o->shape, o->ndim, &c->dst);
+    c->dst.slot = 1 + p->iface.ninputs + p->iface.nparams + out_index;
+    c->dst.dt = kd_dt(p, o);
+}
+
+void kd_reshape_copy(const CgProgram *p, const Value *v, KCopy *c) {
+    /* Row-major order is the same on both sides: walk the input's shape,
+     * write the output as if it had that shape. */
+    const Value *x = v->in[0];
+    copy_init(c, x, "reshape", x->shape, x->ndim);
+    kd_access_contig(p, v, x->shape, x->ndim, &c->dst);
+}
+
+int kd_cat(const CgProgram *p, const Value *v, KCopy *parts) {
+    const Arg *ts = &v->args[0];
+    bool stack = v->op == OP_STACK;
+    int d = wrap_dim(v->args[1].kind == ARG_INT ? v->args[1].i : 0, v->ndim);
+    int64_t cs[TG_MAX_DIMS];
+    shape_contiguous_strides(v->shape, v->ndim, cs);
+    int64_t at = 0;
+    int np = 0;
+    for (int i = 0; i < ts->n; i++) {
+        const Value *x = ts->ts[i];
+        int64_t start = at;
+        at += stack ? 1 : (x->ndim ? x->shape[d] : 0);
+        /* cat skips empty 1-d tensors, as torch does (legacy behaviour). */
+        if (value_numel(x) == 0) continue;
+        KCopy *c = &parts[np++];
+        copy_init(c, x, stack ? "stack" : "cat", x->shape, x->ndim);
+        c->dst.owner = v;
+        c->dst.dt = kd_dt(p, v);
+        for (int j = 0, o = 0; j < v->ndim; j++) {
+            if (stack && j == d) continue;
+            c->dst.strides[o++] = cs[j];
+        }
+        c->dst.offset = start * cs[d];
+    }
+    return np;
+}
+
+void kd_repeat(const CgProgram *p, const Value *v, KCopy *c) {
+    const Value *x = v->in[0];
+    int m = v->ndim, pad = m - x->ndim;
+    int64_t cs[TG_MAX_DIMS];
+    shape_contiguous_strides(v->shape, v->ndim, cs);
+    copy_init(c, x, "repeat", NULL, 0);
+    c->n = 2 * m;
+    c->through_src = true;
+    kd_access_of(p, x, &c->src_access); /* strides set below, per split dim */
+    c->dst.owner = v;
+    c->dst.dt = kd_dt(p, v);
+    for (int d = 0; d < m; d++) {
+        int64_t s = d >= pad ? x->shape[d - pad] : 1;
+        int64_t r = s ? v->shape[d] / s : 0;
+        c->shape[2 * d] = r;
+        c->shape[2 * d + 1] = s;
+        c->dst.strides[2 * d] = s * cs[d];
+        c->dst.strides[2 * d + 1] = cs[d];
+        c->src_access.strides[2 * d] = 0;
+        c->src_access.strides[2 * d + 1] = d >= pad ? x->strides[d - pad] : 0;
+    }
+}
+
+void kd_flip(const CgProgram *p, const Value *v, KCopy *c) {
+    const Value *x = v->in[0];
+    copy_init(c, x, "flip", x->shape, x->ndim);
+    c->through_src = true;
+    kd_access_of(p, x, &c->src_access);
+    const Arg *dims = &v->args[1];
+    for (int i = 0; i < dims->n; i++) {
+        int d = wrap_dim(dims->ints[i], x->ndim);
+        if (d < 0 || d >= x->ndim) continue;
+        c->src_access.offset += (x->shape[d] - 1) * x->strides[d];
+        c->src_access.strides[d] = -x->strides[d];
+    }
+    kd_access_contig(p, v, v->shape, v->ndim, &c->dst);
+}
+
+void kd_broadcast_into(const CgProgram *p, const Value *src, const Value *dst_v, KCopy *c) {
+    copy_init(c, src, "bias", dst_v->shape, dst_v->ndim);
+    c->through_src = true;
+    kd_access_right_aligned(p, src, dst_v->ndim, &c->src_access);
+    kd_access_contig(p, dst_v, dst_v->shape, dst_v->ndim, &c->dst);
+}
+
+/* ---- indexed reads ---- */
+
+void kd_gather(const CgProgram *p, const Value *v, KGather *g) {
+    memset(g, 0, sizeof *g);
+    const Value *x, *idx;
+    int dim;
+    Access xa, ia;
+    memset(&xa, 0, sizeof xa);
+    memset(&ia, 0, sizeof ia);
+    int n = v->ndim;
+    bool wrap = false;
+    switch (v->op) {
+    case OP_EMBEDDING:
+        idx = v->in[0], x = v->in[1], dim = 0;
+        for (int d = 0; d < idx->ndim; d++)
+            ia.strides[d] = idx->strides[d];
+        xa.strides[n - 1] = x->strides[1];
+        break;
+    case OP_GATHER:
+        x = v->in[0], idx = v->in[1];
+        dim = (int)(v->args[1].i < 0 ? v->args[1].i + x->ndim : v->args[1].i);
+        for (int d = 0; d < n; d++) {
+            ia.strides[d] = idx->strides[d];
+            xa.strides[d] = d == dim ? 0 : x->strides[d];
+        }
+        break;
+    case OP_INDEX_SELECT:
+        x = v->in[0], idx = v->in[1];
+        dim = (int)(v->args[1].i < 0 ? v->args[1].i + x->ndim : v->args[1].i);
+        for (int d = 0; d < n; d++) {
+            xa.strides[d] = d == dim ? 0 : x->strides[d];
+            ia.strides[d] = d == dim && idx->ndim ? idx->strides[0] : 0;
+        }
+        break;
+    default: /* OP_INDEX: x[idx] along dim, negative indices counting from the end */
+        x = v->in[0], idx = v->in[1];
+        dim = (int)(v->args[1].i < 0 ? v->args[1].i + x->ndim : v->args[1].i);
+        wrap = true;
+        for (int d = 0; d < dim; d++)
+            xa.strides[d] = x->strides[d];
+        for (int d = 0; d < idx->ndim; d++)
+            ia.strides[dim + d] = idx->strides[d];
+        for (int d = dim + 1; d < x->ndim; d++)
+            xa.strides[d - 1 + idx->ndim] = x->strides[d];
+        break;
+    }
+    xa.owner = x->storage;
+    xa.dt = kd_dt(p, x->storage);
+    xa.offset = x->offset;
+    ia.owner = idx->storage;
+    ia.dt = kd_dt(p, idx->storage);
+    ia.offset = idx->offset;
+    g->x = x, g->idx = idx, g->xa = xa, g->ia = ia, g->wrap = wrap;
+    kd_access_contig(p, v, v->shape, n, &g->dst);
+    Access *acc[3] = {&g->xa, &g->ia, &g->dst};
+    kspace_build(&g->space, v->shape, n, NULL, acc, 3, false);
+    g->size = x->ndim ? x->shape[dim] : 1;
+    g->dim_stride = x->ndim ? (v->op == OP_EMBEDDING ? x->strides[0] : x->strides[dim]) : 0;
+    snprintf(g->what, sizeof g->what, "the index tensor '%s' of %s (line %d)",
+             idx->name ? idx->name : op_display_name(idx), op_display_name(v), v->loc.line);
 }
 
 /* ---- matrix products ---- */

@@ -77,6 +77,45 @@ typedef struct KReduce {
 void kd_reduction(const CgProgram *p, const Value *v, bool same_shape_out, KReduce *r);
 void kd_reduced_dims(const Value *v, const Value *x, bool *red);
 
+/* A copy that is elementwise over another layout: src's elements over
+ * `shape` stored through dst. src is read through src_access when
+ * through_src (repeat, flip, broadcasts), else through its own layout. */
+typedef struct KCopy {
+    const Value *src;
+    const char *what; /* the kernel's name */
+    Access dst, src_access;
+    bool through_src;
+    int64_t shape[KMAXD];
+    int n;
+} KCopy;
+/* Output #out_index (a value's layout) into its caller-owned buffer. */
+void kd_output_copy(const CgProgram *p, const Value *o, int out_index, KCopy *c);
+/* A reshape copy: the input's elements in row-major order. */
+void kd_reshape_copy(const CgProgram *p, const Value *v, KCopy *c);
+/* cat/concat/stack: one copy per non-empty operand; returns how many were
+ * written into parts (at most v's operand count). */
+int kd_cat(const CgProgram *p, const Value *v, KCopy *parts);
+void kd_repeat(const CgProgram *p, const Value *v,
+               KCopy *c);                                   /* each dim split into repeat x size */
+void kd_flip(const CgProgram *p, const Value *v, KCopy *c); /* negative strides */
+/* src right-aligned and broadcast (stride 0) into dst_v's buffer: linear's bias. */
+void kd_broadcast_into(const CgProgram *p, const Value *src, const Value *dst_v, KCopy *c);
+
+/* gather, index_select, embedding and x[idx]: each output element reads
+ * one index (ia), then the source (xa, which walks every dim but the
+ * indexed one) plus index * dim_stride. size: the indexed dim's extent;
+ * wrap: negative indices count from the end (x[idx] only); what: the
+ * index tensor as the run's error message names it. */
+typedef struct KGather {
+    const Value *x, *idx;
+    Access xa, ia, dst;
+    int64_t size, dim_stride;
+    bool wrap;
+    char what[256];
+    KSpace space;
+} KGather;
+void kd_gather(const CgProgram *p, const Value *v, KGather *g);
+
 /* A matrix product: the layout of runtime/tgcrt.h's RtMatmulDesc, so a
  * backend can emit it as a constant i64 array. */
 #define MAXB 10

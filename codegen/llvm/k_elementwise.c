@@ -1,6 +1,7 @@
 /* Elementwise kernels (a fused expression tree, one loop nest) and the
  * copies that are elementwise over another layout: reshape copies, cat,
  * stack, repeat, flip and the copies of outputs into the caller's buffers. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/llvm/cg.h"
@@ -47,109 +48,56 @@ void k_elementwise(Cg *cg, const Value *v) {
     copy_kernel(cg, &k, v, true, &dst, v->shape, v->ndim);
 }
 
-void k_output_copy(Cg *cg, const Value *o, int out_index) {
+/* A copy of the shared description: one kernel over its shape. */
+static void copy_of(Cg *cg, const KCopy *c) {
     Kern k;
-    kern_begin(cg, &k, "output");
-    Access dst;
-    access_contig(&k, o, o->shape, o->ndim, &dst);
-    dst.slot = 1 + cg->p->iface.ninputs + cg->p->iface.nparams + out_index;
-    dst.dt = cg_dt(cg, o);
-    copy_kernel(cg, &k, o, false, &dst, o->shape, o->ndim);
+    kern_begin(cg, &k, c->what);
+    if (c->through_src) {
+        k.ov = c->src;
+        k.ov_access = c->src_access;
+    }
+    Access dst = c->dst;
+    copy_kernel(cg, &k, c->src, false, &dst, c->shape, c->n);
+}
+
+void k_output_copy(Cg *cg, const Value *o, int out_index) {
+    KCopy c;
+    kd_output_copy(cg->p, o, out_index, &c);
+    copy_of(cg, &c);
 }
 
 void k_reshape_copy(Cg *cg, const Value *v) {
-    /* Row-major order is the same on both sides: walk the input's shape,
-     * write the output as if it had that shape. */
-    const Value *x = v->in[0];
-    Kern k;
-    kern_begin(cg, &k, "reshape");
-    Access dst;
-    access_contig(&k, v, x->shape, x->ndim, &dst);
-    copy_kernel(cg, &k, x, false, &dst, x->shape, x->ndim);
-}
-
-static int norm(int64_t d, int n) {
-    return (int)(d < 0 ? d + n : d);
+    KCopy c;
+    kd_reshape_copy(cg->p, v, &c);
+    copy_of(cg, &c);
 }
 
 void k_cat(Cg *cg, const Value *v) {
-    const Arg *ts = &v->args[0];
-    bool stack = v->op == OP_STACK;
-    int d = norm(v->args[1].kind == ARG_INT ? v->args[1].i : 0, v->ndim);
-    int64_t cs[TG_MAX_DIMS];
-    shape_contiguous_strides(v->shape, v->ndim, cs);
-    int64_t at = 0;
-    for (int i = 0; i < ts->n; i++) {
-        const Value *x = ts->ts[i];
-        Access dst;
-        memset(&dst, 0, sizeof dst);
-        dst.owner = v;
-        dst.dt = cg_dt(cg, v);
-        for (int j = 0, o = 0; j < v->ndim; j++) {
-            if (stack && j == d) continue;
-            dst.strides[o++] = cs[j];
-        }
-        dst.offset = at * cs[d];
-        at += stack ? 1 : (x->ndim ? x->shape[d] : 0);
-        /* cat skips empty 1-d tensors, as torch does (legacy behaviour). */
-        if (value_numel(x) == 0) continue;
-        Kern k;
-        kern_begin(cg, &k, stack ? "stack" : "cat");
-        copy_kernel(cg, &k, x, false, &dst, x->shape, x->ndim);
+    KCopy *parts = calloc((size_t)v->args[0].n + 1, sizeof *parts);
+    if (!parts) {
+        cg_fail(cg, "out of memory");
+        return;
     }
+    int n = kd_cat(cg->p, v, parts);
+    for (int i = 0; i < n; i++)
+        copy_of(cg, &parts[i]);
+    free(parts);
 }
 
 void k_repeat(Cg *cg, const Value *v) {
-    const Value *x = v->in[0];
-    int m = v->ndim, pad = m - x->ndim;
-    int64_t shape[KMAXD], cs[TG_MAX_DIMS];
-    shape_contiguous_strides(v->shape, v->ndim, cs);
-    Kern k;
-    kern_begin(cg, &k, "repeat");
-    k.ov = x;
-    access_of(&k, x, &k.ov_access); /* strides set below, per split dim */
-    Access dst;
-    memset(&dst, 0, sizeof dst);
-    dst.owner = v;
-    dst.dt = cg_dt(cg, v);
-    for (int d = 0; d < m; d++) {
-        int64_t s = d >= pad ? x->shape[d - pad] : 1;
-        int64_t r = s ? v->shape[d] / s : 0;
-        shape[2 * d] = r;
-        shape[2 * d + 1] = s;
-        dst.strides[2 * d] = s * cs[d];
-        dst.strides[2 * d + 1] = cs[d];
-        k.ov_access.strides[2 * d] = 0;
-        k.ov_access.strides[2 * d + 1] = d >= pad ? x->strides[d - pad] : 0;
-    }
-    copy_kernel(cg, &k, x, false, &dst, shape, 2 * m);
+    KCopy c;
+    kd_repeat(cg->p, v, &c);
+    copy_of(cg, &c);
 }
 
 void k_flip(Cg *cg, const Value *v) {
-    const Value *x = v->in[0];
-    Kern k;
-    kern_begin(cg, &k, "flip");
-    k.ov = x;
-    access_of(&k, x, &k.ov_access);
-    const Arg *dims = &v->args[1];
-    for (int i = 0; i < dims->n; i++) {
-        int d = norm(dims->ints[i], x->ndim);
-        if (d < 0 || d >= x->ndim) continue;
-        k.ov_access.offset += (x->shape[d] - 1) * x->strides[d];
-        k.ov_access.strides[d] = -x->strides[d];
-    }
-    Access dst;
-    access_contig(&k, v, v->shape, v->ndim, &dst);
-    copy_kernel(cg, &k, x, false, &dst, x->shape, x->ndim);
+    KCopy c;
+    kd_flip(cg->p, v, &c);
+    copy_of(cg, &c);
 }
 
 void k_broadcast_into(Cg *cg, const Value *src, const Value *dst_v) {
-    /* src, right-aligned and broadcast (stride 0), fills dst_v's buffer. */
-    Kern k;
-    kern_begin(cg, &k, "bias");
-    k.ov = src;
-    access_right_aligned(&k, src, dst_v->ndim, &k.ov_access);
-    Access dst;
-    access_contig(&k, dst_v, dst_v->shape, dst_v->ndim, &dst);
-    copy_kernel(cg, &k, src, false, &dst, dst_v->shape, dst_v->ndim);
+    KCopy c;
+    kd_broadcast_into(cg->p, src, dst_v, &c);
+    copy_of(cg, &c);
 }

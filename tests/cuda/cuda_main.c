@@ -34,14 +34,11 @@ static int try_run(Ctx *ctx) {
     const void **in = calloc((size_t)ni + 1, sizeof *in);
     void **out = calloc((size_t)no + 1, sizeof *out);
     int rc = -1;
-    if (!in || !out)
-        goto done;
+    if (!in || !out) goto done;
     for (int i = 0; i < ni; i++)
-        if (!(in[i] = calloc(1, API(_input_bytes)(i) + 1)))
-            goto done;
+        if (!(in[i] = calloc(1, API(_input_bytes)(i) + 1))) goto done;
     for (int i = 0; i < no; i++)
-        if (!(out[i] = calloc(1, API(_output_bytes)(i) + 1)))
-            goto done;
+        if (!(out[i] = calloc(1, API(_output_bytes)(i) + 1))) goto done;
     rc = API(_run_buffers)(ctx, (const void *const *)in, (void *const *)out);
     printf("RUN %d ", rc);
     one_line(API(_error)(ctx));
@@ -58,8 +55,7 @@ done:
 static void report(const char *how, int rc, Ctx *ctx) {
     printf("CREATE %s %d %s ", how, rc, ctx ? "ctx" : "null");
     one_line(ctx ? API(_error)(ctx) : "");
-    if (rc == 0 && ctx)
-        try_run(ctx);
+    if (rc == 0 && ctx) try_run(ctx);
     API(_destroy)(ctx);
 }
 
@@ -68,8 +64,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: cuda_main WEIGHTS.safetensors\n");
         return 2;
     }
-    printf("QUERY num_inputs %d\nQUERY num_outputs %d\nQUERY arena_bytes %zu\n",
-           API(_num_inputs)(), API(_num_outputs)(), API(_arena_bytes)());
+    printf("QUERY num_inputs %d\nQUERY num_outputs %d\nQUERY arena_bytes %zu\n", API(_num_inputs)(),
+           API(_num_outputs)(), API(_arena_bytes)());
     Ctx *ctx = NULL;
     int rc = API(_create)(&ctx, argv[1], 0);
     report("path", rc, ctx);
