@@ -107,6 +107,8 @@ const char *cuk_tmp_c(CuKern *k, const char *ctype, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *cuk_idx(CuKern *k, int loop);    /* "i3" */
 const char *cuk_index_type(const CuKern *k); /* "int" or "long long" */
+/* Whether a kernel over sp touching acc needs 64-bit index arithmetic. */
+bool cuk_needs_wide(const KSpace *sp, Access **acc, int nacc);
 /* The C expression of a's element offset at the open loops. */
 const char *cuk_offset(CuKern *k, const Access *a);
 /* A typed pointer expression to a's buffer at element 0, e.g.

@@ -296,17 +296,21 @@ static int64_t total_elems(const CuKern *k) {
     return t;
 }
 
-/* 64-bit indices only when an index or an offset can pass 2^31. */
-static bool needs_wide(const CuKern *k, Access **acc, int nacc) {
-    /* 2^30: the grid-stride step g += gridDim.x * blockDim.x must not overflow. */
-    if (total_elems(k) >= ((int64_t)1 << 30)) return true;
+bool cuk_needs_wide(const KSpace *sp, Access **acc, int nacc) {
+    /* 2^30, not 2^31: a grid-stride step (g += gridDim.x * blockDim.x)
+     * and an offset plus a term must not overflow int either. */
+    const int64_t lim = (int64_t)1 << 30;
+    int64_t total = 1;
+    for (int l = 0; l < sp->nloops; l++)
+        total *= sp->ext[l];
+    if (total >= lim) return true;
     for (int i = 0; i < nacc; i++) {
         int64_t span = acc[i]->offset < 0 ? -acc[i]->offset : acc[i]->offset;
-        for (int d = 0; d < k->sp.n; d++) {
+        for (int d = 0; d < sp->n; d++) {
             int64_t s = acc[i]->strides[d] < 0 ? -acc[i]->strides[d] : acc[i]->strides[d];
-            span += s * (k->sp.shape[d] > 0 ? k->sp.shape[d] - 1 : 0);
+            span += s * (sp->shape[d] > 0 ? sp->shape[d] - 1 : 0);
         }
-        if (span >= INT32_MAX) return true;
+        if (span >= lim) return true;
     }
     return false;
 }
@@ -341,7 +345,7 @@ static int choose_vec(const CuKern *k, Access **acc, int nacc) {
 }
 
 void cuk_elementwise_begin(CuKern *k, Access **acc, int nacc) {
-    k->wide = needs_wide(k, acc, nacc);
+    k->wide = cuk_needs_wide(&k->sp, acc, nacc);
     k->vec = choose_vec(k, acc, nacc);
     const char *it = cuk_index_type(k);
     int64_t total = total_elems(k) / k->vec;

@@ -69,22 +69,6 @@ static int pow2_at_least(int64_t x) {
     return p;
 }
 
-/* 64-bit index arithmetic when an index, an increment past it, or an
- * element offset of any access can come near 2^31. */
-static bool needs_wide(const KSpace *sp, Access **acc, int nacc) {
-    const int64_t lim = (int64_t)1 << 30;
-    if (ext_product(sp, 0, sp->nloops) >= lim) return true;
-    for (int i = 0; i < nacc; i++) {
-        int64_t span = acc[i]->offset < 0 ? -acc[i]->offset : acc[i]->offset;
-        for (int d = 0; d < sp->n; d++) {
-            int64_t s = acc[i]->strides[d] < 0 ? -acc[i]->strides[d] : acc[i]->strides[d];
-            span += s * (sp->shape[d] > 0 ? sp->shape[d] - 1 : 0);
-        }
-        if (span >= lim) return true;
-    }
-    return false;
-}
-
 /* The column layout pays when the input's leaves walk the innermost kept
  * loop with unit stride (some of them) and the innermost reduced loop with
  * a larger one (all of them): consecutive rows are then consecutive
@@ -125,7 +109,7 @@ static void red_setup(Cu *cu, CuRed *r, const Value *v, bool same_shape_out) {
     for (int i = 0; i < r->d.naux; i++)
         acc[na++] = &r->d.aux[i];
     k->uses_index = uses_index;
-    k->wide = needs_wide(&k->sp, acc, na);
+    k->wide = cuk_needs_wide(&k->sp, acc, na);
     r->it = cuk_index_type(k);
     r->rows = ext_product(&k->sp, 0, k->sp.nkept);
     r->nred = ext_product(&k->sp, k->sp.nkept, k->sp.nloops);

@@ -11,34 +11,18 @@
 
 #define B (cg->b)
 
+/* The shared description (codegen/kernel_desc.c), rendered as loops. */
 typedef struct Red {
     Kern k;
-    const Value *v, *x;
-    DType xt;      /* the input's storage dtype */
-    Access dst;    /* the output over the input's dims */
-    Access lin;    /* row-major index over the reduced dims (argmax/argmin) */
-    Access aux[2]; /* weight and bias of the norms */
-    int naux;
-    int64_t count; /* elements per reduction */
+    KReduce d;
 } Red;
 
-/* The shared description (codegen/kernel_desc.c), rendered as loops. */
 static void red_setup(Cg *cg, Red *r, const Value *v, bool same_shape_out) {
-    KReduce d;
-    kd_reduction(cg->p, v, same_shape_out, &d);
     memset(r, 0, sizeof *r);
+    kd_reduction(cg->p, v, same_shape_out, &r->d);
     kern_begin(cg, &r->k, op_display_name(v));
     r->k.root = v;
-    r->k.sp = d.space;
-    r->v = v;
-    r->x = d.x;
-    r->xt = d.xt;
-    r->dst = d.dst;
-    r->lin = d.lin;
-    r->naux = d.naux;
-    for (int i = 0; i < d.naux; i++)
-        r->aux[i] = d.aux[i];
-    r->count = d.count;
+    r->k.sp = r->d.space;
 }
 
 static int64_t red_work(const Red *r) {
@@ -49,7 +33,7 @@ static int64_t red_work(const Red *r) {
 typedef LLVMValueRef (*StepFn)(Cg *cg, Red *r, LLVMValueRef acc, LLVMValueRef x, void *ctx);
 
 static LLVMValueRef x_as(Cg *cg, Red *r, DType at) {
-    return cg_convert(cg, cg_expr(&r->k, r->x, false), r->xt, at);
+    return cg_convert(cg, cg_expr(&r->k, r->d.x, false), r->d.xt, at);
 }
 
 static LLVMValueRef run_pass(Cg *cg, Red *r, DType at, LLVMValueRef init, StepFn step, void *ctx,
@@ -179,14 +163,14 @@ static LLVMValueRef extreme(Cg *cg, DType t, bool is_max) {
 static LLVMValueRef arg_extreme(Cg *cg, Red *r, bool is_max) {
     /* Value and index in two allocas: the first extreme wins; NaN counts
      * as the extreme (torch.argmax). */
-    DType t = r->xt;
+    DType t = r->d.xt;
     LLVMTypeRef ct = cg_ctype(cg, t);
     LLVMValueRef best = kern_alloca(&r->k, ct), bi = kern_alloca(&r->k, cg->t_i64);
     LLVMBuildStore(B, extreme(cg, t, is_max), best);
     LLVMBuildStore(B, cg_const_i64(cg, 0), bi);
     LoopNest ln;
     kern_open(&r->k, &ln, r->k.sp.nkept, r->k.sp.nloops, false);
-    LLVMValueRef x = cg_expr(&r->k, r->x, false);
+    LLVMValueRef x = cg_expr(&r->k, r->d.x, false);
     LLVMValueRef b = LLVMBuildLoad2(B, ct, best, "");
     LLVMValueRef take;
     if (isf(t)) {
@@ -200,7 +184,7 @@ static LLVMValueRef arg_extreme(Cg *cg, Red *r, bool is_max) {
             B, is_max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, b, "");
     }
     LLVMBuildStore(B, LLVMBuildSelect(B, take, x, b, ""), best);
-    LLVMValueRef idx = kern_offset(&r->k, &r->lin);
+    LLVMValueRef idx = kern_offset(&r->k, &r->d.lin);
     LLVMBuildStore(B, LLVMBuildSelect(B, take, idx, LLVMBuildLoad2(B, cg->t_i64, bi, ""), ""), bi);
     kern_close(&r->k, &ln);
     return LLVMBuildLoad2(B, cg->t_i64, bi, "");
@@ -231,21 +215,21 @@ void k_reduce(Cg *cg, const Value *v) {
     case OP_MEAN: {
         DType at = float_acc(out);
         LLVMValueRef s = run_pass(cg, &r, at, fconst(cg, at, 0), st_add, NULL, true);
-        res = LLVMBuildFDiv(B, s, fconst(cg, at, (double)r.count), "");
+        res = LLVMBuildFDiv(B, s, fconst(cg, at, (double)r.d.count), "");
         res_t = at;
         break;
     }
     case OP_AMAX:
     case OP_AMIN: {
-        MaxCtx c = {v->op == OP_AMAX, true, r.xt};
-        if (isf(r.xt)) {
+        MaxCtx c = {v->op == OP_AMAX, true, r.d.xt};
+        if (isf(r.d.xt)) {
             /* f16/bf16 values are exact in f32: the max is the same. */
-            DType at = float_acc(r.xt);
+            DType at = float_acc(r.d.xt);
             res = fmax_pass(cg, &r, at, c.is_max, true);
             res_t = at;
         } else {
-            res = run_pass(cg, &r, r.xt, extreme(cg, r.xt, c.is_max), st_max, &c, false);
-            res_t = r.xt;
+            res = run_pass(cg, &r, r.d.xt, extreme(cg, r.d.xt, c.is_max), st_max, &c, false);
+            res_t = r.d.xt;
         }
         break;
     }
@@ -258,10 +242,10 @@ void k_reduce(Cg *cg, const Value *v) {
     case OP_STD: {
         DType at = float_acc(out);
         LLVMValueRef s = run_pass(cg, &r, at, fconst(cg, at, 0), st_add, NULL, true);
-        LLVMValueRef mean = LLVMBuildFDiv(B, s, fconst(cg, at, (double)r.count), "");
+        LLVMValueRef mean = LLVMBuildFDiv(B, s, fconst(cg, at, (double)r.d.count), "");
         LLVMValueRef ss = run_pass(cg, &r, at, fconst(cg, at, 0), st_sqdev, mean, true);
         int64_t corr = v->args[2].kind == ARG_INT ? v->args[2].i : 1;
-        double dof = (double)r.count - (double)corr;
+        double dof = (double)r.d.count - (double)corr;
         if (dof < 0) dof = 0;
         res = LLVMBuildFDiv(B, ss, fconst(cg, at, dof), "");
         if (v->op == OP_STD) res = cg_intrinsic(cg, "llvm.sqrt", LLVMTypeOf(res), &res, 1);
@@ -289,7 +273,7 @@ void k_reduce(Cg *cg, const Value *v) {
     }
     default: cg_fail(cg, "internal: '%s' is not a reduction", op_display_name(v)); return;
     }
-    cg_store(k, kern_ptr(k, &r.dst), cg_convert(cg, res, res_t, out), out);
+    cg_store(k, kern_ptr(k, &r.d.dst), cg_convert(cg, res, res_t, out), out);
     kern_close(k, &outer);
     kern_end(k, red_work(&r) * 2);
 }
@@ -299,7 +283,7 @@ void k_norm(Cg *cg, const Value *v) {
     red_setup(cg, &r, v, true);
     Kern *k = &r.k;
     DType out = cg_dt(cg, v);
-    DType at = float_acc(out == DT_F64 || r.xt == DT_F64 ? DT_F64 : DT_F32);
+    DType at = float_acc(out == DT_F64 || r.d.xt == DT_F64 ? DT_F64 : DT_F32);
     LoopNest outer, ln;
     kern_open(k, &outer, 0, k->sp.nkept, false);
     LLVMValueRef a = NULL, c = NULL; /* out = f(x) per op, from a and c */
@@ -316,9 +300,9 @@ void k_norm(Cg *cg, const Value *v) {
     case OP_LAYER_NORM: {
         eps = v->args[4].kind == ARG_NUM ? v->args[4].f : 1e-5;
         LLVMValueRef s = run_pass(cg, &r, at, fconst(cg, at, 0), st_add, NULL, true);
-        LLVMValueRef mean = LLVMBuildFDiv(B, s, fconst(cg, at, (double)r.count), "");
+        LLVMValueRef mean = LLVMBuildFDiv(B, s, fconst(cg, at, (double)r.d.count), "");
         LLVMValueRef ss = run_pass(cg, &r, at, fconst(cg, at, 0), st_sqdev, mean, true);
-        LLVMValueRef var = LLVMBuildFDiv(B, ss, fconst(cg, at, (double)r.count), "");
+        LLVMValueRef var = LLVMBuildFDiv(B, ss, fconst(cg, at, (double)r.d.count), "");
         LLVMValueRef ve = LLVMBuildFAdd(B, var, fconst(cg, at, eps), "");
         a = mean;
         c = LLVMBuildFDiv(B, fconst(cg, at, 1),
@@ -328,7 +312,7 @@ void k_norm(Cg *cg, const Value *v) {
     case OP_RMS_NORM: {
         eps = v->args[2].kind == ARG_NUM ? v->args[2].f : 1e-6;
         LLVMValueRef ss = run_pass(cg, &r, at, fconst(cg, at, 0), st_sq, NULL, true);
-        LLVMValueRef ms = LLVMBuildFDiv(B, ss, fconst(cg, at, (double)r.count), "");
+        LLVMValueRef ms = LLVMBuildFDiv(B, ss, fconst(cg, at, (double)r.d.count), "");
         LLVMValueRef ve = LLVMBuildFAdd(B, ms, fconst(cg, at, eps), "");
         c = LLVMBuildFDiv(B, fconst(cg, at, 1),
                           cg_intrinsic(cg, "llvm.sqrt", LLVMTypeOf(ve), &ve, 1), "");
@@ -345,13 +329,12 @@ void k_norm(Cg *cg, const Value *v) {
     default: y = LLVMBuildFMul(B, x, c, ""); break;
     }
     /* Weight, then bias (layer_norm's args 2 and 3; rms_norm's weight). */
-    for (int i = 0; i < r.naux; i++) {
+    for (int i = 0; i < r.d.naux; i++) {
         LLVMValueRef w =
-            cg_convert(cg, cg_load(k, kern_ptr(k, &r.aux[i]), r.aux[i].dt), r.aux[i].dt, at);
-        bool is_bias = v->op == OP_LAYER_NORM && i == r.naux - 1 && v->args[3].kind == ARG_TENSOR;
-        y = is_bias ? LLVMBuildFAdd(B, y, w, "") : LLVMBuildFMul(B, y, w, "");
+            cg_convert(cg, cg_load(k, kern_ptr(k, &r.d.aux[i]), r.d.aux[i].dt), r.d.aux[i].dt, at);
+        y = r.d.aux_is_bias[i] ? LLVMBuildFAdd(B, y, w, "") : LLVMBuildFMul(B, y, w, "");
     }
-    cg_store(k, kern_ptr(k, &r.dst), cg_convert(cg, y, at, out), out);
+    cg_store(k, kern_ptr(k, &r.d.dst), cg_convert(cg, y, at, out), out);
     kern_close(k, &ln);
     kern_close(k, &outer);
     kern_end(k, red_work(&r) * 4);
