@@ -16,15 +16,10 @@ static void generic(Cu *cu, KEinsum *e) {
     for (int o = 0; o < e->nops; o++)
         acc[na++] = &e->op[o];
     acc[na++] = &e->dst;
-    /* The threads walk the output loops only (the kept ones): the
-     * elementwise mapping over a space cut to them, without vector lanes
-     * (uses_index), since the summed loops follow inside. Its 32/64-bit
-     * choice still sees every access over every dim. */
+    /* The threads take the output loops (the kept ones); each walks the
+     * summed loops itself. */
     k.sp = e->space;
-    k.sp.nloops = e->space.nkept;
-    k.uses_index = true;
-    cuk_elementwise_begin(&k, acc, na);
-    k.sp = e->space;
+    cuk_threads_begin(&k, e->space.nkept, acc, na);
     const char *it = cuk_index_type(&k);
     DType at = e->at;
     bool f = dtype_is_float(at);

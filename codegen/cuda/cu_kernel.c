@@ -289,13 +289,6 @@ void cuk_finish(CuKern *k, int64_t grid, int block, int smem) {
 
 /* ---- elementwise kernels ---- */
 
-static int64_t total_elems(const CuKern *k) {
-    int64_t t = 1;
-    for (int l = 0; l < k->sp.nloops; l++)
-        t *= k->sp.ext[l];
-    return t;
-}
-
 bool cuk_needs_wide(const KSpace *sp, Access **acc, int nacc) {
     /* 2^30, not 2^31: a grid-stride step (g += gridDim.x * blockDim.x)
      * and an offset plus a term must not overflow int either. */
@@ -344,30 +337,41 @@ static int choose_vec(const CuKern *k, Access **acc, int nacc) {
     return vec;
 }
 
-void cuk_elementwise_begin(CuKern *k, Access **acc, int nacc) {
-    k->wide = cuk_needs_wide(&k->sp, acc, nacc);
-    k->vec = choose_vec(k, acc, nacc);
+void cuk_threads_begin(CuKern *k, int nloops, Access **acc, int nacc) {
+    /* The index width sees every access over every dim, the thread count
+     * only the loops the threads take. */
+    KSpace threads = k->sp;
+    threads.nloops = nloops;
+    k->wide = cuk_needs_wide(&threads, acc, nacc);
+    k->vec = nloops == k->sp.nloops ? choose_vec(k, acc, nacc) : 1;
     const char *it = cuk_index_type(k);
-    int64_t total = total_elems(k) / k->vec;
+    int64_t total = 1;
+    for (int l = 0; l < nloops; l++)
+        total *= k->sp.ext[l];
+    total /= k->vec;
     cuk_emit(k,
              "for (%s g = (%s)blockIdx.x * blockDim.x + threadIdx.x; g < %lld; g += (%s)gridDim.x "
              "* blockDim.x) {",
              it, it, (long long)total, it);
     k->indent++;
     cuk_emit(k, "%s r = g;", it);
-    for (int l = k->sp.nloops - 1; l >= 0; l--) {
+    for (int l = nloops - 1; l >= 0; l--) {
         int64_t e = k->sp.ext[l];
-        if (l == k->sp.nloops - 1 && k->vec > 1) e /= k->vec;
+        bool lanes = l == nloops - 1 && k->vec > 1;
+        if (lanes) e /= k->vec;
         if (l == 0)
-            cuk_emit(k, "const %s i%d%s = r;", it, l,
-                     l == k->sp.nloops - 1 && k->vec > 1 ? "v" : "");
+            cuk_emit(k, "const %s i%d%s = r;", it, l, lanes ? "v" : "");
         else
-            cuk_emit(k, "const %s i%d%s = r %% %lld; r /= %lld;", it, l,
-                     l == k->sp.nloops - 1 && k->vec > 1 ? "v" : "", (long long)e, (long long)e);
+            cuk_emit(k, "const %s i%d%s = r %% %lld; r /= %lld;", it, l, lanes ? "v" : "",
+                     (long long)e, (long long)e);
         k->open[l] = true;
     }
     cuk_emit(k, "(void)r;");
     k->total = total;
+}
+
+void cuk_elementwise_begin(CuKern *k, Access **acc, int nacc) {
+    cuk_threads_begin(k, k->sp.nloops, acc, nacc);
 }
 
 void cuk_lane_begin(CuKern *k, int lane) {
