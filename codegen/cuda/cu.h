@@ -132,8 +132,8 @@ const char *cuk_dim_index(CuKern *k, int dim);
  * cuk_load, cuk_store); cuk_elementwise_end closes the thread's loop and
  * finishes the kernel with its launch. */
 void cuk_elementwise_begin(CuKern *k, Access **acc, int nacc);
-/* The same mapping over loops [0, nloops) only, without vector lanes when
- * loops remain (a kernel that walks those itself, as einsum's sums). */
+/* The same mapping over loops [0, nloops) only and never with vector
+ * lanes (a kernel that walks the other loops itself, as einsum's sums). */
 void cuk_threads_begin(CuKern *k, int nloops, Access **acc, int nacc);
 void cuk_lane_begin(CuKern *k, int lane);
 void cuk_elementwise_end(CuKern *k);

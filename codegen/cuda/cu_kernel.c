@@ -337,13 +337,14 @@ static int choose_vec(const CuKern *k, Access **acc, int nacc) {
     return vec;
 }
 
-void cuk_threads_begin(CuKern *k, int nloops, Access **acc, int nacc) {
+/* Threads over loops [0, nloops), vec elements of the last one each. */
+static void threads_begin(CuKern *k, int nloops, bool lanes_ok, Access **acc, int nacc) {
     /* The index width sees every access over every dim, the thread count
      * only the loops the threads take. */
     KSpace threads = k->sp;
     threads.nloops = nloops;
     k->wide = cuk_needs_wide(&threads, acc, nacc);
-    k->vec = nloops == k->sp.nloops ? choose_vec(k, acc, nacc) : 1;
+    k->vec = lanes_ok ? choose_vec(k, acc, nacc) : 1;
     const char *it = cuk_index_type(k);
     int64_t total = 1;
     for (int l = 0; l < nloops; l++)
@@ -370,8 +371,12 @@ void cuk_threads_begin(CuKern *k, int nloops, Access **acc, int nacc) {
     k->total = total;
 }
 
+void cuk_threads_begin(CuKern *k, int nloops, Access **acc, int nacc) {
+    threads_begin(k, nloops, false, acc, nacc);
+}
+
 void cuk_elementwise_begin(CuKern *k, Access **acc, int nacc) {
-    cuk_threads_begin(k, k->sp.nloops, acc, nacc);
+    threads_begin(k, k->sp.nloops, true, acc, nacc);
 }
 
 void cuk_lane_begin(CuKern *k, int lane) {
