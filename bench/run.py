@@ -524,6 +524,7 @@ def main():
     load0 = loadavg()
     t_start = time.perf_counter()
     results = []
+    many_outputs = {}
     try:
         tgc = build_tgc(args)
         log(f"tgc: {tgc}")
@@ -545,6 +546,22 @@ def main():
         except RuntimeError as e:
             compile_err = str(e)
             log(f"  tgc build failed: {compile_err}")
+
+        # Build time against graph size (issue 18, item 8): thousands of
+        # small outputs, each its own kernel. One wall-clock run per size.
+        for n in (1000, 10000):
+            log(f"compile time of a graph with {n} outputs ...")
+            g = os.path.join(work, f"outputs_{n}.tg")
+            with open(g, "w") as f:
+                f.write(f"graph outputs_{n}\ninput x : f32[4]\n")
+                f.writelines(f"output o{i} = x + {i}\n" for i in range(n))
+            t0 = time.perf_counter()
+            try:
+                sh([tgc, "build", g, "-o", os.path.join(work, f"outputs_{n}")])
+                many_outputs[n] = time.perf_counter() - t0
+                log(f"  tgc build: {many_outputs[n]:.2f} s")
+            except RuntimeError as e:
+                many_outputs[n] = str(e)
 
         only = [s.strip() for s in args.only.split(",")] if args.only else None
         for case in CASES:
@@ -614,6 +631,9 @@ def main():
               f"target < 1 s: {'met' if compile_s < 1.0 else 'NOT MET'}")
     else:
         print(f"compile time, tgc build examples/transformer_block.tg: FAILED: {compile_err}")
+    for n, t in many_outputs.items():
+        print(f"compile time, tgc build of a graph with {n} outputs (output oI = x + I): "
+              + (f"{t:.2f} s (one run)" if isinstance(t, float) else f"FAILED: {t}"))
     print()
     print("details (N = timed runs over all rounds; the rounds' medians; min/max of one run):")
     for r in results:

@@ -32,6 +32,10 @@ typedef struct Kern {
     const Value *ov;
     Access ov_access;
     const Value *root; /* the value the kernel computes */
+    /* The whole space is one chunk of the thread pool: loop 0 runs over the
+     * constant range [0, ext[0]) and the forward function calls the kernel
+     * directly (see kern_open). */
+    bool single_chunk;
 } Kern;
 
 /* types.c */

@@ -94,13 +94,33 @@ static void set_vectorize_hint(Cg *cg, LLVMValueRef br) {
     LLVMSetMetadata(br, kind, LLVMMetadataAsValue(cg->ctx, loop));
 }
 
+/* Work below which a kernel is one chunk whatever kern_end's weight per
+ * outer iteration (at most 4 per element): the pool would call it once over
+ * its whole range anyway. Its loops then have constant trip counts, so LLVM
+ * emits straight-line code instead of a runtime-bounded vector loop with
+ * remainder and alias checks (about 400 IR lines, and 16 ms of compile time,
+ * per kernel: the cost of a graph with thousands of small outputs). */
+#define KERN_SINGLE_CHUNK_WORK (32768 / 8)
+
+static bool space_is_single_chunk(const KSpace *sp) {
+    int64_t w = 1;
+    for (int l = 0; l < sp->nloops; l++) {
+        if (sp->ext[l] > KERN_SINGLE_CHUNK_WORK) return false;
+        w *= sp->ext[l];
+        if (w > KERN_SINGLE_CHUNK_WORK) return false;
+    }
+    return true;
+}
+
 void kern_open(Kern *k, LoopNest *ln, int from, int to, bool vectorize_hint) {
     Cg *cg = k->cg;
     ln->from = from;
     ln->to = to;
+    if (from == 0 && to > 0) k->single_chunk = space_is_single_chunk(&k->sp);
     for (int l = from; l < to; l++) {
-        LLVMValueRef lo = l == 0 ? k->begin : cg_const_i64(cg, 0);
-        LLVMValueRef hi = l == 0 ? k->end : cg_const_i64(cg, k->sp.ext[l]);
+        bool bounded = l > 0 || k->single_chunk;
+        LLVMValueRef lo = bounded ? cg_const_i64(cg, 0) : k->begin;
+        LLVMValueRef hi = bounded ? cg_const_i64(cg, k->sp.ext[l]) : k->end;
         LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
         ln->header[l] = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "loop");
         LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "body");
@@ -166,6 +186,19 @@ void kern_end(Kern *k, int64_t work_per_outer) {
     LLVMBuildRetVoid(cg->b);
     /* The forward function calls the kernel over its first loop. */
     LLVMPositionBuilderAtEnd(cg->b, LLVMGetLastBasicBlock(cg->fwd));
+    if (k->single_chunk) {
+        /* What the pool does for one chunk, without its dispatch. The call
+         * stays a call: inlining thousands of kernels into one forward
+         * function makes LLVM's function passes superlinear. */
+        LLVMAddAttributeAtIndex(
+            k->fn, LLVMAttributeFunctionIndex,
+            LLVMCreateEnumAttribute(cg->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0));
+        LLVMValueRef args[4] = {LLVMBuildBitCast(cg->b, cg->fwd_bufs, cg->t_ptr, ""),
+                                cg_const_i64(cg, 0), cg_const_i64(cg, k->sp.ext[0]),
+                                LLVMConstInt(cg->t_i32, 0, false)};
+        LLVMBuildCall2(cg->b, cg->t_kernel, k->fn, args, 4, "");
+        return;
+    }
     int64_t grain = work_per_outer > 0 ? (32768 + work_per_outer - 1) / work_per_outer : 1;
     if (grain < 1) grain = 1;
     LLVMValueRef args[6] = {cg->fwd_pool,

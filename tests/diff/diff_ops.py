@@ -1033,6 +1033,20 @@ output s = (x * x).sum(dim = -1)
 output a = x.softmax(dim = -1)
 """
 
+# Many small outputs (issue 18, item 8: build time grew with them), around
+# the size up to which a kernel runs as one chunk with constant loop bounds
+# (4096 elements: codegen/llvm/loops.c) and just above it.
+BUILD_MANY_OUTPUTS = """
+input x : f32[4]
+input y : f32[4097]
+input z : f32[64, 64]
+output ya = y * 2
+output yb = y[:4096] + 1
+output zs = z.sum(dim = -1)
+output zm = z.softmax(dim = 0)
+output zt = z.transpose(0, 1) * 3
+""" + "".join("output o%d = x * %d + y[%d:%d]\n" % (i, i, i, i + 4) for i in range(600))
+
 
 def build_cases(Case):
     out = []
@@ -1049,6 +1063,8 @@ def build_cases(Case):
     out.append(Case("build_precision_bf16_mlp", BUILD_MLP, mode="build", precision="bf16",
                     inputs={"w1": "randn:0.2", "w2": "randn:0.2"}, add_outputs=False,
                     group="build"))
+    out.append(Case("build_many_outputs", BUILD_MANY_OUTPUTS, mode="build", tol="reduction",
+                    add_outputs=False, group="build"))
     out.append(Case("build_sym_D", BUILD_MLP, mode="build", defines={"batch": 3},
                     inputs={"w1": "randn:0.2", "w2": "randn:0.2"}, tol="reduction",
                     add_outputs=False, group="build"))
