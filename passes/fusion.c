@@ -137,12 +137,12 @@ KernelPlan *fusion_plan(Arena *a, const Graph *g) {
     }
     /* Outputs whose value no kernel writes into the caller's buffer: views,
      * inputs, params, literals. */
+    bool *is_earlier_output = ARENA_ARRAY(a, bool, nv); /* by order; no scan per output */
     for (int i = 0; i < g->noutputs; i++) {
         Value *o = g->outputs[i];
         bool written = materialises(o) && !kp->inlined[o->order] && o->storage == o;
-        bool first = true;
-        for (int j = 0; j < i; j++)
-            first &= g->outputs[j] != o;
+        bool first = !is_earlier_output[o->order];
+        is_earlier_output[o->order] = true;
         if (written && first) continue;
         Kernel *kn = &kp->kernels[kp->nkernels++];
         kn->root = o;

@@ -209,13 +209,25 @@ void pass_precision(Graph *g, Diag *d, const PrecisionPolicy *pol) {
      * placed right after the value and taking over its name. */
     Value **old = g->values;
     int n = g->nvalues;
+    /* The outputs each value is, as chains indexed by value id (a graph may
+     * have thousands of outputs: no scan of them per value). */
+    int nids = g->next_id; /* casts made below get later ids */
+    int *first_out = ARENA_ARRAY(g->arena, int, nids + 1);
+    int *next_out = ARENA_ARRAY(g->arena, int, g->noutputs > 0 ? g->noutputs : 1);
+    for (int i = 0; i <= nids; i++)
+        first_out[i] = -1;
+    for (int k = g->noutputs - 1; k >= 0; k--) {
+        int id = g->outputs[k]->id;
+        next_out[k] = first_out[id];
+        first_out[id] = k;
+    }
     g->values = NULL;
     g->nvalues = g->cap_values = 0;
     for (int i = 0; i < n; i++) {
         Value *o = old[i];
         o->order = g->nvalues;
         ARENA_PUSH(g->arena, g->values, g->nvalues, g->cap_values, o);
-        for (int k = 0; k < g->noutputs; k++) {
+        for (int k = o->id < nids ? first_out[o->id] : -1; k >= 0; k = next_out[k]) {
             if (g->outputs[k] != o) continue;
             DType want = declared[k];
             if (dtype_is_float(want) && pol->io != DT_NONE) want = pol->io;
@@ -229,7 +241,7 @@ void pass_precision(Graph *g, Diag *d, const PrecisionPolicy *pol) {
             cv->is_output = true;
             o->is_output = false;
             o->name = NULL;
-            for (int j = k; j < g->noutputs; j++)
+            for (int j = k; j >= 0; j = next_out[j])
                 if (g->outputs[j] == o) g->outputs[j] = cv;
             cv->order = g->nvalues;
             ARENA_PUSH(g->arena, g->values, g->nvalues, g->cap_values, cv);
