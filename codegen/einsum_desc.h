@@ -7,7 +7,7 @@
 #define TGC_EINSUM_DESC_H
 #include "codegen/kernel_desc.h"
 
-#define KEIN_MAXOPS 16
+#define KEIN_MAXOPS TG_EINSUM_MAX_OPERANDS
 /* Subscript codes: letters are their character, ellipsis dims 128 + i. */
 #define KEIN_NCODES (128 + TG_MAX_DIMS)
 

@@ -165,6 +165,9 @@ bool infer_einsum(InferCtx *c, Value *v) {
     Arg *ops = ARG(v, 1);
     SrcLoc eloc = ARG(v, 0)->loc;
     if (ops->n == 0) return infer_error(c, v->loc, "einsum(): must provide at least one operand");
+    if (ops->n > TG_EINSUM_MAX_OPERANDS)
+        return infer_error(c, v->loc, "einsum(): at most %d operands are supported, found %d",
+                           TG_EINSUM_MAX_OPERANDS, ops->n);
     int64_t size[128];
     int count[128] = {0};
     for (int i = 0; i < 128; i++)

@@ -12,6 +12,9 @@
 #include "ir/dtype.h"
 
 #define TG_MAX_DIMS 12
+/* einsum's operands: the code generators' contraction descriptions are
+ * sized for this many, so inference refuses more (a located error). */
+#define TG_EINSUM_MAX_OPERANDS 16
 #define TG_MAX_NUMEL ((int64_t)1 << 48) /* elements of one tensor, size-0 dims counted as 1 */
 
 typedef enum {
