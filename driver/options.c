@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "driver/driver.h"
 #include "driver/weights_range.h"
@@ -151,9 +152,19 @@ void options_free(Options *o) {
 }
 
 static char *read_file(const char *path, int *len) {
-    FILE *f = fopen(path, "rb");
+    /* Only a regular file: a FIFO would block open() (and every read) until
+     * a writer came, hanging `tgc check`. */
+    RtError e;
+    rt_error_clear(&e);
+    int fd = rt_open_regular(path, NULL, &e);
+    if (fd < 0) {
+        fprintf(stderr, "tgc: error: %s\n", e.msg);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         fprintf(stderr, "tgc: error: cannot open '%s': %s\n", path, strerror(errno));
+        close(fd);
         return NULL;
     }
     size_t cap = 1 << 16, n = 0;

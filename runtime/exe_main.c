@@ -144,8 +144,13 @@ static int parse_args(Args *a, int argc, char **argv) {
         } else {
             twice = a->threads_set;
             a->threads_set = true;
-            if (!parse_count(v, MAX_THREADS, &n))
-                return usage_error(a, "--threads %s: expected a thread count from 0 to 1024", v);
+            if (!parse_count(v, TGCRT_MAX_THREADS, &n)) {
+                /* The limit is rt_pool_create's, stated once in tgcrt.h. */
+                char fmt[80];
+                snprintf(fmt, sizeof fmt, "--threads %%s: expected a thread count from 0 to %d",
+                         TGCRT_MAX_THREADS);
+                return usage_error(a, fmt, v);
+            }
             a->threads = (long long)n;
         }
         if (twice) return usage_error(a, "%s is given twice", f);

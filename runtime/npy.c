@@ -343,20 +343,17 @@ RtStatus rt_npy_read_data(FILE *fp, const char *path, void *dst, size_t n, RtErr
 
 RtStatus rt_npy_open(const char *path, FILE **fp, RtDesc *desc, size_t *nbytes, RtError *err) {
     *fp = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return rt_error_set(err, TGCRT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
+    uint64_t size;
+    int fd = rt_open_regular(path, &size, err); /* a FIFO would block a plain fopen */
+    if (fd < 0) return TGCRT_ERR_IO;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        RtStatus e = rt_error_set(err, TGCRT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return e;
+    }
     RtStatus s = TGCRT_OK;
     unsigned char *hdr = NULL;
-    if (fstat(fileno(f), &st)) {
-        s = rt_error_set(err, TGCRT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        s = rt_error_set(err, TGCRT_ERR_IO, "%s: not a regular file", path);
-        goto fail;
-    }
-    uint64_t size = (uint64_t)st.st_size;
     unsigned char head[12];
     size_t want = size < sizeof head ? (size_t)size : sizeof head;
     size_t got = fread(head, 1, want, f);

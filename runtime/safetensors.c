@@ -14,12 +14,10 @@
  * doubles, so sizes and offsets are limited to 2^53. */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tgcrt.h"
@@ -113,6 +111,88 @@ static bool valid_utf8(const unsigned char *s, size_t n, size_t *bad) {
         i += len;
     }
     return true;
+}
+
+/* Up to 60 bytes of the raw JSON string at s (n bytes), control bytes
+ * escaped, cut at a character boundary, for messages. */
+static const char *raw_text(const char *s, size_t n, char out[300]) {
+    size_t at = 0, i = 0;
+    for (; i < n && at < 60; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20)
+            at += (size_t)snprintf(out + at, 5, "\\x%02x", c);
+        else
+            out[at++] = (char)c;
+    }
+    if (i < n) {
+        while (at && ((unsigned char)out[at - 1] & 0xc0) == 0x80) /* a continuation byte */
+            at--;
+        if (at && (unsigned char)out[at - 1] >= 0xc0) at--; /* the sequence's lead byte */
+        memcpy(out + at, "...", 3);
+        at += 3;
+    }
+    out[at] = 0;
+    return out;
+}
+
+/* cJSON decodes "\u0000" (and copies a raw NUL byte) into the C string of
+ * a name, and everything after it is lost: "b\u0000zzz" would be bound as
+ * the tensor "b". Names are compared whole, so a NUL in one is a malformed
+ * file; the decoded string no longer has its length, so NULs are looked
+ * for in the raw text of the (already parsed, hence well-formed) header.
+ * Raw control bytes in a string are invalid JSON (RFC 8259), which cJSON
+ * lets through; the escape \u0000 is valid JSON and only refused outside
+ * __metadata__, which is free-form and ignored. */
+static RtStatus check_strings(const char *h, size_t n, const char *nm, RtError *err) {
+    int depth = 0;
+    const char *owner = NULL; /* the raw text of the last tensor name, for messages */
+    size_t owner_len = 0;
+    bool meta = false; /* inside the value of the top-level "__metadata__" */
+    for (size_t i = 0; i < n; i++) {
+        char c = h[i];
+        if (c == '{' || c == '[')
+            depth++;
+        else if (c == '}' || c == ']')
+            depth--;
+        if (c != '"') continue;
+        size_t start = ++i;
+        bool nul = false;
+        int ctl = -1; /* the first raw control byte */
+        for (; i < n && h[i] != '"'; i++) {
+            if ((unsigned char)h[i] < 0x20 && ctl < 0) ctl = (unsigned char)h[i];
+            if (h[i] != '\\') continue;
+            if (i + 5 < n && h[i + 1] == 'u' && !memcmp(h + i + 2, "0000", 4)) nul = true;
+            i++; /* the escaped character, maybe a quote */
+        }
+        size_t len = i - start;
+        size_t k = i + 1;
+        while (k < n && (h[k] == ' ' || h[k] == '\t' || h[k] == '\n' || h[k] == '\r'))
+            k++;
+        bool name = depth == 1 && k < n && h[k] == ':';
+        if (name) {
+            owner = h + start;
+            owner_len = len;
+            meta = len == 12 && !memcmp(owner, "__metadata__", 12);
+        }
+        if (ctl < 0 && (!nul || meta)) continue;
+        char q[300], o[300], where[700];
+        if (name)
+            snprintf(where, sizeof where, "tensor name '%s'", raw_text(h + start, len, q));
+        else if (owner)
+            snprintf(where, sizeof where, "tensor '%s': the string '%s'",
+                     raw_text(owner, owner_len, o), raw_text(h + start, len, q));
+        else
+            snprintf(where, sizeof where, "the string '%s'", raw_text(h + start, len, q));
+        if (ctl == 0)
+            return rt_error_set(err, TGCRT_ERR_FORMAT, "%s: %s contains a NUL byte", nm, where);
+        if (ctl > 0)
+            return rt_error_set(err, TGCRT_ERR_FORMAT,
+                                "%s: %s contains the control byte 0x%02x, which JSON allows only "
+                                "escaped",
+                                nm, where, ctl);
+        return rt_error_set(err, TGCRT_ERR_FORMAT, "%s: %s contains a NUL character", nm, where);
+    }
+    return TGCRT_OK;
 }
 
 /* One header entry: name -> {"dtype", "shape", "data_offsets"}. Other keys
@@ -338,6 +418,7 @@ static RtStatus parse(RtSafetensors *st, RtError *err) {
         s = rt_error_set(err, TGCRT_ERR_FORMAT, "%s: the header is not a JSON object", nm);
         goto done;
     }
+    if ((s = check_strings(h, (size_t)(end - h), nm, err))) goto done;
     const cJSON *e;
     size_t count = 0;
     cJSON_ArrayForEach(e, root) if (strcmp(e->string, "__metadata__")) count++;
@@ -404,20 +485,10 @@ RtStatus rt_st_open_memory(const void *buf, size_t len, const char *name, RtSafe
 
 RtStatus rt_st_open(const char *path, RtSafetensors **out, RtError *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return rt_error_set(err, TGCRT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb)) {
-        RtStatus s = rt_error_set(err, TGCRT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return s;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return rt_error_set(err, TGCRT_ERR_IO, "%s: not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > SIZE_MAX) {
+    uint64_t size;
+    int fd = rt_open_regular(path, &size, err); /* a FIFO would block a plain open */
+    if (fd < 0) return TGCRT_ERR_IO;
+    if (size > SIZE_MAX) {
         close(fd);
         return rt_error_set(err, TGCRT_ERR_IO, "%s: too large to map", path);
     }
@@ -426,7 +497,7 @@ RtStatus rt_st_open(const char *path, RtSafetensors **out, RtError *err) {
         close(fd);
         return rt_error_set(err, TGCRT_ERR_NOMEM, "%s: out of memory", path);
     }
-    st->len = (size_t)sb.st_size;
+    st->len = (size_t)size;
     if (st->len) { /* mmap rejects length 0; parse() reports the short file */
         void *m = mmap(NULL, st->len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {

@@ -134,6 +134,16 @@ typedef struct RtArena {
 RtStatus rt_arena_init(RtArena *a, size_t size, RtError *err);
 void rt_arena_release(RtArena *a); /* safe on a zeroed or released arena */
 
+/* ---- opening files to read (file_open.c) ---- */
+
+/* Opens path read-only for the caller to read whole (inputs, weights, a
+ * graph file). Without blocking: a FIFO with no writer would hang a plain
+ * open(). Anything but a regular file (FIFO, directory, device, socket) is
+ * refused with TGCRT_ERR_IO and "PATH: is a FIFO (named pipe), not a
+ * regular file". Returns the descriptor (blocking again, close-on-exec),
+ * with the file's size in *size when size is not NULL; -1 on error. */
+int rt_open_regular(const char *path, uint64_t *size, RtError *err);
+
 /* ---- .npy files (npy.c, npy_input.c) ---- */
 
 /* A tensor read from a file; owns data (64-byte aligned, rt_array_free). */
@@ -198,6 +208,10 @@ RtStatus rt_st_expect(const RtSafetensors *st, const char *name, const RtDesc *d
 /* ---- the thread pool (threadpool.c) ---- */
 
 typedef struct RtPool RtPool;
+
+/* The most threads a pool may have: rt_pool_create, the executables'
+ * --threads and `tgc build --threads` all accept 0 (one per core) to this. */
+#define TGCRT_MAX_THREADS 1024
 
 /* Called on [begin, end), a piece of the whole range, by thread `thread`
  * (0 is the calling thread, 1..n-1 the workers): per-thread scratch can be

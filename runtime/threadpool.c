@@ -16,7 +16,6 @@
 
 #include "tgcrt.h"
 
-#define RT_POOL_MAX_THREADS 1024
 #define RT_PIECES_PER_THREAD 4 /* more pieces than threads: balance without much claiming */
 
 typedef struct Worker {
@@ -75,7 +74,7 @@ static void *worker_main(void *arg) {
 static int online_cores(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) return 1;
-    return n > RT_POOL_MAX_THREADS ? RT_POOL_MAX_THREADS : (int)n;
+    return n > TGCRT_MAX_THREADS ? TGCRT_MAX_THREADS : (int)n;
 }
 
 static void stop_workers(RtPool *p, int started) {
@@ -98,10 +97,10 @@ static void free_pool(RtPool *p) {
 
 RtStatus rt_pool_create(int n, RtPool **out, RtError *err) {
     *out = NULL;
-    if (n < 0 || n > RT_POOL_MAX_THREADS)
+    if (n < 0 || n > TGCRT_MAX_THREADS)
         return rt_error_set(err, TGCRT_ERR_ARG,
                             "thread count %d is out of range: expected 0 (all cores) to %d", n,
-                            RT_POOL_MAX_THREADS);
+                            TGCRT_MAX_THREADS);
     if (n == 0) n = online_cores();
     RtPool *p = calloc(1, sizeof *p);
     if (!p) return rt_error_set(err, TGCRT_ERR_NOMEM, "out of memory creating a thread pool");

@@ -17,7 +17,8 @@ file, usually a header block):
   # exit: 1        allowed exit codes (`1|2`); default: the expect's exit=, else 1
   # args: ...      extra arguments after the file (shell-split)
   # argv: ...      the whole argument list instead of `check {file} ARGS`
-  # path: P        run on path P (e.g. a file that does not exist)
+  # path: P        run on path P (e.g. a file that does not exist); `{fifo}` is
+                   a named pipe no one writes to, made for the case
   # content: B     run on a temporary file holding the bytes of the Python
                    expression B (e.g. b'' or b'(' * 9)
   # stderr: RE     RE must be found (case-insensitive) anywhere in stderr
@@ -215,6 +216,9 @@ def check_case(tgc, case, tmpdir):
         with open(input_path, "wb") as f:
             f.write(case["content"])
         src = case["content"]
+    elif case["path"] == "{fifo}":
+        input_path, src = os.path.join(tmpdir, case["name"] + ".fifo"), b""
+        os.mkfifo(input_path)
     elif case["path"] is not None:
         input_path, src = case["path"], b""
     else:

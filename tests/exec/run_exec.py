@@ -48,6 +48,7 @@ import torch  # noqa: E402
 import tensorio  # noqa: E402
 
 TIMEOUT = 300
+QUICK = 30  # for what must fail at once (a FIFO must not be waited on)
 
 GRAPHS = {
     # inputs of two dtypes, a param without initialiser (proj_w) and two with
@@ -178,12 +179,12 @@ class Env:
                 "--input", "tokens=%s" % self.npy("tokens", TOKENS.numpy())]
 
 
-def run(cmd, cwd=None):
+def run(cmd, cwd=None, timeout=TIMEOUT):
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT,
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
                            cwd=cwd)
     except subprocess.TimeoutExpired:
-        return None, "", "timeout after %d s" % TIMEOUT
+        return None, "", "timeout after %d s" % timeout
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
@@ -285,6 +286,28 @@ bad_input_case("input_big_endian", lambda env: _img(env) + [
 bad_input_case("input_nonexistent_file", lambda env: _img(env) + [
     "--input", "img=%s" % os.path.join(env.tmp, "no_such_dir", "f.npy")], ["img"])
 bad_input_case("input_directory", lambda env: _img(env) + ["--input", "img=%s" % env.tmp], ["img"])
+
+
+def _not_regular(env):
+    """(path, what the message calls it) for files that are not regular
+    files: a FIFO nobody writes to (a plain open() would block forever), a
+    directory and a character device."""
+    fifo = env.anon(".npy")
+    os.mkfifo(fifo)
+    return [(fifo, "FIFO"), (env.tmp, "directory"), (os.devnull, "character device")]
+
+
+@test
+def input_not_regular_file(env):
+    """An input that is a FIFO, a directory or /dev/null: exit 1 at once,
+    naming the input, the path and what it is (issue 18, item 7)."""
+    exe = env.exe("basic")
+    w = env.weights()
+    for path, kind in _not_regular(env):
+        what = "--input img=%s (%s)" % (path, kind)
+        res = run([exe, "--weights", w, "--output-dir", env.tmp] + _img(env)
+                  + ["--input", "img=%s" % path], timeout=QUICK)
+        check_exit(res, 1, ["img", path, kind, "not a regular file"], what)
 
 
 def _corrupt_header(env):
@@ -431,6 +454,68 @@ bad_weights_case("weights_random_bytes", lambda env: env.raw(
     names=())
 bad_weights_case("weights_nonexistent", lambda env: os.path.join(env.tmp, "nope.safetensors"),
                  names=("nope.safetensors",))
+
+
+@test
+def weights_not_regular_file(env):
+    """--weights naming a FIFO, a directory or /dev/null: exit 1 at once,
+    naming the path and what it is (issue 18, item 7)."""
+    exe = env.exe("basic")
+    for path, kind in _not_regular(env):
+        res = run([exe, "--weights", path, "--output-dir", env.tmp] + env.basic_inputs(),
+                  timeout=QUICK)
+        check_exit(res, 1, [path, kind, "not a regular file"], "--weights %s (%s)" % (path, kind))
+
+
+def _w_header_bytes(edit):
+    """A weights file whose raw JSON header text is edited by edit(bytes)."""
+    def make(env):
+        img = tensorio.safetensors_image(list(WEIGHTS.items()), pad=False)
+        n = _n(img)
+        return env.raw("edited.safetensors", tensorio.header_image(edit(img[8:8 + n]), img[8 + n:]))
+    return make
+
+
+def _rename(old, new):
+    def edit(h):
+        h[new] = h.pop(old)
+    return edit
+
+
+# A name with a NUL must not be cut at it and bound to the param before it
+# (issue 18, item 10): "proj_w\u0000zzz" is not "proj_w". The message quotes
+# the name as the JSON spells it.
+bad_weights_case("weights_name_with_nul_escape", _w_header_edit(_rename("proj_w", "proj_w\0zzz")),
+                 names=("proj_w\\u0000zzz", "NUL"))
+bad_weights_case("weights_name_with_raw_nul", _w_header_bytes(
+    lambda t: t.replace(b'"proj_w"', b'"proj_w\x00zzz"')), names=("proj_w\\x00zzz", "NUL"))
+bad_weights_case("weights_name_with_control_byte", _w_header_bytes(
+    lambda t: t.replace(b'"proj_w"', b'"proj_w\x01"')), names=("proj_w",))
+bad_weights_case("weights_dtype_with_nul", _w_header_edit(
+    lambda h: h["proj_w"].update(dtype="F32\0junk")), names=("proj_w", "NUL"))
+bad_weights_case("weights_name_invalid_utf8", _w_header_bytes(
+    lambda t: t.replace(b'"proj_w"', b'"proj_w\xc3\x28"')), names=("UTF-8",))
+bad_weights_case("weights_name_lone_surrogate", _w_header_bytes(
+    lambda t: t.replace(b'"proj_w"', b'"proj_w\\ud800"')), names=())
+
+
+@test
+def weights_escapes_ok(env):
+    """What is not a NUL stays valid: an escaped backslash before "u0000"
+    in a name, non-ASCII names, and \u0000 inside __metadata__ (free-form,
+    ignored, and accepted by the reference implementation)."""
+    exe = env.exe("basic")
+    img = tensorio.safetensors_image(list(WEIGHTS.items()) + [
+        ("extra\\u0000", torch.zeros(1)), ("caf\u00e9", torch.zeros(1))])
+    n = _n(img)
+    header = json.loads(img[8:8 + n])
+    header["__metadata__"] = {"format": "pt", "note": "a\0b", "k\0": "v"}
+    p = env.raw("esc.safetensors", tensorio.header_image(header, img[8 + n:]))
+    d = env.path("out_esc")
+    os.makedirs(d)
+    res = run([exe, "--weights", p, "--output-dir", d] + env.basic_inputs())
+    check_exit(res, 0, (), "weights with escapes that are not NULs")
+    check_outputs(d, expected_basic(), "weights with escapes")
 
 
 @test
@@ -689,6 +774,38 @@ def threads_flag(env):
         check_exit(run([exe, "--weights", env.weights(), "--threads", n, "--output-dir", d]
                        + env.basic_inputs()), 0, (), "--threads %s" % n)
         check_outputs(d, expected_basic(), "--threads %s" % n)
+
+
+@test
+def threads_limit(env):
+    """--threads accepts 0 to 1024 (TGCRT_MAX_THREADS, the thread pool's
+    limit): 1024 runs, 1025 is a command-line error naming the range."""
+    exe = env.exe("basic")
+    d = env.path("thr1024")
+    os.makedirs(d)
+    check_exit(run([exe, "--weights", env.weights(), "--threads", "1024", "--output-dir", d]
+                   + env.basic_inputs()), 0, (), "--threads 1024")
+    check_outputs(d, expected_basic(), "--threads 1024")
+    check_exit(run([exe, "--weights", env.weights(), "--threads", "1025"] + env.basic_inputs()),
+               2, ["1025", "0 to 1024"], "--threads 1025")
+
+
+@test
+def build_threads_limit(env):
+    """`tgc build --threads N` accepts exactly what the executable's thread
+    pool does (issue 18, item 3): 1024 builds a program that runs, 1025 is
+    refused at build time rather than by every run of the program."""
+    exe = env.build("basic", ("--threads", "1024"))
+    if isinstance(exe, Fail):
+        raise exe
+    d = env.path("bthr1024")
+    os.makedirs(d)
+    check_exit(run([exe, "--weights", env.weights(), "--output-dir", d] + env.basic_inputs()),
+               0, (), "built with --threads 1024")
+    check_outputs(d, expected_basic(), "built with --threads 1024")
+    tg = os.path.join(env.tmp, "basic.tg")
+    res = run([env.tgc, "build", tg, "-o", env.path("bthr1025.exe"), "--threads", "1025"])
+    check_exit(res, 2, ["1025", "1024"], "tgc build --threads 1025")
 
 
 @test

@@ -1,11 +1,14 @@
 /* The runtime's small pieces: dtypes and descriptors, error messages and
  * exit codes, aligned memory and the arena, the timer and --bench summary,
- * bf16/f16 conversions, and .npy / safetensors parsing from memory. */
+ * bf16/f16 conversions, .npy / safetensors parsing from memory, and
+ * opening only regular files (a FIFO must not block). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, nanosleep */
 #endif
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -273,6 +276,92 @@ static void test_st_memory(void) {
     CHECK_INT(TGCRT_ERR_FORMAT, rt_st_open_memory(NULL, 0, "emb", &st, &e));
 }
 
+/* Names are compared whole: a NUL in one (escaped or raw) or a raw control
+ * byte is a malformed header, not a shorter name; \u0000 in the free-form
+ * __metadata__ is accepted, and an escaped backslash is no NUL. */
+static void test_st_names(void) {
+    unsigned char buf[512];
+    float w[2] = {1, 2};
+    RtSafetensors *st;
+    RtError e;
+    size_t len =
+        make_st(buf, "{\"b\\u0000zzz\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+                w, sizeof w);
+    CHECK_INT(TGCRT_ERR_FORMAT, rt_st_open_memory(buf, len, "W.safetensors", &st, &e));
+    CHECK_STR("W.safetensors: tensor name 'b\\u0000zzz' contains a NUL character", e.msg);
+    len = make_st(buf, "{\"b\":{\"dtype\":\"F32\\u0000\",\"shape\":[2],\"data_offsets\":[0,8]}}", w,
+                  sizeof w);
+    CHECK_INT(TGCRT_ERR_FORMAT, rt_st_open_memory(buf, len, "W.safetensors", &st, &e));
+    CHECK_STR("W.safetensors: tensor 'b': the string 'F32\\u0000' contains a NUL character", e.msg);
+    len = make_st(buf, "{\"b\x01\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", w,
+                  sizeof w);
+    CHECK_INT(TGCRT_ERR_FORMAT, rt_st_open_memory(buf, len, "W.safetensors", &st, &e));
+    CHECK_HAS(e.msg, "tensor name 'b\\x01' contains the control byte 0x01");
+    /* make_st takes a C string: the raw NUL goes in afterwards. */
+    len = make_st(buf, "{\"bXzzz\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", w,
+                  sizeof w);
+    buf[8 + 3] = 0;
+    CHECK_INT(TGCRT_ERR_FORMAT, rt_st_open_memory(buf, len, "W.safetensors", &st, &e));
+    CHECK_STR("W.safetensors: tensor name 'b\\x00zzz' contains a NUL byte", e.msg);
+    len = make_st(buf,
+                  "{\"__metadata__\":{\"k\\u0000\":\"v\\u0000\"},"
+                  "\"b\\\\u0000\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+                  w, sizeof w);
+    CHECK_INT(TGCRT_OK, rt_st_open_memory(buf, len, "W.safetensors", &st, &e));
+    CHECK(st && rt_st_find(st, "b\\u0000") != NULL);
+    rt_st_close(st);
+}
+
+/* rt_open_regular: a regular file opens (blocking again, with its size);
+ * a FIFO with no writer, a directory and a device are refused at once. */
+static void test_open_regular(void) {
+    char dir[] = "/tmp/tgcrt-test-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    char file[64], fifo[64];
+    snprintf(file, sizeof file, "%s/f.bin", dir);
+    snprintf(fifo, sizeof fifo, "%s/p.npy", dir);
+    FILE *f = fopen(file, "wb");
+    if (f) {
+        fputs("hello", f);
+        fclose(f);
+    }
+    RtError e;
+    uint64_t size = 0;
+    int fd = rt_open_regular(file, &size, &e);
+    CHECK(fd >= 0);
+    CHECK_INT(5, size);
+    if (fd >= 0) {
+        CHECK(!(fcntl(fd, F_GETFL) & O_NONBLOCK));
+        CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        close(fd);
+    }
+    CHECK_INT(0, mkfifo(fifo, 0600));
+    CHECK_INT(-1, rt_open_regular(fifo, &size, &e));
+    CHECK_INT(TGCRT_ERR_IO, e.status);
+    CHECK_HAS(e.msg, "p.npy: is a FIFO (named pipe), not a regular file");
+    CHECK_INT(-1, rt_open_regular(dir, NULL, &e));
+    CHECK_HAS(e.msg, ": is a directory, not a regular file");
+    CHECK_INT(-1, rt_open_regular("/dev/null", NULL, &e));
+    CHECK_STR("/dev/null: is a character device, not a regular file", e.msg);
+    CHECK_INT(-1, rt_open_regular("/nonexistent-dir/x.npy", NULL, NULL)); /* NULL err is fine */
+    CHECK_INT(-1, rt_open_regular("/nonexistent-dir/x.npy", NULL, &e));
+    CHECK_HAS(e.msg, "/nonexistent-dir/x.npy: cannot open: ");
+    /* The readers go through it: no hang, exit-1 status. */
+    RtArray a;
+    CHECK_INT(TGCRT_ERR_IO, rt_npy_read(fifo, &a, &e));
+    CHECK_HAS(e.msg, "is a FIFO");
+    RtSafetensors *st;
+    CHECK_INT(TGCRT_ERR_IO, rt_st_open(fifo, &st, &e));
+    CHECK_HAS(e.msg, "is a FIFO");
+    CHECK_INT(1, rt_status_exit_code(e.status));
+    unlink(fifo);
+    unlink(file);
+    rmdir(dir);
+}
+
 int main(void) {
     test_dtypes();
     test_errors();
@@ -282,5 +371,7 @@ int main(void) {
     test_npy_memory();
     test_npy_files();
     test_st_memory();
+    test_st_names();
+    test_open_regular();
     return rt_test_report();
 }
