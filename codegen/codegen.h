@@ -43,6 +43,12 @@ typedef struct CgOptions {
     const char *emit_llvm_path, *emit_asm_path; /* optional listings */
 } CgOptions;
 
+/* --cpu NAME: true when LLVM generates code for the host's target with that
+ * CPU; else false with the reason in err. Runs a short child process. */
+bool cg_llvm_cpu_valid(const char *cpu, char *err, size_t nerr);
+/* Prints the CPU names cg_llvm_cpu_valid accepts; returns their count. */
+int cg_llvm_list_cpus(FILE *out);
+
 /* Builds, optimises (default<O3>) and writes the object. Returns false with
  * a message in err on failure (an internal error: the graph is valid). */
 bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr);

@@ -61,7 +61,8 @@ static void help(BuildOpts *b) {
            "  -D NAME=VALUE        set a symbolic dimension\n" PRECISION_FLAGS_HELP
            "  --emit KIND DIR      also write the generated code: llvm (.ll) or asm (.s); with\n"
            "                       --target cuda: cuda (.cu, a .cubin per arch, .ptx) or ptx\n"
-           "  --cpu NAME           generate code for this CPU (LLVM name), not the host's\n"
+           "  --cpu NAME           generate code for this CPU (LLVM name), not the host's;\n"
+           "                       'native' is the host, 'help' lists the names\n"
            "  --threads N          default thread count of the program (0: every core)\n"
            "  --static-runtime     link OpenBLAS statically (to run on another machine)\n"
            "  --target cpu|cuda    the backend (cpu)\n"
@@ -179,6 +180,18 @@ static int parse(BuildOpts *b, int argc, char **argv) {
     if (b->emit_kind && strcmp(b->emit_kind, "llvm") && strcmp(b->emit_kind, "asm") &&
         strcmp(b->emit_kind, "cuda") && strcmp(b->emit_kind, "ptx"))
         return usage_err(b, "--emit expects llvm, asm, cuda or ptx, found '%s'", b->emit_kind);
+    if (b->cpu && !strcmp(b->cpu, "help")) {
+        cg_llvm_list_cpus(stdout);
+        return -1;
+    }
+    if (b->cpu && !strcmp(b->cpu, "native")) b->cpu = NULL; /* the host, as without --cpu */
+    char why[256];
+    if (b->cpu && !cg_llvm_cpu_valid(b->cpu, why, sizeof why)) {
+        fprintf(stderr, "tgc %s: --cpu: %s; 'tgc %s --cpu help' lists the valid names\n", b->cmd,
+                why, b->cmd);
+        fprintf(stderr, "usage: %s\n", b->usage);
+        return 2;
+    }
     return options_precision_finish(&b->o);
 }
 
