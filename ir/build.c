@@ -1212,6 +1212,66 @@ static bool eval_type(Builder *B, const TypeAst *ty, Value *v) {
     return ok;
 }
 
+/* c10's overflows<T>(double), which torch.full applies to its value, for
+ * an integral dtype: NaN, the infinities and values past the dtype's range
+ * do not convert (bool takes anything). Floating dtypes take inf and nan;
+ * a finite value past an f16's range is left to the f16 overflow warning
+ * (passes/f16_range.c). */
+static bool init_int_fits(double x, DType t) {
+    double lo, hi;
+    switch (t) {
+    case DT_U8: lo = 0, hi = 255; break;
+    case DT_I8: lo = -128, hi = 127; break;
+    case DT_I16: lo = -32768, hi = 32767; break;
+    case DT_I32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case DT_I64: lo = -0x1p63, hi = 0x1p63; break; /* INT64_MAX as c10 compares it */
+    default: return true;
+    }
+    return x >= lo && x <= hi; /* false for NaN */
+}
+
+/* The initialisers' arguments PyTorch 1.13 refuses, refused by `check`
+ * too rather than built into a program whose values PyTorch never gives:
+ * torch.full's value must convert to an integral dtype (inf and nan never
+ * do; floating dtypes take them), normal_'s std must be >= 0 (nan is not;
+ * inf is, and gives +-inf, which no integer holds), and uniform_'s bounds
+ * must be finite with a finite difference. */
+static bool init_args_valid(Builder *B, const ParamInit *in, DType t, SrcLoc call,
+                            const SrcLoc *locs) {
+    if (in->kind == INIT_FULL && !init_int_fits(in->a, t)) {
+        diag_error(B->d, locs[0], "full: the value %g cannot be converted to %s without overflow",
+                   in->a, dtype_name(t));
+        return false;
+    }
+    if (in->kind == INIT_RANDN && !(in->a >= 0)) {
+        diag_error(B->d, locs[0], "randn: std must be non-negative, found %g", in->a);
+        return false;
+    }
+    if (in->kind == INIT_RANDN && isinf(in->a) && dtype_is_int(t)) {
+        /* +-inf draws, which no integer converts (as full(inf) above). */
+        diag_error(B->d, locs[0], "randn: std inf gives infinite values, which %s cannot hold",
+                   dtype_name(t));
+        return false;
+    }
+    if (in->kind != INIT_UNIFORM) return true;
+    double bounds[2] = {in->a, in->b};
+    for (int i = 0; i < 2; i++)
+        if (!isfinite(bounds[i])) {
+            diag_error(B->d, locs[i], "uniform: %s must be a finite number, found %g",
+                       i ? "high" : "low", bounds[i]);
+            return false;
+        }
+    if (!(in->a <= in->b)) {
+        diag_error(B->d, call, "uniform: low (%g) must not exceed high (%g)", in->a, in->b);
+        return false;
+    }
+    if (!isfinite(in->b - in->a)) {
+        diag_error(B->d, call, "uniform: high - low overflows f64 (low %g, high %g)", in->a, in->b);
+        return false;
+    }
+    return true;
+}
+
 static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
     static const struct {
         const char *name;
@@ -1244,6 +1304,7 @@ static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
         }
         double vals[3] = {in->a, in->b, 0};
         bool given[3] = {0};
+        SrcLoc locs[3] = {e->loc, e->loc, e->loc}; /* defaults: the call */
         if (in->kind == INIT_UNIFORM) vals[0] = 0.0, vals[1] = 1.0;
         if (e->nitems > np) {
             diag_error(B->d, e->items[np]->loc, "%s takes at most %d argument%s", e->name, np,
@@ -1281,6 +1342,7 @@ static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
                 return false;
             }
             vals[slot] = x.kind == EV_FLOAT ? x.f : (double)x.i;
+            locs[slot] = a->loc;
             if (is_seed) in->seed = x.i;
             given[slot] = true;
         }
@@ -1290,15 +1352,7 @@ static bool param_initialiser(Builder *B, const Ast *e, Value *v) {
         }
         in->a = vals[0];
         in->b = vals[1];
-        if (in->kind == INIT_RANDN && in->a < 0) {
-            diag_error(B->d, e->loc, "randn: std must be non-negative, found %g", in->a);
-            return false;
-        }
-        if (in->kind == INIT_UNIFORM && !(in->a <= in->b)) {
-            diag_error(B->d, e->loc, "uniform: low (%g) must not exceed high (%g)", in->a, in->b);
-            return false;
-        }
-        return true;
+        return init_args_valid(B, in, v->dtype, e->loc, locs);
     }
 bad:
     if (e->kind == AST_CALL || e->kind == AST_NAME) {
@@ -1490,12 +1544,30 @@ static void declare_dims(Builder *B, const Program *prog, const DimOverride *ov,
     }
 }
 
+/* `tgc compile` defines NAME_create, NAME_run, NAME_error, NAME_destroy...
+ * beside the runtime library, whose rt_context_create/_run/_error/_destroy
+ * and rt_pool_create/_destroy have that form, and its header defines
+ * NAME_OK as tgcrt.h's TGCRT_OK is named: a graph with one of these names
+ * would define the runtime's own functions (or break tgcrt.h included
+ * after its header). (tests/exec derives this list from runtime/tgcrt.h.) */
+static void graph_name_free(Builder *B, const Program *prog) {
+    static const char *const reserved[] = {"rt_context", "rt_pool", "TGCRT"};
+    for (size_t i = 0; prog->name && i < sizeof reserved / sizeof *reserved; i++)
+        if (!strcmp(prog->name, reserved[i]))
+            diag_error(B->d, prog->name_loc,
+                       "the graph name '%s' is reserved: the API that tgc compile names after it "
+                       "(%s_create, %s_OK...) would clash with the runtime library's names; "
+                       "rename the graph",
+                       prog->name, prog->name, prog->name);
+}
+
 Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *overrides,
                    int noverrides) {
     Builder B = {.a = a, .d = d};
     B.g = graph_new(a);
     B.ic = (InferCtx){.g = B.g, .d = d};
     B.g->name = prog->name ? prog->name : "graph";
+    graph_name_free(&B, prog);
     declare_dims(&B, prog, overrides, noverrides);
     for (int i = 0; i < prog->nstmts && !diag_too_many(d); i++) {
         const Stmt *s = &prog->stmts[i];

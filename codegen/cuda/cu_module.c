@@ -206,9 +206,11 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
         rc = 3;
         goto done;
     }
-    char path[4400];
+    /* Paths and the source's name hold the graph name at its full length
+     * (no fixed buffer cuts a long one short). */
+    const char *path;
     if (o->emit_dir && !o->emit_ptx_only) {
-        snprintf(path, sizeof path, "%s/%s.cu", o->emit_dir, p->g->name);
+        path = cu_str(&cu, "%s/%s.cu", o->emit_dir, p->g->name);
         if (!write_file(path, cu.src.s, cu.src.len, err, nerr)) {
             rc = 1;
             goto done;
@@ -220,8 +222,7 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
     for (int i = 0; i < ni && !rc; i++) {
         bool ptx = i == ni - 1;
         int sm = ptx ? o->archs[o->narchs - 1] : o->archs[i];
-        char name[200];
-        snprintf(name, sizeof name, "%s.cu", p->g->name);
+        const char *name = cu_str(&cu, "%s.cu", p->g->name);
         NvrtcImage img;
         if (!cu_nvrtc_compile(cu.src.s, name, sm, ptx, &img, err, nerr)) {
             if (o->fail_source)
@@ -233,13 +234,13 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
             break;
         }
         sizes[i] = img.size;
-        snprintf(path, sizeof path, "%s/%s", o->image_dir, names[i]);
+        path = cu_str(&cu, "%s/%s", o->image_dir, names[i]);
         if (!write_file(path, img.data, img.size, err, nerr)) rc = 1;
         if (!rc && o->emit_dir && (ptx || !o->emit_ptx_only)) {
             if (ptx)
-                snprintf(path, sizeof path, "%s/%s.ptx", o->emit_dir, p->g->name);
+                path = cu_str(&cu, "%s/%s.ptx", o->emit_dir, p->g->name);
             else
-                snprintf(path, sizeof path, "%s/%s.sm_%d.cubin", o->emit_dir, p->g->name, sm);
+                path = cu_str(&cu, "%s/%s.sm_%d.cubin", o->emit_dir, p->g->name, sm);
             if (!write_file(path, img.data, img.size - (ptx ? 1 : 0), err, nerr)) rc = 1;
         }
         free(img.data);

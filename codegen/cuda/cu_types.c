@@ -31,7 +31,10 @@ const char *cu_stype(DType t) {
 }
 
 static const char *float_literal(Cu *cu, double x, bool dbl) {
-    if (isnan(x)) return dbl ? "((double)TG_NAN)" : "TG_NAN";
+    /* A NaN keeps its sign, as torch.full(..., -nan) does. */
+    if (isnan(x))
+        return signbit(x) ? (dbl ? "(-(double)TG_NAN)" : "(-TG_NAN)")
+                          : (dbl ? "((double)TG_NAN)" : "TG_NAN");
     if (isinf(x))
         return x > 0 ? (dbl ? "((double)TG_INF)" : "TG_INF")
                      : (dbl ? "(-(double)TG_INF)" : "(-TG_INF)");

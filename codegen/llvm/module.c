@@ -109,9 +109,16 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     memset(&cg, 0, sizeof cg);
     cg.p = p;
     cg.ctx = LLVMContextCreate();
-    char modname[160];
-    snprintf(modname, sizeof modname, "tgc_%s", p->g->name);
-    cg.mod = LLVMModuleCreateWithNameInContext(modname, cg.ctx);
+    /* Symbols are built at the graph name's full length: the glue refers
+     * to NAME__forward, and a name cut short would not link. */
+    size_t gl = strlen(p->g->name);
+    char *sym = malloc(gl + sizeof "__forward");
+    TGC_ASSERT(sym);
+    memcpy(sym, "tgc_", 4);
+    memcpy(sym + 4, p->g->name, gl + 1);
+    cg.mod = LLVMModuleCreateWithNameInContext(sym, cg.ctx); /* copies the name */
+    memcpy(sym, p->g->name, gl);
+    memcpy(sym + gl, "__forward", sizeof "__forward");
     LLVMSetTarget(cg.mod, triple);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(cg.mod, td);
@@ -120,10 +127,9 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     init_types(&cg);
     LLVMAddFunction(cg.mod, "rt_pool_parallel_for", cg.t_pfor);
 
-    char fname[200];
-    snprintf(fname, sizeof fname, "%s__forward", p->g->name);
     LLVMTypeRef fp[2] = {cg.t_pptr, cg.t_ptr};
-    cg.fwd = LLVMAddFunction(cg.mod, fname, LLVMFunctionType(cg.t_void, fp, 2, false));
+    cg.fwd = LLVMAddFunction(cg.mod, sym, LLVMFunctionType(cg.t_void, fp, 2, false));
+    free(sym);
     LLVMAppendBasicBlockInContext(cg.ctx, cg.fwd, "entry");
     LLVMPositionBuilderAtEnd(cg.b, LLVMGetLastBasicBlock(cg.fwd));
     cg.fwd_bufs = LLVMBuildBitCast(cg.b, LLVMGetParam(cg.fwd, 0), cg.t_ptr, "bufs");

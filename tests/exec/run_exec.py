@@ -889,6 +889,168 @@ def outputs_written_atomically(env):
         raise Fail("temporary files left behind: %s" % left)
 
 
+# ---- generated C: non-finite initialisers, long and reserved names ----------
+# (issue 18, item 5) The glue prints every initialiser as a C constant that
+# reads back exactly, holds names at any length, and quotes paths for
+# .incbin; values are compared bit for bit with PyTorch's.
+
+NONFINITE_INITS = [("ninf", "-inf", -float("inf")), ("nan", "nan", float("nan")),
+                   ("pinf", "inf", float("inf")), ("nzero", "-0.0", -0.0),
+                   ("nnan", "-nan", -float("nan"))]
+NONFINITE_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+                    "f64": torch.float64}
+NONFINITE_X = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+
+for _dt in NONFINITE_DTYPES:
+    GRAPHS["nonfinite_" + _dt] = "\n".join(
+        ["graph exec_nonfinite_%s" % _dt, "input x : %s[3]" % _dt]
+        + ["param p_%s : %s[3] = full(%s)" % (n, _dt, v) for n, v, _ in NONFINITE_INITS]
+        + ["param r : %s[64] = randn(std = inf, seed = 5)" % _dt]
+        + ["output o_%s = p_%s" % (n, n) for n, _, _ in NONFINITE_INITS]
+        + ["output s = x + p_ninf", "output rr = r"]) + "\n"
+
+
+def _same_bits(got, want):
+    """Equal values with equal sign bits; NaN matches NaN of the same sign."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    nan = np.isnan(want)
+    return (got.shape == want.shape and (np.isnan(got) == nan).all()
+            and (np.signbit(got) == np.signbit(want)).all() and (got[~nan] == want[~nan]).all())
+
+
+@test
+def nonfinite_initialisers_match_torch(env):
+    """full(-inf), full(nan), full(inf), full(-0.0), full(-nan) and
+    randn(std = inf) in every floating dtype build, run and give PyTorch's
+    values (torch.full; normal_ with std inf gives +-inf)."""
+    for dt, tdt in NONFINITE_DTYPES.items():
+        exe = env.exe("nonfinite_" + dt)
+        xin = NONFINITE_X.to(tdt)
+        x = env.npy("x", xin.float().numpy() if dt == "bf16" else xin.numpy())
+        d = env.path("out_nonfinite_" + dt)
+        os.makedirs(d)
+        check_exit(run([exe, "--input", "x=%s" % x, "--output-dir", d]), 0, (), dt)
+        want = {"o_" + n: torch.full((3,), v, dtype=tdt) for n, _, v in NONFINITE_INITS}
+        want["s"] = xin + torch.full((3,), -float("inf"), dtype=tdt)
+        for name, w in want.items():
+            got = np.load(os.path.join(d, name + ".npy"))
+            if not _same_bits(got, w.double().numpy()):
+                raise Fail("%s: %s = %s, PyTorch gives %s (sign bits %s vs %s)"
+                           % (dt, name, got.tolist(), w.tolist(), np.signbit(got).tolist(),
+                              np.signbit(w.double().numpy()).tolist()))
+        # std * N(0, 1) with std = inf: +-inf, both signs in 64 draws. (The
+        # generators differ, so only the kind of value is compared; PyTorch's
+        # f16/bf16 normal_ also gives a NaN now and then, from Box-Muller
+        # on uniforms rounded to the low dtype.)
+        rr = np.load(os.path.join(d, "rr.npy"))
+        t = torch.empty(64, dtype=tdt)
+        torch.nn.init.normal_(t, 0.0, float("inf"))
+        if not np.isinf(rr).all() or not (rr > 0).any() or not (rr < 0).any() \
+                or torch.isfinite(t).any():
+            raise Fail("%s: randn(std = inf) gives %s; PyTorch's normal_ gives +-inf: %s"
+                       % (dt, rr.tolist()[:8], t.tolist()[:8]))
+
+
+@test
+def long_names_build_and_run(env):
+    """Graph names of 191 to 5000 characters (the forward function's symbol
+    was cut at 199) and input and param names of 5000 build and run; an
+    output name of 240 (a file name must fit in 255 bytes) is written."""
+    inp, par, out = "i" * 5000, "p" * 5000, "o" * 240
+    x = env.npy("x", np.array([1.0, -2.0], np.float32))
+    for n in (191, 255, 1000, 5000):
+        tg = env.anon(".tg")
+        with open(tg, "w") as f:
+            f.write("graph %s\ninput %s : f32[2]\nparam %s : f32[2] = full(0.25)\n"
+                    "output %s = %s + %s\n" % ("g" * n, inp, par, out, inp, par))
+        exe = env.path("long%d.exe" % n)
+        check_exit(run([env.tgc, "build", tg, "-o", exe]), 0, (), "build, graph name of %d" % n)
+        d = env.path("out_long%d" % n)
+        os.makedirs(d)
+        check_exit(run([exe, "--input", "%s=%s" % (inp, x), "--output-dir", d]), 0, (),
+                   "run, graph name of %d" % n)
+        check_outputs(d, {out: np.array([1.25, -1.75], np.float32)}, "graph name of %d" % n)
+
+
+@test
+def long_names_compile_header(env):
+    """tgc compile with a 5000-character graph name and input name: the
+    object defines the API and the forward function under the whole name,
+    and a C11 program using the header compiles (-Wall -Werror -pedantic)."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    g, inp = "G" * 5000, "x" * 5000
+    tg = env.anon(".tg")
+    with open(tg, "w") as f:
+        f.write("graph %s\ninput %s : f32[2]\nparam w : f32[2] = full(-inf)\n"
+                "output y = %s * w\n" % (g, inp, inp))
+    obj, hdr = env.anon(".o"), env.anon(".h")
+    check_exit(run([env.tgc, "compile", tg, "-o", obj, "--header", hdr]), 0, (), "tgc compile")
+    rc, syms, err = run(["nm", obj])
+    if rc == 0:
+        for s in (g + "_create", g + "_run", g + "__forward"):
+            if not re.search(r"\bT %s\b" % s, syms):
+                raise Fail("the object does not define %s...%s (%d chars): %s"
+                           % (s[:8], s[-12:], len(s), err[:200]))
+    if not cc:
+        return
+    src = env.anon(".c")
+    with open(src, "w") as f:
+        f.write('#include "%s"\nint use(const float *x, float *y) {\n'
+                "    %s_ctx *c = 0;\n    int s = %s_create(&c, 0, 1);\n"
+                "    if (!s) s = %s_run(c, x, y);\n    %s_destroy(c);\n    return s;\n}\n"
+                % (os.path.basename(hdr), g, g, g, g))
+    res = run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only",
+               "-I", os.path.dirname(hdr), src])
+    check_exit(res, 0, (), "a C program including the header")
+
+
+@test
+def reserved_graph_names(env):
+    """A graph whose `tgc compile` API (NAME_create, NAME_OK...) would be one
+    of the runtime's names (runtime/tgcrt.h) is a located error at check
+    time, not a C compiler error at build time. The API's suffixes come
+    from a compiled header, so a new runtime function is covered too."""
+    tg, hdr = env.anon(".tg"), env.anon(".h")
+    with open(tg, "w") as f:
+        f.write("graph probe\ninput x : f32[2]\noutput y = x\n")
+    check_exit(run([env.tgc, "compile", tg, "-o", env.anon(".o"), "--header", hdr]), 0, (),
+               "tgc compile probe")
+    suffixes = set(m[len("probe"):] for m in re.findall(r"\bprobe_\w+", open(hdr).read()))
+    rt = open(os.path.join(ROOT, "runtime", "tgcrt.h")).read()
+    names = set(re.findall(r"\b[A-Za-z_]\w*\b", re.sub(r"/\*.*?\*/", "", rt, flags=re.S)))
+    clash = sorted(set(n[:-len(s)] for n in names for s in suffixes
+                       if n.endswith(s) and re.match(r"[A-Za-z_]\w*$", n[:-len(s)])))
+    if not clash:
+        raise Fail("no clash derived (suffixes %s): the derivation is broken" % sorted(suffixes))
+    for name in clash:
+        with open(tg, "w") as f:
+            f.write("graph %s\ninput x : f32[2]\noutput y = x\n" % name)
+        res = run([env.tgc, "check", tg])
+        check_exit(res, 1, ["reserved", "%s:1:7:" % tg], "graph %s" % name)
+
+
+@test
+def embedded_weights_odd_path(env):
+    """--embed-weights quotes the weights' path twice (C, then .incbin's
+    string): quotes, backslashes, '??=' (a trigraph), a newline and
+    non-ASCII bytes in it still build, and the program needs no --weights."""
+    d = env.path("odd dir")
+    os.makedirs(d)
+    p = os.path.join(d, 'w "q" \\ ??= caf\u00e9\n.safetensors')
+    with open(p, "wb") as f:
+        f.write(tensorio.safetensors_image(list(WEIGHTS.items())))
+    tg = env.anon(".tg")
+    with open(tg, "w") as f:
+        f.write(GRAPHS["basic"].lstrip())
+    exe = env.path("odd_embed.exe")
+    check_exit(run([env.tgc, "build", tg, "-o", exe, "--weights", p, "--embed-weights"]), 0, (),
+               "build with an odd weights path")
+    out = env.path("out_odd_embed")
+    os.makedirs(out)
+    check_exit(run([exe, "--output-dir", out] + env.basic_inputs()), 0, (), "run embedded")
+    check_outputs(out, expected_basic(), "embedded weights from an odd path")
+
+
 # --------------------------------------------------------------------------
 
 def main():

@@ -1,4 +1,4 @@
-# Runs fuzz_frontend for SECONDS seconds on a fresh copy of CORPUS (cmake -P;
+# Runs the libFuzzer target FUZZER for SECONDS seconds on a fresh copy of CORPUS (cmake -P;
 # see CMakeLists.txt). Fails when libFuzzer exits non-zero: a crash, leak,
 # sanitizer report, timeout or OOM; the reproducer is left in WORK/artifacts.
 foreach(v FUZZER CORPUS DICT WORK SECONDS)
@@ -21,6 +21,7 @@ execute_process(
           -artifact_prefix=${dir}/artifacts/ ${dir}/corpus
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "fuzz_frontend exited with ${rc}; reproducer(s) in ${dir}/artifacts/")
+  get_filename_component(name ${FUZZER} NAME)
+  message(FATAL_ERROR "${name} exited with ${rc}; reproducer(s) in ${dir}/artifacts/")
 endif()
 file(REMOVE_RECURSE ${dir})
