@@ -136,10 +136,13 @@ static void fill_range(void *ctx, int64_t begin, int64_t end, int thread) {
                 rt_load_float(j->dst, j->dt, i) >= j->b)
                 step_down(j->dst, j->dt, i);
         } else {
-            /* uniform rounds down so it stays in [a, b); other values are
-             * rounded to nearest. */
-            store_int(j->dst, j->dt, i,
-                      to_int(j->kind == RT_INIT_UNIFORM ? floor(v) : nearbyint(v), j->dt));
+            /* uniform rounds down so it stays in [a, b); full converts as
+             * PyTorch's torch.full does (toward zero; any nonzero is true);
+             * other values are rounded to nearest. */
+            double r = j->kind == RT_INIT_UNIFORM ? floor(v)
+                       : j->kind == RT_INIT_FULL  ? v
+                                                  : nearbyint(v);
+            store_int(j->dst, j->dt, i, to_int(r, j->dt));
         }
     }
 }

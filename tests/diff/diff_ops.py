@@ -904,6 +904,21 @@ o6 = h + 1
 o7 = k * x
 o8 = z + z
 """, weights="init", tol="exact", asan=True, group="misc"))
+    # torch.full converts toward zero for integers and to True for any
+    # nonzero bool (the runtime rounded to nearest: 2.7 gave 3, 0.4 False).
+    out.append(Case("initialisers_full_convert", """
+param a : i32[3] = full(2.7)
+param b : i64[3] = full(-2.7)
+param c : u8[2] = full(2.5)
+param m : bool[2] = full(0.4)
+param h : i16[2] = full(-0.9)
+input x : i32[3]
+o1 = x + a
+o2 = b * 1
+o3 = c * 1
+o4 = m & m
+o5 = h * 1
+""", weights="init", tol="exact", asan=True, group="misc"))
     out.append(Case("initialisers_random_finite", """
 param r : f32[3, 4] = randn(std = 0.5, seed = 3)
 param u : f32[4] = uniform(low = -1.0, high = 1.0, seed = 2)
