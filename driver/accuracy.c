@@ -1,9 +1,9 @@
 /* `tgc report --accuracy N` (see accuracy.h). */
-#define _XOPEN_SOURCE 700 /* nftw */
+#define _XOPEN_SOURCE 700
 #include "driver/accuracy.h"
+#include "rt_atomic.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -71,8 +71,10 @@ bool accuracy_begin(AccSession *s, const Options *o, const Graph *declared, cons
     s->o = o;
     s->runs = runs;
     const char *tdir = getenv("TMPDIR");
-    snprintf(s->dir, sizeof s->dir, "%s/tgc-accuracy-XXXXXX", tdir && *tdir ? tdir : "/tmp");
-    if (!mkdtemp(s->dir)) {
+    /* Registered: an interrupted or killed report removes it (rt_atomic.h). */
+    s->dir_slot =
+        rt_tmp_mkdtemp(tdir && *tdir ? tdir : "/tmp", "tgc-accuracy", s->dir, sizeof s->dir);
+    if (s->dir_slot < 0) {
         fprintf(stderr, "tgc report: error: cannot create a temporary directory: %s\n",
                 strerror(errno));
         s->dir[0] = 0;
@@ -230,16 +232,7 @@ bool accuracy_measure(AccSession *s, const PrecisionPolicy *pol, const Graph *g,
     return ok;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    remove(path); /* best effort: keep going */
-    return 0;
-}
-
-static void remove_all(const char *dir) {
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 void accuracy_end(AccSession *s) {
-    if (s->dir[0]) remove_all(s->dir);
+    if (s->dir[0]) rt_tmp_remove(s->dir_slot);
+    s->dir[0] = 0;
 }

@@ -24,6 +24,7 @@ typedef struct Accuracy {
 
 typedef struct AccSession {
     char dir[4096];      /* scratch directory */
+    int dir_slot;        /* its rt_tmp registry slot */
     char wpath[4200];    /* synthesized weights */
     const Options *o;    /* the graph file and -D values */
     const char *weights; /* the user's, or a synthesized file in dir */

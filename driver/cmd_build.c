@@ -12,9 +12,12 @@
 
 #include "codegen/codegen.h"
 #include "driver/driver.h"
+#include "driver/build_cc.h"
+#include "driver/outputs.h"
 #include "driver/toolchain.h"
 #include "driver/quantize_weights.h"
 #include "passes/precision.h"
+#include "rt_atomic.h"
 #include "tgcrt.h"
 
 typedef enum { MODE_BUILD, MODE_COMPILE, MODE_RUN } Mode;
@@ -239,50 +242,6 @@ static bool check_weights(const BuildOpts *b, const CgProgram *p) {
     return ok;
 }
 
-static bool remove_tree(const char *dir, const char **files, int n) {
-    char path[PATH_MAX];
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        unlink(path);
-    }
-    return rmdir(dir) == 0;
-}
-
-/* Final outputs are written to a temporary name in their destination
- * directory and renamed into place only when everything succeeded, so a
- * failed build never leaves a partial file at -o (or --header), and an
- * older file there stays as it was. */
-static bool tmp_sibling(const char *dest, char *out, size_t cap) {
-    const char *slash = strrchr(dest, '/');
-    int dlen = slash ? (int)(slash - dest + 1) : 0;
-    const char *base = slash ? slash + 1 : dest;
-    if ((size_t)snprintf(out, cap, "%.*s.%s.tgc-XXXXXX", dlen, dest, base) >= cap) return false;
-    int fd = mkstemp(out);
-    if (fd < 0) return false;
-    close(fd);
-    return true;
-}
-
-/* mkstemp creates files readable by their owner only: give the final file
- * the mode a plain fopen would have. */
-static void chmod_default(const char *path, mode_t mode) {
-    mode_t mask = umask(0);
-    umask(mask);
-    chmod(path, mode & ~mask);
-}
-
-/* Moves a finished temporary file to its destination (the last step of an
- * atomic write); tmp is emptied once it is gone. */
-static bool publish(const BuildOpts *b, char *tmp, const char *dest, mode_t mode) {
-    chmod_default(tmp, mode);
-    if (rename(tmp, dest) != 0) {
-        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, dest, strerror(errno));
-        return false;
-    }
-    tmp[0] = 0;
-    return true;
-}
-
 /* --target cuda's flags: the architectures, --cuda-graph, and which
  * flags need the CUDA target. */
 static bool cuda_flags(const BuildOpts *b, bool cuda, CudaOptions *co) {
@@ -357,6 +316,30 @@ bad:
     return false;
 }
 
+/* Starts the atomic write of an output (rt_atomic.h); false after a
+ * message naming the real cause (a name too long, a missing directory). */
+static bool begin_output(const BuildOpts *b, RtAtomicFile *f, const char *path) {
+    int e = rt_afile_begin(f, path);
+    if (e) fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, path, strerror(e));
+    return !e;
+}
+
+static bool commit_output(const BuildOpts *b, RtAtomicFile *f, const char *path, mode_t mode) {
+    int e = rt_afile_commit(f, mode);
+    if (e) fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, path, strerror(e));
+    return !e;
+}
+
+/* The header of tgc compile, through its atomic file. */
+static bool write_header(const BuildOpts *b, RtAtomicFile *hf, const CgProgram *p) {
+    FILE *h = rt_afile_stream(hf);
+    if (h) cg_write_header(h, p);
+    if (h && !ferror(h)) return true;
+    fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, b->header,
+            strerror(errno ? errno : EIO));
+    return false;
+}
+
 static int drive(Mode mode, int argc, char **argv) {
     BuildOpts b;
     memset(&b, 0, sizeof b);
@@ -374,21 +357,31 @@ static int drive(Mode mode, int argc, char **argv) {
     diag_init(&d, stderr);
     SrcFile file;
     char tmp[PATH_MAX] = "";
-    char tmpfiles[8 + CG_CUDA_MAX_ARCHS][32] = {"kernels.o", "glue.c", "glue.o",
-                                                "weights.safetensors"};
-    int ntmpfiles = 4;
+    int tmp_slot = -1;
     char *cuda_decl = NULL;
     char prog[PATH_MAX + 160] = "";
-    bool prog_made = false;
-    char out_tmp[PATH_MAX + 64] = "", hdr_tmp[PATH_MAX + 64] = "";
+    RtAtomicFile outf, hdrf;
+    rt_afile_init(&outf);
+    rt_afile_init(&hdrf);
     bool cuda = b.target && !strcmp(b.target, "cuda");
     CudaOptions cuo;
     memset(&cuo, 0, sizeof cuo);
+    /* Nothing is read or written before this: no output may be an input
+     * or another output (cli.md). tgc run's files are the program's. */
+    const IoPath ins[] = {{"the input graph", b.o.file}, {"the weights", b.weights}};
+    const IoPath outs[] = {{"-o", b.out}, {"--header", b.header}};
+    if (!outputs_distinct(b.cmd, ins, 2, outs, mode == MODE_RUN ? 0 : 2)) goto out;
     if (!cuda_flags(&b, cuda, &cuo)) goto out;
     if (b.embed && !b.weights) {
         fprintf(stderr, "tgc %s: error: --embed-weights needs --weights FILE\n", b.cmd);
         goto out;
     }
+    /* Interrupted or killed, tgc takes its temporaries and compilers with
+     * it (rt_atomic.h, tmp_registry.c). */
+    rt_tmp_install_signals();
+    rt_tmp_start_guardian();
+    if (mode != MODE_RUN && !begin_output(&b, &outf, b.out)) goto out;
+    if (mode == MODE_COMPILE && !begin_output(&b, &hdrf, b.header)) goto out;
     b.o.weights = b.weights;
     Graph *g = load_graph(&a, &d, &b.o, &file);
     if (!g) {
@@ -414,11 +407,10 @@ static int drive(Mode mode, int argc, char **argv) {
         goto out;
     }
     const char *tdir = getenv("TMPDIR");
-    snprintf(tmp, sizeof tmp, "%s/tgc-XXXXXX", tdir && *tdir ? tdir : "/tmp");
-    if (!mkdtemp(tmp)) {
+    tmp_slot = rt_tmp_mkdtemp(tdir && *tdir ? tdir : "/tmp", "tgc", tmp, sizeof tmp);
+    if (tmp_slot < 0) {
         fprintf(stderr, "tgc %s: error: cannot create a temporary directory: %s\n", b.cmd,
                 strerror(errno));
-        tmp[0] = 0;
         goto out;
     }
     /* A quantized build embeds the weights it quantized: the scales are
@@ -431,12 +423,13 @@ static int drive(Mode mode, int argc, char **argv) {
         b.embed = true;
         if (!check_weights(&b, &p)) goto out;
     }
-    char obj[PATH_MAX + 32], glue[PATH_MAX + 32], glue_o[PATH_MAX + 32];
+    char obj[PATH_MAX + 32], glue[PATH_MAX + 32];
     snprintf(obj, sizeof obj, "%s/kernels.o", tmp);
     snprintf(glue, sizeof glue, "%s/glue.c", tmp);
-    snprintf(glue_o, sizeof glue_o, "%s/glue.o", tmp);
-    /* tgc run's program is named after the graph: its messages say so. */
-    snprintf(prog, sizeof prog, "%s/%s", tmp, g->name);
+    /* tgc run's program is named after the graph: its messages say so.
+     * Cut to 64 characters: a file name has at most NAME_MAX (255) bytes,
+     * and a graph name has no limit. */
+    snprintf(prog, sizeof prog, "%s/%.64s", tmp, g->name);
 
     CgOptions co = {.cpu = b.cpu, .obj_path = obj};
     char listing[PATH_MAX + 256];
@@ -460,7 +453,6 @@ static int drive(Mode mode, int argc, char **argv) {
         cuo.emit_dir = b.emit_kind ? b.emit_dir : NULL;
         cuo.emit_ptx_only = b.emit_kind && !strcmp(b.emit_kind, "ptx");
         cuo.fail_source = fail_src;
-        ntmpfiles += cg_cuda_image_files(&cuo, &tmpfiles[ntmpfiles], CG_CUDA_MAX_ARCHS + 1);
         int crc = cg_cuda_emit(&p, &cuo, &cuda_decl, err, sizeof err);
         if (crc) {
             fprintf(stderr, "tgc %s: %s\n", b.cmd, err);
@@ -482,7 +474,7 @@ static int drive(Mode mode, int argc, char **argv) {
     }
     FILE *f = fopen(glue, "w");
     if (!f) {
-        fprintf(stderr, "tgc %s: error: cannot write '%s'\n", b.cmd, glue);
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, glue, strerror(errno));
         goto out;
     }
     char wabs[PATH_MAX];
@@ -490,87 +482,40 @@ static int drive(Mode mode, int argc, char **argv) {
         .default_threads = b.threads, .with_main = mode != MODE_COMPILE, .cuda_decl = cuda_decl};
     if (b.embed) go.embed_path = realpath(b.weights, wabs) ? wabs : b.weights;
     cg_write_glue(f, &p, &go);
-    fclose(f);
-
-    char incflag[PATH_MAX + 8];
-    snprintf(incflag, sizeof incflag, "-I%s", inc);
-    const char *cc = toolchain_cc();
-    if (mode != MODE_RUN && !tmp_sibling(b.out, out_tmp, sizeof out_tmp)) {
-        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.out, strerror(errno));
-        out_tmp[0] = 0;
+    if (fclose(f) != 0) {
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, glue, strerror(errno));
         goto out;
     }
+    /* The glue on its own first: the compiler rejecting generated code is
+     * an internal error (build_cc.c). */
+    rc = build_cc_glue(b.cmd, inc, tmp, mode == MODE_COMPILE, mode != MODE_COMPILE);
+    if (rc) goto out;
+    rc = 1;
+    /* The linker writes the temporary beside -o; a device or FIFO at -o
+     * is written in place, from a scratch file. */
+    char scratch[PATH_MAX + 32];
+    snprintf(scratch, sizeof scratch, "%s/link.out", tmp);
+    const char *dest = mode == MODE_RUN       ? prog
+                       : rt_afile_path(&outf) ? rt_afile_path(&outf)
+                                              : scratch;
     if (mode == MODE_COMPILE) {
-        /* Reproducible objects: no temporary directory name in them. */
-        char prefix_map[PATH_MAX + 32];
-        snprintf(prefix_map, sizeof prefix_map, "-ffile-prefix-map=%s=.", tmp);
-        char *c1[] = {(char *)cc, "-O2", "-fPIC", prefix_map, "-c",
-                      incflag,    glue,  "-o",    glue_o,     NULL};
-        if (toolchain_exec(c1, false) != 0) {
-            fprintf(stderr, "tgc %s: internal error: the C compiler failed on the glue\n", b.cmd);
-            rc = 3;
+        if (build_cc_link_object(b.cmd, tmp, !cuda, dest, b.out) || !write_header(&b, &hdrf, &p))
+            goto out;
+    } else if (build_cc_link_exe(b.cmd, lib, tmp, !cuda, b.static_rt, dest,
+                                 mode == MODE_BUILD ? b.out : prog)) {
+        goto out;
+    }
+    if (mode != MODE_RUN) {
+        int e = dest == scratch ? rt_afile_copy_from(&outf, scratch) : 0;
+        if (e) {
+            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.out, strerror(e));
             goto out;
         }
-        char *c2[] = {(char *)cc, "-r",   "-nostdlib",       "-o",
-                      out_tmp,    glue_o, cuda ? NULL : obj, NULL};
-        if (toolchain_exec(c2, false) != 0) {
-            fprintf(stderr, "tgc %s: error: cannot link '%s'\n", b.cmd, b.out);
+        mode_t m = mode == MODE_BUILD ? 0777 : 0666;
+        if ((mode == MODE_COMPILE && !commit_output(&b, &hdrf, b.header, 0666)) ||
+            !commit_output(&b, &outf, b.out, m))
             goto out;
-        }
-        if (!tmp_sibling(b.header, hdr_tmp, sizeof hdr_tmp)) {
-            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.header,
-                    strerror(errno));
-            hdr_tmp[0] = 0;
-            goto out;
-        }
-        FILE *h = fopen(hdr_tmp, "w");
-        if (!h) {
-            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.header,
-                    strerror(errno));
-            goto out;
-        }
-        cg_write_header(h, &p);
-        if (fclose(h) != 0) {
-            fprintf(stderr, "tgc %s: error: cannot write '%s'\n", b.cmd, b.header);
-            goto out;
-        }
-        if (!publish(&b, hdr_tmp, b.header, 0666) || !publish(&b, out_tmp, b.out, 0666)) goto out;
         rc = 0;
-        goto out;
-    }
-    const char *exe = mode == MODE_BUILD ? out_tmp : prog;
-    prog_made = mode == MODE_RUN;
-    char *link[32];
-    int n = 0;
-    link[n++] = (char *)cc;
-    link[n++] = "-O2";
-    link[n++] = incflag;
-    link[n++] = "-o";
-    link[n++] = (char *)exe;
-    link[n++] = glue;
-    if (!cuda) link[n++] = obj;
-    link[n++] = lib;
-    if (b.static_rt) {
-        /* The CBLAS gemm routines pull in no Fortran runtime. */
-        link[n++] = "-Wl,-Bstatic";
-        link[n++] = "-lopenblas";
-        link[n++] = "-Wl,-Bdynamic";
-    } else {
-        link[n++] = "-lopenblas";
-    }
-    link[n++] = "-lcjson";
-    link[n++] = "-lpthread";
-    link[n++] = "-lm";
-    if (toolchain_sanitize_flag()) link[n++] = (char *)toolchain_sanitize_flag();
-    link[n] = NULL;
-    if (toolchain_exec(link, false) != 0) {
-        fprintf(stderr,
-                "tgc %s: error: linking '%s' failed (the C compiler's messages are above)\n", b.cmd,
-                mode == MODE_BUILD ? b.out : prog);
-        goto out;
-    }
-    if (mode == MODE_BUILD) {
-        if (publish(&b, out_tmp, b.out, 0777)) rc = 0;
         goto out;
     }
     char *run[520];
@@ -589,15 +534,9 @@ static int drive(Mode mode, int argc, char **argv) {
         rc = 3;
     }
 out:
-    if (out_tmp[0]) unlink(out_tmp);
-    if (hdr_tmp[0]) unlink(hdr_tmp);
-    if (tmp[0]) {
-        if (prog_made) unlink(prog);
-        const char *names[8 + CG_CUDA_MAX_ARCHS];
-        for (int i = 0; i < ntmpfiles; i++)
-            names[i] = tmpfiles[i];
-        remove_tree(tmp, names, ntmpfiles);
-    }
+    rt_afile_abort(&outf);
+    rt_afile_abort(&hdrf);
+    rt_tmp_remove(tmp_slot);
     free(cuda_decl);
     options_free(&b.o);
     arena_free(&a);

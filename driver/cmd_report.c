@@ -9,7 +9,9 @@
 
 #include "driver/driver.h"
 #include "driver/accuracy.h"
+#include "driver/outputs.h"
 #include "driver/report.h"
+#include "rt_atomic.h"
 
 #define FIT_CAP ((int64_t)1 << 31)
 
@@ -302,6 +304,12 @@ static int run(const ReportOpts *ro, const Options *o) {
     Target target;
     const Device *dev;
     int64_t budget = 0;
+    /* Before anything is read: --html may not be an input (cli.md). */
+    const IoPath ins[] = {{"the input graph", o->file}, {"the weights", ro->weights}};
+    const IoPath outs[] = {{"--html", ro->html}};
+    if (!outputs_distinct("report", ins, 2, outs, 1)) return 1;
+    /* Interrupted, the page's temporary and --accuracy's builds go too. */
+    rt_tmp_install_signals();
     int rc = check_values(ro, o, &prec, &target, &dev, &budget);
     if (rc) return rc;
     Arena a = {0};

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "driver/report.h"
+#include "rt_atomic.h"
 
 #define TL_W 860 /* timeline plot area */
 #define TL_H 240
@@ -308,10 +309,19 @@ static void tables(FILE *f, const Report *r) {
     fputs("</ul>\n", f);
 }
 
+/* Written whole or not at all through a unique temporary beside path
+ * (rt_atomic.h): concurrent reports to one file never mix, and a reader
+ * sees an old page or a new one. False with errno set on failure. */
 bool report_html(const char *path, const Report *r) {
-    char *tmp = arena_printf(r->a, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return false;
+    RtAtomicFile af;
+    int e = rt_afile_begin(&af, path);
+    FILE *f = e ? NULL : rt_afile_stream(&af);
+    if (!f) {
+        if (!e) e = errno ? errno : ENOMEM;
+        rt_afile_abort(&af);
+        errno = e;
+        return false;
+    }
     head(f, r);
     verdict(f, r);
     summary(f, r);
@@ -319,13 +329,10 @@ bool report_html(const char *path, const Report *r) {
     devices(f, r);
     tables(f, r);
     fputs("<p style=\"color:#888\">Written by tgc report.</p>\n</body></html>\n", f);
-    bool ok = !ferror(f);
-    if (fclose(f)) ok = false;
-    if (ok && rename(tmp, path)) ok = false;
-    if (!ok) {
-        int e = errno;
-        remove(tmp);
+    e = ferror(f) ? (errno ? errno : EIO) : rt_afile_commit(&af, 0666);
+    if (e) {
+        rt_afile_abort(&af);
         errno = e;
     }
-    return ok;
+    return !e;
 }

@@ -3,9 +3,12 @@
 #include "driver/st_write.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "rt_atomic.h"
 
 static const char *st_dtype(RtDType t) {
     static const char *names[RT_DTYPE_COUNT] = {"BOOL", "U8",  "I8",   "I16", "I32",
@@ -31,21 +34,29 @@ bool st_write(const char *cmd, const char *out, const StBlob *b, int nb) {
     }
     char *text = cJSON_PrintUnformatted(h);
     cJSON_Delete(h);
-    FILE *f = text ? fopen(out, "wb") : NULL;
-    bool ok = f != NULL;
+    /* Whole or not at all (rt_atomic.h): a reader of the file never sees
+     * half of it, and a failed write leaves an older file as it was. */
+    RtAtomicFile af;
+    rt_afile_init(&af);
+    int err = text ? rt_afile_begin(&af, out) : ENOMEM;
+    FILE *f = err ? NULL : rt_afile_stream(&af);
+    if (!err && !f) err = errno ? errno : ENOMEM;
     if (f) {
         size_t len = strlen(text), padded = (len + 7) / 8 * 8;
         uint8_t hdr[8];
         for (int i = 0; i < 8; i++)
             hdr[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-        ok = fwrite(hdr, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
+        bool ok = fwrite(hdr, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
         for (size_t i = len; ok && i < padded; i++)
             ok = fputc(' ', f) != EOF;
         for (int i = 0; ok && i < nb; i++)
             ok = fwrite(b[i].data, 1, b[i].nbytes, f) == b[i].nbytes;
-        ok = fclose(f) == 0 && ok;
+        err = ok ? rt_afile_commit(&af, 0666) : errno ? errno : EIO;
     }
-    if (!ok) fprintf(stderr, "tgc %s: error: cannot write '%s'\n", cmd, out);
+    if (err) {
+        rt_afile_abort(&af);
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", cmd, out, strerror(err));
+    }
     free(text);
-    return ok;
+    return !err;
 }

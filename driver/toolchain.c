@@ -3,14 +3,18 @@
 #include "driver/toolchain.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "rt_atomic.h"
 
 static bool is_file(const char *p) {
     struct stat st;
@@ -66,11 +70,32 @@ const char *toolchain_sanitize_flag(void) {
 }
 
 /* Runs argv and waits. stdout goes to /dev/null when quiet; stdout and
- * stderr both go to the file log when it is given. */
+ * stderr both go to the file log when it is given.
+ *
+ * The child leads a process group of its own, so that stopping it on
+ * SIGINT/SIGTERM (rt_tmp_install_signals) reaches what it starts too (the
+ * C compiler's cc1, as, collect2 and ld), and the registry knows that
+ * group while it runs. It gets SIGTERM when tgc dies without a handler
+ * (SIGKILL): then the guardian (rt_tmp_start_guardian) stops the rest of
+ * its group, so an orphaned linker never completes a temporary. Being
+ * outside the terminal's foreground group, the child gets Ctrl-C through
+ * tgc's handler; it must not read the terminal (compilers and compiled
+ * programs do not). */
 static int spawn(char *const *argv, bool quiet, const char *log) {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
+        setpgid(0, 0);
+        /* SIGTERM, not SIGKILL: the C compiler removes its temporaries. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(127); /* tgc died before prctl */
+        /* An output written in place (a FIFO) blocks SIGPIPE in tgc
+         * (rt_afile_begin); the child should not inherit that. */
+        sigset_t pipe;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        sigprocmask(SIG_UNBLOCK, &pipe, NULL);
         if (log) {
             if (!freopen(log, "w", stdout) || dup2(fileno(stdout), 2) < 0) _exit(126);
         } else if (quiet) {
@@ -81,9 +106,15 @@ static int spawn(char *const *argv, bool quiet, const char *log) {
         fprintf(stderr, "tgc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    setpgid(pid, pid); /* also here: whichever runs first */
+    rt_tmp_set_child(pid);
     int status;
     while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
+        if (errno != EINTR) {
+            rt_tmp_set_child(0);
+            return -1;
+        }
+    rt_tmp_set_child(0);
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rt_atomic.h"
 #include "rt_internal.h"
 
-#define MAX_THREADS 1024       /* rt_pool_create's limit */
 #define MAX_BENCH 1000000000LL /* samples are kept in memory */
 
 static const char USAGE[] = "[--weights W.safetensors] [--input NAME=FILE.npy]... "
@@ -220,6 +220,40 @@ static char *output_path(const char *dir, const char *name) {
     return path;
 }
 
+/* No output may be written over a file the run reads (cli.md): an output
+ * NAME.npy that is, by device and inode, one of the --input files or the
+ * --weights file is refused before anything runs. */
+static int check_outputs_not_inputs(const RtProgram *p, const Args *a) {
+    for (int i = 0; i < p->noutputs; i++) {
+        char *path = output_path(a->outdir, p->outputs[i].name);
+        if (!path) return error(a, 1, "out of memory");
+        struct stat out;
+        int rc = 0;
+        if (stat(path, &out) == 0 && S_ISREG(out.st_mode)) {
+            for (int k = 0; k <= a->nin && !rc; k++) {
+                const char *in = k < a->nin ? a->in_file[k] : a->weights;
+                struct stat st;
+                if (!in || stat(in, &st) || st.st_dev != out.st_dev || st.st_ino != out.st_ino)
+                    continue;
+                if (k < a->nin)
+                    rc = error(a, 1,
+                               "output '%s' would be written to '%s', which is the file of input "
+                               "'%.*s' ('%s'); choose another --output-dir",
+                               p->outputs[i].name, path, (int)(in - 1 - a->in_name[k]),
+                               a->in_name[k], in);
+                else
+                    rc = error(a, 1,
+                               "output '%s' would be written to '%s', which is the weights file "
+                               "'%s'; choose another --output-dir",
+                               p->outputs[i].name, path, in);
+            }
+        }
+        free(path);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 typedef struct Run {
     RtContext *ctx;
     void **in, **out;
@@ -229,6 +263,7 @@ typedef struct Run {
 static int run_main(const RtProgram *p, Args *a, Run *r) {
     int rc = check_inputs(p, a);
     if (!rc) rc = check_outdir(a);
+    if (!rc) rc = check_outputs_not_inputs(p, a);
     if (rc) return rc;
 
     RtStatus s = rt_context_create(p, a->weights, (int)a->threads, &r->ctx);
@@ -284,7 +319,9 @@ static int run_main(const RtProgram *p, Args *a, Run *r) {
         return error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
     }
 
-    /* Outputs: written once, after the runs. */
+    /* Outputs: written once, after the runs. Interrupted, the program
+     * removes the temporary it was writing (rt_atomic.h). */
+    rt_tmp_install_signals();
     for (int i = 0; i < p->noutputs; i++) {
         char *path = output_path(a->outdir, p->outputs[i].name);
         if (!path) return error(a, 1, "out of memory");

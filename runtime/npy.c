@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "npy_internal.h"
+#include "rt_atomic.h"
 #include "tgcrt.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -468,18 +469,6 @@ static size_t format_header(const RtDesc *d, char *out, size_t cap) {
     return 10 + hlen;
 }
 
-static bool write_all(int fd, const void *buf, size_t n) {
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 RtStatus rt_npy_write(const char *path, const RtDesc *desc, const void *data, RtError *err) {
     size_t nbytes;
     char d[RT_DESC_STR_MAX];
@@ -492,51 +481,30 @@ RtStatus rt_npy_write(const char *path, const RtDesc *desc, const void *data, Rt
         return rt_error_set(err, TGCRT_ERR_ARG, "%s: the .npy header for %s is too long", path,
                             rt_desc_format(desc, d, sizeof d));
 
-    /* A fresh name in the same directory (so rename is atomic); O_EXCL makes
-     * concurrent writers pick different names, and the mode honours umask. */
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 40);
-    if (!tmp) return rt_error_set(err, TGCRT_ERR_NOMEM, "%s: out of memory", path);
-    int fd = -1;
-    for (unsigned i = 0; i < 1000 && fd < 0; i++) {
-        snprintf(tmp, plen + 40, "%s.tmp%ld.%u", path, (long)getpid(), i);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        RtStatus s =
-            rt_error_set(err, TGCRT_ERR_IO, "%s: cannot create a temporary file next to it: %s",
-                         path, strerror(errno));
-        free(tmp);
-        return s;
-    }
-    bool ok = write_all(fd, header, hsize);
-    if (ok && desc->dtype == RT_BF16) {
+    /* Whole or not at all, through the one atomic-write helper: a unique
+     * temporary beside path, renamed over it (rt_atomic.h). */
+    RtAtomicFile f;
+    int e = rt_afile_begin(&f, path);
+    if (e)
+        return rt_error_set(err, TGCRT_ERR_IO, "%s: cannot %s: %s", path,
+                            e == EISDIR ? "write" : "create", strerror(e));
+    e = rt_afile_write(&f, header, hsize);
+    if (!e && desc->dtype == RT_BF16) {
         const uint16_t *src = data;
         float chunk[1024];
-        for (size_t i = 0, n = nbytes / 2; ok && i < n; i += 1024) {
+        for (size_t i = 0, n = nbytes / 2; !e && i < n; i += 1024) {
             size_t m = n - i < 1024 ? n - i : 1024;
             rt_bf16_to_f32_n(src + i, chunk, m);
-            ok = write_all(fd, chunk, m * sizeof *chunk);
+            e = rt_afile_write(&f, chunk, m * sizeof *chunk);
         }
-    } else if (ok) {
-        ok = write_all(fd, data, nbytes);
+    } else if (!e) {
+        e = rt_afile_write(&f, data, nbytes);
     }
-    int saved = errno;
-    if (close(fd) && ok) {
-        ok = false;
-        saved = errno;
+    if (e) {
+        rt_afile_abort(&f);
+    } else {
+        e = rt_afile_commit(&f, 0666);
     }
-    if (ok && rename(tmp, path)) {
-        ok = false;
-        saved = errno;
-    }
-    RtStatus s = TGCRT_OK;
-    if (!ok) {
-        unlink(tmp);
-        s = rt_error_set(err, TGCRT_ERR_IO, "%s: cannot write: %s", path,
-                         strerror(saved ? saved : EIO));
-    }
-    free(tmp);
-    return s;
+    if (e) return rt_error_set(err, TGCRT_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    return TGCRT_OK;
 }

@@ -847,6 +847,56 @@ def output_dir_missing(env):
 
 
 @test
+def output_over_input_refused(env):
+    """An output NAME.npy that is, by device and inode, one of the run's
+    --input files (also through a hard link or another spelling of the
+    directory) or its --weights file: exit 1 naming both, before anything is
+    written, and the input file is unchanged (issue 18, item 1)."""
+    exe = env.exe("basic")
+    d = env.path("out_over_input")
+    os.makedirs(d)
+    img = os.path.join(d, "logits.npy")  # the input img lives where logits would go
+    np.save(img, IMG.numpy())
+    before = open(img, "rb").read()
+    tok = env.npy("tokens", TOKENS.numpy())
+    for outdir, inp in ((d, img), (d + "/../" + os.path.basename(d), img)):
+        res = run([exe, "--weights", env.weights(), "--output-dir", outdir,
+                   "--input", "img=" + inp, "--input", "tokens=" + tok])
+        check_exit(res, 1, ["logits", "img"], "output over an input")
+    if open(img, "rb").read() != before:
+        raise Fail("the input file was changed")
+    link = os.path.join(d, "doubled.npy")  # a hard link of the tokens input
+    tok2 = env.path("tokens_linked.npy")
+    shutil.copy(tok, tok2)
+    os.link(tok2, link)
+    res = run([exe, "--weights", env.weights(), "--output-dir", d,
+               "--input", "img=" + env.npy("img", IMG.numpy()), "--input", "tokens=" + tok2])
+    check_exit(res, 1, ["doubled", "tokens"], "output over a hard link of an input")
+    w = os.path.join(d, "logits.npy")
+    os.unlink(w)
+    shutil.copy(env.weights(), w)
+    res = run([exe, "--weights", w, "--output-dir", d] + env.basic_inputs())
+    check_exit(res, 1, ["logits", "weights"], "output over the weights file")
+    if open(tok2, "rb").read() != open(tok, "rb").read():
+        raise Fail("the linked input was changed")
+
+
+@test
+def run_long_graph_name(env):
+    """`tgc run` names its temporary program after the graph: a graph name
+    longer than a file name may be (255 bytes) still runs."""
+    tg = env.anon(".tg")
+    with open(tg, "w") as f:
+        f.write("graph %s\ninput x : f32[2]\noutput y = x * 2\n" % ("g" * 300))
+    x = env.npy("x", np.array([1.0, -2.0], np.float32))
+    d = env.path("out_run_long")
+    os.makedirs(d)
+    check_exit(run([env.tgc, "run", tg, "--input", "x=" + x, "--output-dir", d]), 0, (),
+               "tgc run, graph name of 300")
+    check_outputs(d, {"y": np.array([2.0, -4.0], np.float32)}, "tgc run, graph name of 300")
+
+
+@test
 def outputs_written_atomically(env):
     """A reader polling DIR/big.npy while the executable rewrites it (4 MiB,
     eight runs) never sees a partial file: every read is a whole array."""

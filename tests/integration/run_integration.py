@@ -234,7 +234,9 @@ def atomic(a, tmp):
                 cmd = [a.tgc, cmdname] + args + ["-o", out]
                 if cmdname == "compile":
                     cmd += ["--header", hdr]
-                env = dict(os.environ)
+                # A C compiler failing on the generated glue is an internal
+                # error whose source tgc keeps in TMPDIR/tgc-failed-*: here.
+                env = dict(os.environ, TMPDIR=d)
                 if cc:
                     env["CC"] = cc
                 rc, msg = run(cmd, env=env)

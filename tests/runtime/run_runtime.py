@@ -307,12 +307,12 @@ def test_npy_write(s):
     small = write(s.path("w_small.npy"), npy_bytes(np.arange(3, dtype=np.int64)))
     code, _, err = s.run("copy", small, dst)
     s.check("npy overwrite", code == 0 and np.array_equal(np.load(dst), np.arange(3)), f"{code} {err}")
-    leftovers = [f for f in os.listdir(outdir) if ".tmp" in f]
+    leftovers = [f for f in os.listdir(outdir) if ".tmp" in f or ".tgc-" in f]
     s.check("npy write leaves no temporary files", not leftovers, str(leftovers))
     expect_error(s, "npy write into a missing directory", ["copy", small, s.path("no/such/dir/o.npy")],
                  ["o.npy", "cannot create"])
     expect_error(s, "npy write over a directory", ["copy", small, outdir], ["out", "cannot write"])
-    leftovers = [f for f in os.listdir(s.tmp) if ".tmp" in f]
+    leftovers = [f for f in os.listdir(s.tmp) if ".tmp" in f or ".tgc-" in f]
     s.check("failed npy write leaves no temporary files", not leftovers, str(leftovers))
 
 
