@@ -36,6 +36,9 @@ typedef struct CgProgram {
 } CgProgram;
 
 void cg_interface_init(Arena *a, CgProgram *p);
+/* The whole plan of a checked graph, as tgc build makes it: storage dtypes,
+ * fusion, schedule, memory plan and interface. */
+void cg_program_plan(Arena *a, const Graph *g, CgProgram *p);
 
 typedef struct CgOptions {
     const char *cpu;                            /* LLVM CPU name; NULL: the host's */

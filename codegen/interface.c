@@ -2,6 +2,20 @@
  * takes. Codegen addresses bufs[slot]; the glue fills the same order. */
 #include "codegen/codegen.h"
 
+#include <string.h>
+
+#include "passes/precision.h"
+
+void cg_program_plan(Arena *a, const Graph *g, CgProgram *p) {
+    memset(p, 0, sizeof *p);
+    p->g = g;
+    p->dt = precision_storage_dtypes(a, g);
+    p->kp = fusion_plan(a, g);
+    p->sched = fusion_schedule(a, g, p->kp, p->dt);
+    p->plan = memplan_plan(a, p->sched);
+    cg_interface_init(a, p);
+}
+
 void cg_interface_init(Arena *a, CgProgram *p) {
     const Graph *g = p->g;
     CgInterface *it = &p->iface;

@@ -389,13 +389,7 @@ static int drive(Mode mode, int argc, char **argv) {
         goto out;
     }
     CgProgram p;
-    memset(&p, 0, sizeof p);
-    p.g = g;
-    p.dt = precision_storage_dtypes(&a, g);
-    p.kp = fusion_plan(&a, g);
-    p.sched = fusion_schedule(&a, g, p.kp, p.dt);
-    p.plan = memplan_plan(&a, p.sched);
-    cg_interface_init(&a, &p);
+    cg_program_plan(&a, g, &p);
     if (b.weights && !b.o.quant_bits && !check_weights(&b, &p)) goto out;
 
     char lib[PATH_MAX], inc[PATH_MAX];

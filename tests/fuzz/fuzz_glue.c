@@ -98,13 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (g) {
         /* As driver/cmd_build.c builds a program. */
         CgProgram p;
-        memset(&p, 0, sizeof p);
-        p.g = g;
-        p.dt = precision_storage_dtypes(&a, g);
-        p.kp = fusion_plan(&a, g);
-        p.sched = fusion_schedule(&a, g, p.kp, p.dt);
-        p.plan = memplan_plan(&a, p.sched);
-        cg_interface_init(&a, &p);
+        cg_program_plan(&a, g, &p);
         emit_all(&p, size ? data[0] : 0);
     }
     arena_free(&a);
