@@ -3,20 +3,44 @@
 #ifndef TGC_CG_H
 #define TGC_CG_H
 #include <llvm-c/Core.h>
+#include <stdint.h>
 
 #include "codegen/kernel_desc.h"
+
+/* A kernel function kept for later kernels with the same code
+ * (kernel_share.c). */
+typedef struct CgSharedKernel {
+    uint64_t hash;
+    char *sig;       /* its scratch module's text */
+    LLVMValueRef fn; /* a declaration until its batch is linked, then the definition */
+    char name[96];
+} CgSharedKernel;
+
+/* The most buffers one kernel reads or writes (its pointer table): fusion
+ * caps an expression at FUSION_MAX_NODES, plus the destination, a copy's
+ * source and the error cell. */
+#define KERN_MAX_BASES (FUSION_MAX_NODES + 8)
 
 typedef struct Cg {
     const CgProgram *p;
     LLVMContextRef ctx;
-    LLVMModuleRef mod;
+    LLVMModuleRef mod;       /* where code is built: a kernel's scratch module while it is */
+    LLVMModuleRef main_mod;  /* the program's module while a kernel is being built */
+    LLVMModuleRef batch_mod; /* new kernels not yet linked into the program (kernel_share.c) */
+    int nbatch;
     LLVMBuilderRef b;
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_f32, t_f64, t_ptr, t_pptr;
-    LLVMTypeRef t_kernel; /* void (i8* ctx, i64 begin, i64 end, i32 thread) */
-    LLVMTypeRef t_pfor;   /* rt_pool_parallel_for */
-    LLVMValueRef fwd, fwd_bufs, fwd_pool;
+    LLVMTypeRef t_kernel;                 /* void (i8* ctx, i64 begin, i64 end, i32 thread) */
+    LLVMTypeRef t_pfor;                   /* rt_pool_parallel_for */
+    LLVMValueRef fwd_top;                 /* NAME__forward: calls the parts in order (module.c) */
+    LLVMTypeRef t_fwd;                    /* void (i8** bufs, i8* pool) */
+    int nparts, fwd_steps;                /* parts so far; steps in the current one */
+    LLVMValueRef fwd, fwd_bufs, fwd_pool; /* the current part of forward, its arguments */
+    LLVMValueRef fwd_ptrs; /* forward's [KERN_MAX_BASES x i8*]: the pointer table of a call */
     int nkernels;
-    LLVMValueRef *slot_base; /* the current kernel's loaded bufs[i], by slot (NULL: not yet) */
+    CgSharedKernel *shared; /* kernel_share.c */
+    int nshared, cap_shared;
+    int nlinked; /* shared[0..nlinked) are defined in the program's module */
     bool fail;
     char err[256];
 } Cg;
@@ -25,13 +49,20 @@ typedef struct Kern {
     Cg *cg;
     LLVMValueRef fn, bufs, begin, end, entry_term;
     LLVMBasicBlockRef entry;
-    LLVMValueRef bufs_pp;    /* bufs as i8** (entry block) */
+    LLVMValueRef bufs_pp; /* the pointer table as i8** (entry block) */
+    /* The pointer table: entry j is bufs[base_slot[j]] + base_off[j] bytes,
+     * filled by the caller, loaded once in the entry block (base_val). */
+    int nbases;
+    int base_slot[KERN_MAX_BASES];
+    int64_t base_off[KERN_MAX_BASES];
+    LLVMValueRef base_val[KERN_MAX_BASES];
     KSpace sp;               /* the iteration space (codegen/kernel_desc.h) */
     LLVMValueRef idx[KMAXD]; /* the open loops' induction values, NULL when closed */
     /* A copy kernel's source read through another layout than its own. */
     const Value *ov;
     Access ov_access;
     const Value *root; /* the value the kernel computes */
+    char name[96];     /* k<N>_<what> */
     /* The whole space is one chunk of the thread pool: loop 0 runs over the
      * constant range [0, ext[0]) and the forward function calls the kernel
      * directly (see kern_open). */
@@ -82,8 +113,21 @@ LLVMValueRef kern_ptr(Kern *k, const Access *a);     /* element address at the o
 LLVMValueRef kern_offset(Kern *k, const Access *a);  /* its element offset (i64) */
 LLVMValueRef kern_base(Kern *k, const Value *owner); /* i8* of the owner's buffer */
 LLVMValueRef kern_slot(Kern *k, int slot);           /* bufs[slot], loaded once per kernel */
-LLVMValueRef kern_dim_index(Kern *k, int dim);       /* i64 index of an original dim */
-void access_of(Kern *k, const Value *v, Access *a);  /* a value's own layout */
+
+/* kernel_share.c: cg_share_begin points cg->mod at a scratch module for one
+ * kernel and returns its function; cg_share_end gives back the function to
+ * call, named `name` (the kernel, linked into the program's module) or an
+ * earlier one with the same code. */
+LLVMValueRef cg_share_begin(Cg *cg);
+LLVMValueRef cg_share_end(Cg *cg, const char *name);
+/* After the last kernel: links what is pending and makes kernels internal. */
+void cg_share_finish(Cg *cg);
+void cg_share_free(Cg *cg);
+/* module.c: after each step's call in forward (starts a new part when the
+ * current one is full). */
+void cg_fwd_step_done(Cg *cg);
+LLVMValueRef kern_dim_index(Kern *k, int dim);      /* i64 index of an original dim */
+void access_of(Kern *k, const Value *v, Access *a); /* a value's own layout */
 void access_contig(Kern *k, const Value *owner, const int64_t *shape, int n, Access *a);
 /* v read as if broadcast to n dims: right-aligned, stride 0 where it has
  * size 1 or no dim. */

@@ -50,6 +50,7 @@ void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const 
     LLVMValueRef args[5] = {LLVMBuildBitCast(B, g, cg->t_ptr, ""), cg_fwd_ptr(cg, a),
                             cg_fwd_ptr(cg, b), cg_fwd_ptr(cg, c), cg->fwd_pool};
     cg_call(cg, "rt_matmul", cg->t_void, args, 5);
+    cg_fwd_step_done(cg);
 }
 
 void k_broadcast_into(Cg *cg, const Value *src, const Value *dst);
@@ -97,4 +98,5 @@ void k_qmatmul(Cg *cg, const Value *v) {
                             cg_fwd_ptr(cg, v),
                             cg->fwd_pool};
     cg_call(cg, "rt_qmatmul", cg->t_void, args, 6);
+    cg_fwd_step_done(cg);
 }

@@ -10,17 +10,14 @@
 void kern_begin(Cg *cg, Kern *k, const char *what) {
     memset(k, 0, sizeof *k);
     k->cg = cg;
-    char name[96];
-    snprintf(name, sizeof name, "k%d_%s", cg->nkernels++, what);
-    k->fn = LLVMAddFunction(cg->mod, name, cg->t_kernel);
-    LLVMSetLinkage(k->fn, LLVMInternalLinkage);
+    snprintf(k->name, sizeof k->name, "k%d_%s", cg->nkernels++, what);
+    k->fn = cg_share_begin(cg); /* built alone, then shared or linked in */
     k->bufs = LLVMGetParam(k->fn, 0);
     k->begin = LLVMGetParam(k->fn, 1);
     k->end = LLVMGetParam(k->fn, 2);
     k->entry = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "entry");
     LLVMPositionBuilderAtEnd(cg->b, k->entry);
-    k->bufs_pp = LLVMBuildBitCast(cg->b, k->bufs, cg->t_pptr, "bufs");
-    memset(cg->slot_base, 0, sizeof *cg->slot_base * (size_t)cg->p->iface.nslots);
+    k->bufs_pp = LLVMBuildBitCast(cg->b, k->bufs, cg->t_pptr, "ptrs");
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "body");
     k->entry_term = LLVMBuildBr(cg->b, body);
     LLVMPositionBuilderAtEnd(cg->b, body);
@@ -35,20 +32,33 @@ LLVMValueRef kern_alloca(Kern *k, LLVMTypeRef t) {
     return a;
 }
 
-LLVMValueRef kern_slot(Kern *k, int slot) {
-    /* Each buffer pointer is loaded once, in the entry block: the loops then
-     * see loop-invariant bases (and one arena base with constant offsets,
-     * so alias analysis can tell slots apart). */
+/* Entry j of the kernel's pointer table: bufs[slot] + off bytes. Each is
+ * loaded once, in the entry block, so the loops see loop-invariant bases.
+ * The kernel's code then names table entries, not slots or arena offsets,
+ * and kernels that differ only in their buffers are one function
+ * (kernel_share.c); the forward function fills the table (kern_end). */
+static LLVMValueRef kern_ptr_for(Kern *k, int slot, int64_t off) {
     Cg *cg = k->cg;
-    if (!cg->slot_base[slot]) {
-        LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
-        LLVMPositionBuilderBefore(cg->b, k->entry_term);
-        LLVMValueRef pp = LLVMBuildInBoundsGEP2(cg->b, cg->t_ptr, k->bufs_pp,
-                                                (LLVMValueRef[]){cg_const_i64(cg, slot)}, 1, "");
-        cg->slot_base[slot] = LLVMBuildLoad2(cg->b, cg->t_ptr, pp, "");
-        LLVMPositionBuilderAtEnd(cg->b, cur);
+    for (int j = 0; j < k->nbases; j++)
+        if (k->base_slot[j] == slot && k->base_off[j] == off) return k->base_val[j];
+    if (k->nbases == KERN_MAX_BASES) {
+        cg_fail(cg, "internal: a kernel with more than %d buffers", KERN_MAX_BASES);
+        return k->nbases ? k->base_val[0] : LLVMGetUndef(cg->t_ptr);
     }
-    return cg->slot_base[slot];
+    int j = k->nbases++;
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
+    LLVMPositionBuilderBefore(cg->b, k->entry_term);
+    LLVMValueRef pp = LLVMBuildInBoundsGEP2(cg->b, cg->t_ptr, k->bufs_pp,
+                                            (LLVMValueRef[]){cg_const_i64(cg, j)}, 1, "");
+    k->base_slot[j] = slot;
+    k->base_off[j] = off;
+    k->base_val[j] = LLVMBuildLoad2(cg->b, cg->t_ptr, pp, "");
+    LLVMPositionBuilderAtEnd(cg->b, cur);
+    return k->base_val[j];
+}
+
+LLVMValueRef kern_slot(Kern *k, int slot) {
+    return kern_ptr_for(k, slot, 0);
 }
 
 LLVMValueRef kern_base(Kern *k, const Value *owner) {
@@ -61,8 +71,7 @@ LLVMValueRef kern_base(Kern *k, const Value *owner) {
         cg_fail(cg, "internal: value %%%d has no buffer", owner->id);
         return kern_slot(k, 0);
     }
-    return LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, kern_slot(k, 0),
-                                 (LLVMValueRef[]){cg_const_i64(cg, p->plan->offset[bi])}, 1, "");
+    return kern_ptr_for(k, 0, p->plan->offset[bi]); /* slot 0 is the arena */
 }
 
 void access_of(Kern *k, const Value *v, Access *a) {
@@ -184,19 +193,39 @@ LLVMValueRef kern_ptr(Kern *k, const Access *a) {
 void kern_end(Kern *k, int64_t work_per_outer) {
     Cg *cg = k->cg;
     LLVMBuildRetVoid(cg->b);
-    /* The forward function calls the kernel over its first loop. */
-    LLVMPositionBuilderAtEnd(cg->b, LLVMGetLastBasicBlock(cg->fwd));
-    if (k->single_chunk) {
-        /* What the pool does for one chunk, without its dispatch. The call
-         * stays a call: inlining thousands of kernels into one forward
-         * function makes LLVM's function passes superlinear. */
+    if (k->single_chunk)
+        /* Called directly (below), it stays a call: inlining thousands of
+         * kernels into forward makes LLVM's function passes superlinear.
+         * Set before sharing: attributes are part of the code. */
         LLVMAddAttributeAtIndex(
             k->fn, LLVMAttributeFunctionIndex,
             LLVMCreateEnumAttribute(cg->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0));
-        LLVMValueRef args[4] = {LLVMBuildBitCast(cg->b, cg->fwd_bufs, cg->t_ptr, ""),
-                                cg_const_i64(cg, 0), cg_const_i64(cg, k->sp.ext[0]),
+    LLVMValueRef fn = cg_share_end(cg, k->name);
+    k->fn = NULL; /* fn is what runs: this kernel, or an earlier one with its code */
+    if (!fn) return;
+    /* The forward function fills the kernel's pointer table and calls it
+     * over its first loop. */
+    LLVMPositionBuilderAtEnd(cg->b, LLVMGetLastBasicBlock(cg->fwd));
+    LLVMValueRef bufs = LLVMBuildBitCast(cg->b, cg->fwd_bufs, cg->t_pptr, "");
+    for (int j = 0; j < k->nbases; j++) {
+        LLVMValueRef at = LLVMBuildInBoundsGEP2(
+            cg->b, cg->t_ptr, bufs, (LLVMValueRef[]){cg_const_i64(cg, k->base_slot[j])}, 1, "");
+        LLVMValueRef ptr = LLVMBuildLoad2(cg->b, cg->t_ptr, at, "");
+        if (k->base_off[j])
+            ptr = LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, ptr,
+                                        (LLVMValueRef[]){cg_const_i64(cg, k->base_off[j])}, 1, "");
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(
+            cg->b, LLVMArrayType(cg->t_ptr, KERN_MAX_BASES), cg->fwd_ptrs,
+            (LLVMValueRef[]){cg_const_i64(cg, 0), cg_const_i64(cg, j)}, 2, "");
+        LLVMBuildStore(cg->b, ptr, slot);
+    }
+    LLVMValueRef table = LLVMBuildBitCast(cg->b, cg->fwd_ptrs, cg->t_ptr, "");
+    if (k->single_chunk) {
+        /* What the pool does for one chunk, without its dispatch. */
+        LLVMValueRef args[4] = {table, cg_const_i64(cg, 0), cg_const_i64(cg, k->sp.ext[0]),
                                 LLVMConstInt(cg->t_i32, 0, false)};
-        LLVMBuildCall2(cg->b, cg->t_kernel, k->fn, args, 4, "");
+        LLVMBuildCall2(cg->b, cg->t_kernel, fn, args, 4, "");
+        cg_fwd_step_done(cg);
         return;
     }
     int64_t grain = work_per_outer > 0 ? (32768 + work_per_outer - 1) / work_per_outer : 1;
@@ -205,8 +234,9 @@ void kern_end(Kern *k, int64_t work_per_outer) {
                             cg_const_i64(cg, 0),
                             cg_const_i64(cg, k->sp.ext[0]),
                             cg_const_i64(cg, grain),
-                            LLVMBuildBitCast(cg->b, k->fn, cg->t_ptr, ""),
-                            LLVMBuildBitCast(cg->b, cg->fwd_bufs, cg->t_ptr, "")};
+                            LLVMBuildBitCast(cg->b, fn, cg->t_ptr, ""),
+                            table};
     LLVMValueRef pf = LLVMGetNamedFunction(cg->mod, "rt_pool_parallel_for");
     LLVMBuildCall2(cg->b, cg->t_pfor, pf, args, 6, "");
+    cg_fwd_step_done(cg);
 }

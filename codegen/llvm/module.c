@@ -58,6 +58,43 @@ static void emit_kernel(Cg *cg, const Kernel *kn) {
     }
 }
 
+/* The forward function runs the steps in parts of at most FWD_PART_STEPS,
+ * each a function of its own that forward calls in order: a part fills
+ * each kernel's pointer table and calls it, and LLVM's instruction
+ * scheduler is quadratic in the length of a basic block, which one
+ * forward function of thousands of steps would be. */
+#define FWD_PART_STEPS 64
+
+static void fwd_part_begin(Cg *cg) {
+    char name[32];
+    snprintf(name, sizeof name, "forward_part%d", cg->nparts++);
+    cg->fwd = LLVMAddFunction(cg->mod, name, cg->t_fwd);
+    LLVMSetLinkage(cg->fwd, LLVMInternalLinkage);
+    LLVMAddAttributeAtIndex(
+        cg->fwd, LLVMAttributeFunctionIndex,
+        LLVMCreateEnumAttribute(cg->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0));
+    LLVMAppendBasicBlockInContext(cg->ctx, cg->fwd, "entry");
+    LLVMPositionBuilderAtEnd(cg->b, LLVMGetLastBasicBlock(cg->fwd));
+    cg->fwd_bufs = LLVMBuildBitCast(cg->b, LLVMGetParam(cg->fwd, 0), cg->t_ptr, "bufs");
+    cg->fwd_pool = LLVMGetParam(cg->fwd, 1);
+    cg->fwd_ptrs = LLVMBuildAlloca(cg->b, LLVMArrayType(cg->t_ptr, KERN_MAX_BASES), "ptrs");
+    cg->fwd_steps = 0;
+}
+
+static void fwd_part_end(Cg *cg) {
+    LLVMPositionBuilderAtEnd(cg->b, LLVMGetLastBasicBlock(cg->fwd));
+    LLVMBuildRetVoid(cg->b);
+    LLVMPositionBuilderAtEnd(cg->b, LLVMGetLastBasicBlock(cg->fwd_top));
+    LLVMValueRef args[2] = {LLVMGetParam(cg->fwd_top, 0), LLVMGetParam(cg->fwd_top, 1)};
+    LLVMBuildCall2(cg->b, cg->t_fwd, cg->fwd, args, 2, "");
+}
+
+void cg_fwd_step_done(Cg *cg) {
+    if (++cg->fwd_steps < FWD_PART_STEPS) return;
+    fwd_part_end(cg);
+    fwd_part_begin(cg);
+}
+
 static void init_types(Cg *cg) {
     LLVMContextRef c = cg->ctx;
     cg->t_void = LLVMVoidTypeInContext(c);
@@ -123,20 +160,20 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(cg.mod, td);
     cg.b = LLVMCreateBuilderInContext(cg.ctx);
-    cg.slot_base = calloc((size_t)p->iface.nslots, sizeof *cg.slot_base);
     init_types(&cg);
     LLVMAddFunction(cg.mod, "rt_pool_parallel_for", cg.t_pfor);
 
     LLVMTypeRef fp[2] = {cg.t_pptr, cg.t_ptr};
-    cg.fwd = LLVMAddFunction(cg.mod, sym, LLVMFunctionType(cg.t_void, fp, 2, false));
+    cg.t_fwd = LLVMFunctionType(cg.t_void, fp, 2, false);
+    cg.fwd_top = LLVMAddFunction(cg.mod, sym, cg.t_fwd);
     free(sym);
-    LLVMAppendBasicBlockInContext(cg.ctx, cg.fwd, "entry");
-    LLVMPositionBuilderAtEnd(cg.b, LLVMGetLastBasicBlock(cg.fwd));
-    cg.fwd_bufs = LLVMBuildBitCast(cg.b, LLVMGetParam(cg.fwd, 0), cg.t_ptr, "bufs");
-    cg.fwd_pool = LLVMGetParam(cg.fwd, 1);
+    LLVMAppendBasicBlockInContext(cg.ctx, cg.fwd_top, "entry");
+    fwd_part_begin(&cg);
     for (int i = 0; i < p->kp->nkernels && !cg.fail; i++)
         emit_kernel(&cg, &p->kp->kernels[i]);
-    LLVMPositionBuilderAtEnd(cg.b, LLVMGetLastBasicBlock(cg.fwd));
+    cg_share_finish(&cg);
+    fwd_part_end(&cg);
+    LLVMPositionBuilderAtEnd(cg.b, LLVMGetLastBasicBlock(cg.fwd_top));
     LLVMBuildRetVoid(cg.b);
 
     bool ok = !cg.fail;
@@ -177,7 +214,7 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
         ok = false;
     }
     if (msg) LLVMDisposeMessage(msg);
-    free(cg.slot_base);
+    cg_share_free(&cg);
     LLVMDisposeBuilder(cg.b);
     LLVMDisposeModule(cg.mod);
     LLVMDisposeTargetData(td);
