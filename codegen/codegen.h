@@ -7,8 +7,9 @@
  * descriptor, main or the header's API) that the driver compiles beside it.
  *
  * bufs: [0] the arena, then each input, param and output in declaration
- * order (CgInterface), then an int64 error cell that kernels set when an
- * index tensor holds a value out of range. */
+ * order (CgInterface), then the error cell (three int64 words,
+ * runtime/rt_index_error.h) that kernels set when an index tensor holds a
+ * value out of range. */
 #ifndef TGC_CODEGEN_H
 #define TGC_CODEGEN_H
 #include <stdbool.h>

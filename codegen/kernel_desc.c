@@ -413,8 +413,37 @@ void kd_gather(const CgProgram *p, const Value *v, KGather *g) {
     kspace_build(&g->space, v->shape, n, NULL, acc, 3, false);
     g->size = x->ndim ? x->shape[dim] : 1;
     g->dim_stride = x->ndim ? (v->op == OP_EMBEDDING ? x->strides[0] : x->strides[dim]) : 0;
-    snprintf(g->what, sizeof g->what, "the index tensor '%s' of %s (line %d)",
-             idx->name ? idx->name : op_display_name(idx), op_display_name(v), v->loc.line);
+    /* "@SHAPE;STRIDES;index {value} at position {pos} of 'ids' (embedding, line 4)
+     * is out of range for dimension 0 of 'wte.weight' (size 5): expected 0 to 4" */
+    size_t at = (size_t)snprintf(g->what, sizeof g->what, "@");
+    for (int pass = 0; pass < 2; pass++) {
+        for (int d = 0; d < idx->ndim && at < sizeof g->what; d++)
+            at += (size_t)snprintf(g->what + at, sizeof g->what - at, "%s%lld", d ? "," : "",
+                                   (long long)(pass ? idx->strides[d] : idx->shape[d]));
+        if (at < sizeof g->what) at += (size_t)snprintf(g->what + at, sizeof g->what - at, ";");
+    }
+    int xdim = v->op == OP_EMBEDDING ? 0 : dim;
+    char xname[160];
+    if (x->name)
+        snprintf(xname, sizeof xname, "'%s'", x->name);
+    else
+        snprintf(xname, sizeof xname, "the %s result (line %d)", op_display_name(x), x->loc.line);
+    char iname[160];
+    if (idx->name)
+        snprintf(iname, sizeof iname, "'%s'", idx->name);
+    else if (idx->is_view && idx->storage && idx->storage->name)
+        snprintf(iname, sizeof iname, "a %s view of '%s'", op_display_name(idx),
+                 idx->storage->name);
+    else
+        snprintf(iname, sizeof iname, "the %s result (line %d)", op_display_name(idx),
+                 idx->loc.line);
+    if (at < sizeof g->what)
+        snprintf(g->what + at, sizeof g->what - at,
+                 "index {value}%s of %s (%s, line %d) is out of range for dimension %d of %s "
+                 "(size %lld): expected %lld to %lld",
+                 idx->ndim ? " at position {pos}" : "", iname, op_display_name(v), v->loc.line,
+                 xdim, xname, (long long)g->size, wrap ? -(long long)g->size : 0LL,
+                 (long long)g->size - 1);
 }
 
 /* ---- matrix products ---- */

@@ -111,7 +111,9 @@ typedef struct KGather {
     Access xa, ia, dst;
     int64_t size, dim_stride;
     bool wrap;
-    char what[256];
+    /* The index-error description (runtime/rt_index_error.h): the index
+     * tensor's shape and strides, then the message. */
+    char what[768];
     KSpace space;
 } KGather;
 void kd_gather(const CgProgram *p, const Value *v, KGather *g);

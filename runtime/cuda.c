@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "rt_index_error.h"
 #include "rt_internal.h"
 
 RtStatus rt_cuda_fail(const RtCudaCtx *c, RtError *err, CUresult r, const char *call,
@@ -145,7 +146,9 @@ static RtStatus alloc_buffers(RtCudaCtx *c, void *const *host_params, RtError *e
     for (int i = 0; !s && i < no; i++)
         s = dev_alloc(c, &c->dev[1 + ni + np + i], c->bytes[1 + ni + np + i], "output",
                       p->outputs[i].name, err);
-    if (!s) s = dev_alloc(c, &c->dev[c->nbufs - 1], 8, "the error cell", NULL, err);
+    if (!s)
+        s = dev_alloc(c, &c->dev[c->nbufs - 1], 8 * RT_INDEX_ERROR_WORDS, "the error cell", NULL,
+                      err);
     if (!s)
         s = dev_alloc(c, &c->bufs, (size_t)c->nbufs * sizeof *c->dev, "the buffer table", NULL,
                       err);
@@ -168,7 +171,9 @@ static RtStatus alloc_buffers(RtCudaCtx *c, void *const *host_params, RtError *e
     for (int i = 0; !s && i < no; i++)
         s = pin_alloc(c, &c->out_pin[i], c->bytes[1 + ni + np + i], "the staging buffer of output",
                       p->outputs[i].name, err);
-    if (!s) s = pin_alloc(c, (void **)&c->err_pin, 8, "the error cell's copy", NULL, err);
+    if (!s)
+        s = pin_alloc(c, (void **)&c->err_pin, 8 * RT_INDEX_ERROR_WORDS, "the error cell's copy",
+                      NULL, err);
     return s;
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "rt_index_error.h"
 #include "rt_internal.h"
 
 /* tg_matmul's TgMatmulDesc is RtMatmulDesc with long long fields: 52 of
@@ -129,11 +130,11 @@ static RtStatus run(RtCudaCtx *c, const void *const *inputs, void *const *output
             return copy_failed(c, err, r, "cuMemcpyHtoDAsync_v2", "input", t->name);
     }
     CUdeviceptr cell = c->dev[c->nbufs - 1];
-    if ((r = cu->cuMemsetD8Async(cell, 0, 8, c->stream)))
+    if ((r = cu->cuMemsetD8Async(cell, 0, 8 * RT_INDEX_ERROR_WORDS, c->stream)))
         return rt_cuda_fail(c, err, r, "cuMemsetD8Async", "(the error cell)");
     RtStatus s = run_steps(c, err);
     if (s) return s;
-    if ((r = cu->cuMemcpyDtoHAsync_v2(c->err_pin, cell, 8, c->stream)))
+    if ((r = cu->cuMemcpyDtoHAsync_v2(c->err_pin, cell, 8 * RT_INDEX_ERROR_WORDS, c->stream)))
         return rt_cuda_fail(c, err, r, "cuMemcpyDtoHAsync_v2", "(the error cell)");
     for (int i = 0; i < p->noutputs; i++) {
         size_t nb = c->bytes[1 + ni + np + i];
@@ -150,8 +151,10 @@ static RtStatus run(RtCudaCtx *c, const void *const *inputs, void *const *output
         const RtCudaProgram *cp = p->cuda;
         const char *name =
             e <= (unsigned long long)cp->nerror_names ? cp->error_names[e - 1] : "an index tensor";
-        return rt_error_set(err, TGCRT_ERR_VALUE,
-                            "%s holds a value out of range for the dimension it indexes", name);
+        char msg[512];
+        rt_index_error_format(name, (int64_t)c->err_pin[1], (int64_t)c->err_pin[2], msg,
+                              sizeof msg);
+        return rt_error_set(err, TGCRT_ERR_VALUE, "%s", msg);
     }
     for (int i = 0; i < p->noutputs; i++) {
         const RtTensorInfo *t = &p->outputs[i];

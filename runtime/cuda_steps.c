@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "rt_index_error.h"
 #include "rt_internal.h"
 
 void rt_cuda_slot_sizes(const RtProgram *p, size_t *bytes) {
@@ -22,7 +23,7 @@ void rt_cuda_slot_sizes(const RtProgram *p, size_t *bytes) {
             bytes[at] = 0;
             rt_desc_nbytes(&d, &bytes[at++]); /* checked by program.c */
         }
-    bytes[at] = 8; /* the error cell */
+    bytes[at] = 8 * RT_INDEX_ERROR_WORDS; /* the error cell */
 }
 
 /* ---- checking ---- */

@@ -201,8 +201,43 @@ static int check_inputs(const RtProgram *p, const Args *a) {
     return 0;
 }
 
+/* --output-dir is created when missing, with its parents (mkdir -p; mode
+ * 0777 less the umask). A component that exists and is not a directory is
+ * an error naming it. */
+static int make_outdir(const Args *a) {
+    size_t n = strlen(a->outdir);
+    char *path = malloc(n + 1);
+    if (!path) return error(a, 1, "out of memory");
+    memcpy(path, a->outdir, n + 1);
+    int rc = 0;
+    for (size_t i = 1; i <= n && !rc; i++) {
+        if (path[i] != '/' && path[i] != 0) continue;
+        if (path[i - 1] == '/') continue; /* "a//b", a trailing '/' */
+        char c = path[i];
+        path[i] = 0;
+        struct stat st;
+        if (stat(path, &st) == 0) {
+            if (!S_ISDIR(st.st_mode))
+                rc = error(a, 1, "output directory '%s': '%s' exists and is not a directory",
+                           a->outdir, path);
+        } else if (errno != ENOENT) {
+            rc = error(a, 1, "output directory '%s': '%s': %s", a->outdir, path, strerror(errno));
+        } else if (mkdir(path, 0777) && errno != EEXIST) {
+            rc = error(a, 1, "output directory '%s': cannot create '%s': %s", a->outdir, path,
+                       strerror(errno));
+        }
+        path[i] = c;
+    }
+    free(path);
+    return rc;
+}
+
 static int check_outdir(const Args *a) {
     struct stat st;
+    if (stat(a->outdir, &st) && (errno == ENOENT || errno == ENOTDIR)) {
+        int rc = make_outdir(a);
+        if (rc) return rc;
+    }
     if (stat(a->outdir, &st))
         return error(a, 1, "output directory '%s': %s", a->outdir, strerror(errno));
     if (!S_ISDIR(st.st_mode))

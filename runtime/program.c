@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "rt_index_error.h"
 #include "rt_internal.h"
 
 struct RtContext {
@@ -20,11 +21,12 @@ struct RtContext {
     RtArena arena;
     RtPool *pool;
     void **bufs; /* [arena, inputs..., params..., outputs..., &index_error] at storage dtypes */
-    int64_t index_error; /* set by gather/embedding/indexing kernels on an index out of range */
-    void **owned;        /* per param: a buffer the context allocated, or NULL */
-    void **in_stage;     /* per input: storage-dtype staging buffer, or NULL */
-    void **out_stage;    /* per output: likewise */
-    RtCudaCtx *cuda;     /* --target cuda: the GPU side (no host arena, no forward) */
+    /* set by gather/embedding/indexing kernels on an index out of range (rt_index_error.h) */
+    int64_t index_error[RT_INDEX_ERROR_WORDS];
+    void **owned;     /* per param: a buffer the context allocated, or NULL */
+    void **in_stage;  /* per input: storage-dtype staging buffer, or NULL */
+    void **out_stage; /* per output: likewise */
+    RtCudaCtx *cuda;  /* --target cuda: the GPU side (no host arena, no forward) */
 };
 
 /* ---- checking the descriptor (generated code, but a context must not
@@ -201,7 +203,7 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
     /* ... then the index-error cell the kernels set (RtForwardFn). */
     size_t nbufs = 2 + (size_t)p->ninputs + (size_t)p->nparams + (size_t)p->noutputs;
     c->bufs = calloc(nbufs, sizeof *c->bufs);
-    if (c->bufs) c->bufs[nbufs - 1] = &c->index_error;
+    if (c->bufs) c->bufs[nbufs - 1] = c->index_error;
     c->owned = calloc((size_t)p->nparams + 1, sizeof *c->owned);
     c->in_stage = calloc((size_t)p->ninputs + 1, sizeof *c->in_stage);
     c->out_stage = calloc((size_t)p->noutputs + 1, sizeof *c->out_stage);
@@ -308,12 +310,14 @@ RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *ou
     }
     for (int i = 0; i < p->noutputs; i++)
         out[i] = c->out_stage[i] ? c->out_stage[i] : outputs[i];
-    c->index_error = 0;
+    memset(c->index_error, 0, sizeof c->index_error);
     p->forward(c->bufs, c->pool);
-    if (c->index_error)
-        return rt_error_set(&c->err, TGCRT_ERR_VALUE,
-                            "%s holds a value out of range for the dimension it indexes",
-                            (const char *)(intptr_t)c->index_error);
+    if (c->index_error[0]) {
+        char msg[512];
+        rt_index_error_format((const char *)(intptr_t)c->index_error[0], c->index_error[1],
+                              c->index_error[2], msg, sizeof msg);
+        return rt_error_set(&c->err, TGCRT_ERR_VALUE, "%s", msg);
+    }
     for (int i = 0; i < p->noutputs; i++) {
         const RtTensorInfo *t = &p->outputs[i];
         if (c->out_stage[i])

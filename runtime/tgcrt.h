@@ -284,10 +284,13 @@ typedef struct RtTensorInfo {
 /* The generated entry point. bufs[0] is the arena, then one pointer per
  * input, param and output, in declaration order, each holding its tensor
  * densely in C order at its storage dtype (bool as one byte 0/1, bf16/f16 as
- * their 16-bit patterns); last, a pointer to an int64 cell, zeroed before
- * each run, that a kernel sets to the address of a constant string naming
- * an index tensor when it holds a value out of range (the run then fails
- * with TGCRT_ERR_VALUE and that name). */
+ * their 16-bit patterns); last, a pointer to three int64 words, zeroed
+ * before each run: a kernel that finds an index tensor's value out of range
+ * claims word 0 by compare-and-swap with the address of a constant string
+ * describing the index tensor, and the winner stores the value and its
+ * element offset in the index tensor into words 1 and 2 (the run then fails
+ * with TGCRT_ERR_VALUE and a message naming the value, its position and the
+ * valid range). */
 typedef void (*RtForwardFn)(void **bufs, RtPool *pool);
 
 typedef struct RtProgram {
@@ -407,9 +410,10 @@ void rt_qmatmul(const RtQMatmulDesc *d, const void *x, const void *q, const floa
  * Every RT_CUDA_LAUNCH kernel is `extern "C" __global__ void NAME(char *const
  * *bufs)`: bufs is a device array of device pointers in the CPU forward's
  * order ([0] the arena, then each input, param and output in declaration
- * order, then the error cell, an unsigned long long that a kernel sets with
- * atomicCAS(cell, 0, 1 + i) when index tensor error_names[i] holds a value
- * out of range). */
+ * order, then the error cell, three unsigned long longs: a kernel claims
+ * the first with atomicCAS(cell, 0, 1 + i) when index tensor error_names[i]
+ * holds a value out of range, and the winner writes the value and its
+ * element offset in the index tensor into the other two). */
 typedef enum RtCudaStepKind {
     RT_CUDA_LAUNCH, /* kernel<<<grid, block, smem>>>(bufs) */
     RT_CUDA_MATMUL, /* C (+)= A @ B with RtMatmulDesc: cuBLAS, else the module's tg_matmul */

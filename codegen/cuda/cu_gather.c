@@ -4,8 +4,9 @@
  * each output element reads one index, then one element of the source at
  * that index along one dim. An index out of range (after x[idx]'s
  * wrapping of negative indices, the only one of these PyTorch allows) sets
- * the run's error cell to the index tensor's code, the first such thread
- * winning, and reads element 0 instead of reading outside the tensor. */
+ * the run's error cell to the index tensor's code, the value and its
+ * offset, the first such thread winning, and reads element 0 instead of
+ * reading outside the tensor. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,7 +34,13 @@ void cu_k_gather(Cu *cu, const Value *v) {
         /* Unsigned: a negative index is out of range too. */
         cuk_emit(&k, "if ((unsigned long long)%s >= %lluULL) {", ix, (unsigned long long)gd.size);
         k.indent++;
-        cuk_emit(&k, "atomicCAS(%s, 0ULL, %dULL);", cuk_error_cell(&k), code);
+        /* The thread that claims word 0 writes the value and its offset in
+         * the index tensor (runtime/rt_index_error.h). */
+        cuk_emit(&k, "if (atomicCAS(%s, 0ULL, %dULL) == 0ULL) {", cuk_error_cell(&k), code);
+        cuk_emit(&k, "  %s[1] = (unsigned long long)(%s);", cuk_error_cell(&k), i);
+        cuk_emit(&k, "  %s[2] = (unsigned long long)((long long)(%s) - %lldLL);",
+                 cuk_error_cell(&k), cuk_offset(&k, ia), (long long)ia->offset);
+        cuk_emit(&k, "}");
         cuk_emit(&k, "%s = 0;", ix);
         k.indent--;
         cuk_emit(&k, "}");

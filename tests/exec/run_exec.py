@@ -62,6 +62,21 @@ param gain : f16[5] = ones
 output logits = (img @ proj_w + proj_b) * gain
 output doubled = tokens * 2
 """,
+    # indexed reads whose index tensors the tests fill out of range
+    "indexing": """
+graph exec_indexing
+input ids : i64[2, 4]
+input sel : i32[3]
+input g : i64[3, 2]
+input h : i64[3, 2]
+input x : f32[6, 3]
+param table : f32[5, 3] = ones
+output e = embedding(ids, table)
+output s = index_select(x, 1, sel)
+output q = gather(x, 0, g)
+output r = x[sel]
+output t = x[h.T]
+""",
     "types": """
 graph exec_types
 input half_in : bf16[3]
@@ -839,11 +854,66 @@ def output_unwritable_fails_cleanly(env):
 
 @test
 def output_dir_missing(env):
+    """A missing --output-dir is created with its parents (mkdir -p, mode
+    0777 less the umask) and the outputs are written there; a component that
+    is a file is exit 1 naming it, and nothing is created under it."""
     exe = env.exe("basic")
-    res = run([exe, "--weights", env.weights(), "--output-dir",
-               os.path.join(env.tmp, "no", "such", "dir")] + env.basic_inputs())
-    if res[0] != 0:
-        check_exit(res, 1, (), "--output-dir that does not exist")
+    d = os.path.join(env.tmp, "no", "such", "dir")
+    old = os.umask(0o027)
+    try:
+        res = run([exe, "--weights", env.weights(), "--output-dir", d] + env.basic_inputs())
+    finally:
+        os.umask(old)
+    check_exit(res, 0, (), "--output-dir that does not exist")
+    check_outputs(d, expected_basic(), "--output-dir created")
+    for p in (d, os.path.join(env.tmp, "no")):
+        mode = os.stat(p).st_mode & 0o777
+        if mode != 0o750:
+            raise Fail("created %s has mode %o, expected 750 (0777 less the umask 027)" % (p, mode))
+    f = os.path.join(env.tmp, "a_file")
+    open(f, "w").close()
+    res = run([exe, "--weights", env.weights(), "--output-dir", os.path.join(f, "sub")]
+              + env.basic_inputs())
+    check_exit(res, 1, [f, "not a directory"], "--output-dir under a file")
+
+
+@test
+def index_out_of_range_names_value_position_range(env):
+    """An index out of range is exit 1 naming the offending value, its
+    position in the index tensor, the index tensor, the indexed tensor and
+    dimension, and the valid range (negative indices only for x[idx])."""
+    exe = env.exe("indexing")
+    good = {"ids": np.array([[0, 1, 2, 3], [4, 0, 1, 2]], np.int64),
+            "sel": np.array([0, 2, -1], np.int32),
+            "g": np.array([[0, 5], [1, 2], [3, 4]], np.int64),
+            "h": np.array([[0, -6], [1, 2], [3, 5]], np.int64),
+            "x": np.arange(18, dtype=np.float32).reshape(6, 3)}
+
+    def go(**bad):
+        args = []
+        for n, a in good.items():
+            args += ["--input", "%s=%s" % (n, env.npy(n, bad.get(n, a)))]
+        return run([exe, "--output-dir", env.tmp] + args)
+
+    check_exit(go(sel=np.array([0, 2, 1], np.int32)), 0, (), "indices in range")
+    ids = good["ids"].copy()
+    ids[1, 3] = 7
+    check_exit(go(ids=ids), 1, [
+        "index 7 at position [1, 3] of 'ids'",
+        "out of range for dimension 0 of 'table' (size 5): expected 0 to 4"], "embedding")
+    check_exit(go(sel=np.array([0, 2, 1], np.int32), g=np.array([[0, 5], [1, 6], [3, 4]])), 1, [
+        "index 6 at position [1, 1] of 'g'",
+        "out of range for dimension 0 of 'x' (size 6): expected 0 to 5"], "gather")
+    # index_select runs before x[sel]: -1 is out of its range, not x[sel]'s
+    check_exit(go(), 1, ["index -1 at position [2] of 'sel'", "index_select",
+                         "dimension 1 of 'x' (size 3): expected 0 to 2"], "index_select")
+    # x[h.T]: negative indices count from the end; a transposed index
+    # tensor reports the position in h.T, the tensor that indexes
+    h = good["h"].copy()
+    h[2, 0] = -7
+    res = go(sel=np.array([0, 2, 1], np.int32), h=h)
+    check_exit(res, 1, ["index -7 at position [0, 2] of", "out of range for dimension 0 of 'x' "
+                        "(size 6): expected -6 to 5"], "x[h.T]")
 
 
 @test

@@ -330,7 +330,12 @@ def test_errors(s):
         expect_fail(s, name, ["--weights", p] + inp, ["bad.safetensors"] + needles)
     expect_fail(s, "missing weights file", ["--weights", "nope.safetensors"] + inp, ["nope.safetensors", "cannot open"])
     expect_fail(s, "weights is a directory", ["--weights", "out"] + inp, ["not a regular file"])
-    expect_fail(s, "missing output dir", base + inp + ["--output-dir", "no/such"], ["output directory 'no/such'"])
+    # A missing output dir is created with its parents (mkdir -p); one under a file is exit 1.
+    code, o, e = s.run(*(base + inp + ["--output-dir", "no/such"]))
+    s.check("missing output dir is created", code == 0 and os.path.isfile(s.path("no/such/y.npy")),
+            f"exit {code}; stderr {e.strip()[:300]!r}")
+    expect_fail(s, "output dir under a file", base + inp + ["--output-dir", "x.npy/sub"],
+                ["output directory 'x.npy/sub'", "'x.npy' exists and is not a directory"])
     expect_fail(s, "output dir is a file", base + inp + ["--output-dir", "x.npy"], ["'x.npy' is not a directory"])
     if os.geteuid() != 0:
         ro = s.path("readonly")
