@@ -45,7 +45,7 @@ struct Ast {
     int paren; /* written inside parentheses: a tuple of one is not a list */
 };
 
-typedef enum { STMT_INPUT, STMT_PARAM, STMT_LET, STMT_OUTPUT } StmtKind;
+typedef enum { STMT_INPUT, STMT_PARAM, STMT_LET, STMT_OUTPUT, STMT_DEF, STMT_RETURN } StmtKind;
 
 typedef struct TypeAst {
     const char *dtype;
@@ -55,7 +55,8 @@ typedef struct TypeAst {
     SrcLoc loc;
 } TypeAst;
 
-typedef struct Stmt {
+typedef struct Stmt Stmt;
+struct Stmt {
     StmtKind kind;
     SrcLoc loc;
     const char **names;
@@ -64,7 +65,15 @@ typedef struct Stmt {
     TypeAst type; /* input, param */
     Ast *expr;    /* let, output with "=", param initialiser */
     bool broken;  /* had a syntax error: its names are bound to nothing, quietly */
-} Stmt;
+    /* def NAME(names...): body. A param's name may be dotted (ln_1.weight). */
+    const char *def_name;
+    SrcLoc def_loc; /* the def's name */
+    Stmt *body;
+    int nbody;
+    /* return a, b: the values */
+    Ast **rets;
+    int nrets;
+};
 
 typedef struct Program {
     const char *name;

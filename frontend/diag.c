@@ -71,6 +71,15 @@ static void vreport(Diag *d, SrcLoc loc, const char *kind, const char *fmt, va_l
     show_source(d->out, loc);
 }
 
+static void report_frames(Diag *d) {
+    for (const DiagFrame *f = d->frame; f; f = f->up) {
+        if (!d->out) return;
+        fprintf(d->out, "%s:%d:%d: note: in the call of %s here\n",
+                f->loc.file ? f->loc.file->path : "?", f->loc.line, f->loc.col, f->what);
+        show_source(d->out, f->loc);
+    }
+}
+
 void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) {
     d->errors++;
     if (d->errors > d->max_errors) return;
@@ -78,6 +87,7 @@ void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) {
     va_start(ap, fmt);
     vreport(d, loc, "error", fmt, ap);
     va_end(ap);
+    report_frames(d);
     if (d->errors == d->max_errors && d->out) fprintf(d->out, "tgc: too many errors, stopping\n");
 }
 
@@ -87,6 +97,7 @@ void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...) {
     va_start(ap, fmt);
     vreport(d, loc, "warning", fmt, ap);
     va_end(ap);
+    report_frames(d);
 }
 
 void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) {

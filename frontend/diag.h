@@ -20,10 +20,19 @@ typedef struct SrcLoc {
     int off, len;  /* byte offset and length of the culprit */
 } SrcLoc;
 
+/* A call of a def being lowered: errors inside its body end with a note
+ * naming each call site they were reached from, innermost first. */
+typedef struct DiagFrame {
+    const struct DiagFrame *up;
+    SrcLoc loc;       /* the call */
+    const char *what; /* "Block" */
+} DiagFrame;
+
 typedef struct Diag {
     FILE *out; /* NULL: count but print nothing (fuzzing) */
     int errors, warnings;
     int max_errors;
+    const DiagFrame *frame; /* innermost def call being lowered, or NULL */
 } Diag;
 
 void diag_init(Diag *d, FILE *out);

@@ -12,6 +12,9 @@ typedef struct Lexer {
     const SrcFile *f;
     int pos, line, line_start;
     int depth; /* ( and [ nesting: newlines inside are not statement ends */
+    bool bol; /* at the start of a logical line: its indentation counts */
+    int indents[64]; /* indentation columns of the open blocks (Python's stack) */
+    int nindents;
     Token *toks;
     int count, cap;
 } Lexer;
@@ -27,6 +30,8 @@ static const struct {
     {"true", TK_TRUE},
     {"false", TK_FALSE},
     {"None", TK_NONE},
+    {"def", TK_DEF},
+    {"return", TK_RETURN},
     /* Python's spelling, which PyTorch users type by habit. */
     {"True", TK_TRUE},
     {"False", TK_FALSE},
@@ -41,6 +46,8 @@ const char *tok_kind_name(TokKind k) {
         [TK_PARAM] = "'param'",   [TK_OUTPUT] = "'output'",
         [TK_TRUE] = "'true'",     [TK_FALSE] = "'false'",
         [TK_NONE] = "'None'",     [TK_LPAREN] = "'('",
+        [TK_DEF] = "'def'",       [TK_RETURN] = "'return'",
+        [TK_INDENT] = "an indented line", [TK_DEDENT] = "the end of an indented block",
         [TK_RPAREN] = "')'",      [TK_LBRACKET] = "'['",
         [TK_RBRACKET] = "']'",    [TK_COMMA] = "','",
         [TK_COLON] = "':'",       [TK_ASSIGN] = "'='",
@@ -159,11 +166,58 @@ static TokKind punct(const char *s, int avail, int *len) {
     return TK_EOF;
 }
 
+/* At the start of a logical line outside brackets: measures its
+ * indentation (spaces; a tab is an error) and emits INDENT or DEDENTs as
+ * Python does. Blank and comment-only lines do not count. */
+static void lex_indent(Lexer *L) {
+    const char *s = L->f->text;
+    int n = L->f->len, p = L->pos, col = 0, tab = -1;
+    while (p < n && (s[p] == ' ' || s[p] == '\t' || s[p] == '\r' || s[p] == '\f')) {
+        if (s[p] == '\t' && tab < 0) tab = p;
+        if (s[p] == ' ' || s[p] == '\t') col++;
+        p++;
+    }
+    if (p >= n || s[p] == '\n' || s[p] == '#') return; /* blank line: still at a line start */
+    L->bol = false;
+    if (tab >= 0) {
+        SrcLoc loc = {L->f, L->line, tab - L->line_start + 1, tab, 1};
+        diag_error(L->d, loc, "a tab in indentation; indent with spaces");
+    }
+    SrcLoc loc = {L->f, L->line, p - L->line_start + 1, p, 1};
+    int cur = L->nindents ? L->indents[L->nindents - 1] : 0;
+    Token t = {0};
+    t.loc = loc;
+    t.bad = tab >= 0;
+    if (col > cur) {
+        if (L->nindents < (int)(sizeof L->indents / sizeof *L->indents))
+            L->indents[L->nindents++] = col;
+        t.kind = TK_INDENT;
+        ARENA_PUSH(L->a, L->toks, L->count, L->cap, t);
+        return;
+    }
+    /* Back to an enclosing level: the innermost one at or left of col; a
+     * column between two levels stays in the deeper block (reported). */
+    int j = L->nindents - 1;
+    while (j >= 0 && L->indents[j] > col)
+        j--;
+    if (!(j < 0 ? col == 0 : L->indents[j] == col)) {
+        diag_error(L->d, loc, "this line's indentation matches no enclosing block's indentation");
+        j++;
+    }
+    t.kind = TK_DEDENT;
+    while (L->nindents - 1 > j) {
+        L->nindents--;
+        ARENA_PUSH(L->a, L->toks, L->count, L->cap, t);
+    }
+}
+
 TokenList lex(Arena *a, Diag *d, const SrcFile *file) {
-    Lexer L = {.a = a, .d = d, .f = file, .line = 1};
+    Lexer L = {.a = a, .d = d, .f = file, .line = 1, .bol = true};
     const char *s = file->text;
     int n = file->len;
     while (L.pos < n) {
+        if (L.bol && L.depth == 0) lex_indent(&L);
+        if (L.pos >= n) break;
         char c = s[L.pos];
         if (c == '\n') {
             if (L.depth == 0 && L.count && L.toks[L.count - 1].kind != TK_NEWLINE) {
@@ -172,6 +226,7 @@ TokenList lex(Arena *a, Diag *d, const SrcFile *file) {
             L.pos++;
             L.line++;
             L.line_start = L.pos;
+            if (L.depth == 0) L.bol = true;
             continue;
         }
         if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
@@ -203,8 +258,11 @@ TokenList lex(Arena *a, Diag *d, const SrcFile *file) {
             for (size_t i = 0; i < sizeof keywords / sizeof *keywords; i++)
                 if (strlen(keywords[i].word) == len && !memcmp(keywords[i].word, s + start, len))
                     kind = keywords[i].kind;
-            if (kind == TK_IDENT && ((len == 3 && !memcmp(s + start, "inf", 3)) ||
-                                     (len == 3 && !memcmp(s + start, "nan", 3)))) {
+            /* inf and nan are float literals, except as an attribute name (math.inf). */
+            bool after_dot = L.count && L.toks[L.count - 1].kind == TK_DOT;
+            if (kind == TK_IDENT && !after_dot &&
+                ((len == 3 && !memcmp(s + start, "inf", 3)) ||
+                 (len == 3 && !memcmp(s + start, "nan", 3)))) {
                 Token *t = push(&L, TK_FLOAT, start);
                 t->fval = s[start] == 'i' ? INFINITY : NAN;
                 continue;
@@ -240,6 +298,8 @@ TokenList lex(Arena *a, Diag *d, const SrcFile *file) {
             diag_error(d, loc, "unexpected byte 0x%02x", (unsigned char)c);
     }
     if (L.count && L.toks[L.count - 1].kind != TK_NEWLINE) push(&L, TK_NEWLINE, L.pos);
+    for (; L.nindents > 0; L.nindents--)
+        push(&L, TK_DEDENT, L.pos);
     push(&L, TK_EOF, L.pos);
     TokenList r = {L.toks, L.count};
     return r;

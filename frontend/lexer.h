@@ -21,6 +21,11 @@ typedef enum {
     TK_TRUE,
     TK_FALSE,
     TK_NONE,
+    TK_DEF,
+    TK_RETURN,
+    /* layout: a def body's lines are indented (Python's INDENT/DEDENT) */
+    TK_INDENT,
+    TK_DEDENT,
     /* punctuation */
     TK_LPAREN,
     TK_RPAREN,

@@ -470,17 +470,45 @@ static void parse_graph(Parser *P, Program *prog) {
 
 /* stmt := 'input' NAME ':' type | 'param' NAME ':' type ['=' expr]
  *       | 'output' NAME ['=' expr] | NAME (',' NAME)* '=' expr */
-static bool parse_stmt(Parser *P, Stmt *s) {
+static bool parse_stmt(Parser *P, Stmt *s, bool in_def) {
     Token *t = peek(P);
     int c1 = 0, c2 = 0;
     s->loc = t->loc;
+    if (in_def && (t->kind == TK_INPUT || t->kind == TK_OUTPUT)) {
+        parse_error(P, t->loc,
+                    t->kind == TK_INPUT
+                        ? "'input' is not allowed inside a def (a def's inputs are its arguments)"
+                        : "'output' is not allowed inside a def (return the value and mark it "
+                          "an output at the top level)");
+        return false;
+    }
     if (t->kind == TK_INPUT || t->kind == TK_PARAM) {
         next(P);
         s->kind = t->kind == TK_INPUT ? STMT_INPUT : STMT_PARAM;
         Token *name =
             expect(P, TK_IDENT, t->kind == TK_INPUT ? "the input's name" : "the param's name");
         if (!name) return false;
-        add_name(P, s, name, &c1, &c2);
+        if (t->kind == TK_PARAM && at(P, TK_DOT)) { /* a dotted name: ln_1.weight */
+            Token dotted = *name;
+            size_t len = strlen(name->text);
+            char *buf = NULL;
+            while (accept(P, TK_DOT)) {
+                Token *part = expect(P, TK_IDENT, "a name after '.' in the param's dotted name");
+                if (!part) return false;
+                size_t l2 = strlen(part->text);
+                char *nb = arena_alloc(P->a, len + l2 + 2);
+                memcpy(nb, buf ? buf : name->text, len);
+                nb[len] = '.';
+                memcpy(nb + len + 1, part->text, l2 + 1);
+                buf = nb;
+                len += l2 + 1;
+                dotted.loc = loc_span(dotted.loc, part->loc);
+            }
+            dotted.text = buf;
+            add_name(P, s, &dotted, &c1, &c2);
+        } else {
+            add_name(P, s, name, &c1, &c2);
+        }
         if (!expect(P, TK_COLON, "':' and a type such as f32[batch, 784]")) return false;
         if (!parse_type(P, &s->type)) return false;
         if (s->kind == STMT_PARAM && accept(P, TK_ASSIGN)) {
@@ -508,6 +536,48 @@ static bool parse_stmt(Parser *P, Stmt *s) {
         parse_error(P, t->loc, "'graph' may appear only once, as the first statement");
         return false;
     }
+    if (t->kind == TK_DEF) {
+        if (in_def) {
+            parse_error(P, t->loc, "a def cannot be nested inside another def; define it at the "
+                                   "top level and call it from here");
+            return false;
+        }
+        next(P);
+        s->kind = STMT_DEF;
+        Token *name = expect(P, TK_IDENT, "the def's name after 'def'");
+        if (!name) return false;
+        s->def_name = name->text;
+        s->def_loc = name->loc;
+        if (!expect(P, TK_LPAREN, "'(' and the def's arguments")) return false;
+        while (!at(P, TK_RPAREN)) {
+            Token *arg = expect(P, TK_IDENT, "an argument name");
+            if (!arg) return false;
+            for (int i = 0; i < s->nnames; i++)
+                if (!strcmp(s->names[i], arg->text)) {
+                    parse_error(P, arg->loc, "argument '%s' appears twice", arg->text);
+                    return false;
+                }
+            add_name(P, s, arg, &c1, &c2);
+            if (!accept(P, TK_COMMA)) break;
+        }
+        if (!expect(P, TK_RPAREN, "',' or ')'")) return false;
+        return expect(P, TK_COLON, "':' after the def's arguments") != NULL;
+    }
+    if (t->kind == TK_RETURN) {
+        if (!in_def) {
+            parse_error(P, t->loc, "'return' outside a def");
+            return false;
+        }
+        next(P);
+        s->kind = STMT_RETURN;
+        int cap = 0;
+        do {
+            Ast *e = parse_expr(P);
+            if (!e) return false;
+            ARENA_PUSH(P->a, s->rets, s->nrets, cap, e);
+        } while (accept(P, TK_COMMA) && !at(P, TK_NEWLINE) && !at(P, TK_EOF));
+        return true;
+    }
     if (t->kind != TK_IDENT) {
         syntax_error(P, t, "a statement (input, param, output or NAME = expression)");
         return false;
@@ -526,12 +596,91 @@ static bool parse_stmt(Parser *P, Stmt *s) {
     return s->expr != NULL;
 }
 
+/* One statement and its end of line; a broken statement is kept (flagged)
+ * when it declares names, so later uses of them stay quiet. */
+static bool parse_one(Parser *P, Stmt *s, bool in_def) {
+    P->failed = false;
+    P->nesting = 0;
+    for (int k = P->pos; k < P->count && P->t[k].kind != TK_NEWLINE && P->t[k].kind != TK_EOF; k++)
+        if (P->t[k].bad) P->failed = true;
+    bool quiet = P->failed;
+    bool ok = parse_stmt(P, s, in_def);
+    end_statement(P); /* trailing junk fails the statement too */
+    ok = ok && !quiet && !P->failed;
+    if (!ok) s->broken = true;
+    return ok || s->nnames || s->kind == STMT_DEF || s->kind == STMT_RETURN;
+}
+
+/* An INDENT where no block opens: reported (unless the lexer already
+ * complained about this line), then the line is parsed as usual. */
+static void unexpected_indent(Parser *P) {
+    Token *t = next(P);
+    if (!t->bad)
+        diag_error(P->d, t->loc,
+                   "unexpected indentation: only the body of a def is indented (one level)");
+}
+
+/* body := NEWLINE INDENT stmt+ DEDENT, ending in 'return'. */
+static void parse_body(Parser *P, Stmt *def) {
+    if (!at(P, TK_INDENT)) {
+        if (!def->broken)
+            diag_error(P->d, peek(P)->loc,
+                       "expected the indented body of def '%s' on the next line", def->def_name);
+        def->broken = true;
+        return;
+    }
+    next(P);
+    int extra = 0, cap = 0;
+    bool saw_return = false, after_return = false;
+    while (!at(P, TK_EOF) && !diag_too_many(P->d)) {
+        if (accept(P, TK_NEWLINE)) continue;
+        if (at(P, TK_INDENT)) {
+            unexpected_indent(P);
+            extra++;
+            continue;
+        }
+        if (at(P, TK_DEDENT)) {
+            next(P);
+            if (extra) {
+                extra--;
+                continue;
+            }
+            break;
+        }
+        Stmt s = {0};
+        bool is_return = at(P, TK_RETURN);
+        if (saw_return && !after_return) {
+            after_return = true;
+            diag_error(P->d, peek(P)->loc,
+                       "a statement after 'return' in def '%s'; return must be the last statement",
+                       def->def_name);
+        }
+        if (at(P, TK_DEF)) { /* a nested def: reported, and its body skipped */
+            parse_one(P, &s, true);
+            for (int depth = 0; at(P, TK_INDENT) || (depth && !at(P, TK_EOF));) { /* its body */
+                if (at(P, TK_INDENT)) depth++;
+                if (at(P, TK_DEDENT) && depth-- == 0) break;
+                next(P);
+                if (depth == 0) break;
+            }
+            continue;
+        }
+        if (parse_one(P, &s, true)) ARENA_PUSH(P->a, def->body, def->nbody, cap, s);
+        saw_return |= is_return;
+    }
+    if (!saw_return && !def->broken)
+        diag_error(P->d, def->def_loc,
+                   "def '%s' has no return statement; end its body with 'return VALUE'",
+                   def->def_name);
+}
+
 Program *parse_program(Arena *a, Diag *d, TokenList toks) {
     Parser P = {.a = a, .d = d, .t = toks.toks, .count = toks.count};
     Program *prog = ARENA_NEW(a, Program);
     int cap = 0;
-    while (accept(&P, TK_NEWLINE)) {
+    while (accept(&P, TK_NEWLINE) || accept(&P, TK_DEDENT)) {
     }
+    if (at(&P, TK_INDENT)) unexpected_indent(&P);
     if (at(&P, TK_GRAPH)) {
         parse_graph(&P, prog);
         end_statement(&P);
@@ -544,20 +693,15 @@ Program *parse_program(Arena *a, Diag *d, TokenList toks) {
             diag_error(d, t->loc, "expected 'graph NAME' as the first statement");
     }
     while (!at(&P, TK_EOF) && !diag_too_many(d)) {
-        if (accept(&P, TK_NEWLINE)) continue;
-        P.failed = false;
-        P.nesting = 0;
-        for (int k = P.pos; k < P.count && P.t[k].kind != TK_NEWLINE && P.t[k].kind != TK_EOF; k++)
-            if (P.t[k].bad) P.failed = true;
-        bool quiet = P.failed;
+        if (accept(&P, TK_NEWLINE) || accept(&P, TK_DEDENT)) continue;
+        if (at(&P, TK_INDENT)) {
+            unexpected_indent(&P);
+            continue;
+        }
         Stmt s = {0};
-        bool ok = parse_stmt(&P, &s);
-        end_statement(&P); /* trailing junk fails the statement too */
-        ok = ok && !quiet && !P.failed;
-        /* A broken statement still declares its names, so later uses of
-         * them do not cascade into "unknown name" errors. */
-        if (!ok) s.broken = true;
-        if (ok || s.nnames) ARENA_PUSH(a, prog->stmts, prog->nstmts, cap, s);
+        bool keep = parse_one(&P, &s, false);
+        if (s.kind == STMT_DEF && (keep || at(&P, TK_INDENT))) parse_body(&P, &s);
+        if (keep) ARENA_PUSH(a, prog->stmts, prog->nstmts, cap, s);
     }
     return prog;
 }

@@ -7,58 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/build_const.h"
+#include "ir/build_internal.h"
 #include "ir/infer.h"
-
-typedef enum {
-    EV_ERR,
-    EV_TENSOR,
-    EV_INT,
-    EV_FLOAT,
-    EV_BOOL,
-    EV_STR,
-    EV_NONE,
-    EV_DTYPE,
-    EV_LIST,
-    EV_TUPLE,
-    EV_ELLIPSIS,
-    EV_SLICE
-} EvKind;
-
-typedef struct Ev Ev;
-struct Ev {
-    EvKind kind;
-    SrcLoc loc;
-    Value *t;
-    int64_t i;
-    double f;
-    const char *s;
-    DType dt;
-    Ev *items; /* LIST, TUPLE, SLICE (3 items: start, stop, step; EV_NONE when absent) */
-    int n;
-    bool inexact_div; /* a FLOAT made by int / int that did not divide: num / den */
-    int64_t num, den;
-};
-
-typedef enum { BIND_VALUE, BIND_CONST, BIND_DIM, BIND_ERROR } BindKind;
-typedef struct Binding {
-    const char *name;
-    BindKind kind;
-    Ev ev; /* value or constant */
-    SrcLoc loc;
-} Binding;
-
-typedef struct Builder {
-    Arena *a;
-    Diag *d;
-    Graph *g;
-    InferCtx ic;
-    Binding *binds;
-    int nbinds, cap;
-    int *index; /* open-addressing hash of binding positions (+1; 0 = empty) */
-    int index_cap;
-    int depth;     /* recursion depth of eval(): long operator chains nest deeply */
-    bool too_deep; /* reported once per statement */
-} Builder;
+#include "ir/lower_sugar.h"
 
 /* Small enough that the recursion fits the stack under ASan, whose frames are large. */
 enum { MAX_EVAL_DEPTH = 256 };
@@ -554,6 +506,7 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
     }
     if (!ok) return ev_err();
     if (!value_infer(&B->ic, v)) return ev_err();
+    if (v->op == OP_REPEAT_INTERLEAVE && !(v = lower_repeat_interleave(&B->ic, v))) return ev_err();
     return result_of(B, v);
 }
 
@@ -578,10 +531,13 @@ static Ev eval_name(Builder *B, const Ast *n) {
     if (op_lookup(n->name) != OP_COUNT)
         diag_error(B->d, n->loc, "'%s' is an operation, not a value; call it: %s(...)", n->name,
                    n->name);
+    else if (module_is_def(B, n->name))
+        diag_error(B->d, n->loc, "'%s' is a def, not a value; call it: %s(...)", n->name, n->name);
     else if (s)
-        diag_error(B->d, n->loc, "unknown name '%s'; did you mean '%s'?", n->name, s);
+        diag_error(B->d, n->loc, "unknown name '%s'; did you mean '%s'?%s", n->name, s,
+                   B->call ? module_scope_hint() : "");
     else
-        diag_error(B->d, n->loc, "unknown name '%s'", n->name);
+        diag_error(B->d, n->loc, "unknown name '%s'%s", n->name, B->call ? module_scope_hint() : "");
     return ev_err();
 }
 
@@ -847,9 +803,69 @@ static bool is_module_prefix(Builder *B, const Ast *n) {
     return false;
 }
 
+/* ---- compile-time numbers (ir/build_const.c) ---- */
+
+static bool is_math_prefix(Builder *B, const Ast *n) {
+    return n->kind == AST_NAME && !strcmp(n->name, "math") && !lookup(B, "math");
+}
+
+static ConstVal ev_to_const(const Ev *e) {
+    switch (e->kind) {
+    case EV_INT: return (ConstVal){.kind = CV_INT, .i = e->i};
+    case EV_BOOL: return (ConstVal){.kind = CV_BOOL, .i = e->i};
+    case EV_FLOAT: return (ConstVal){.kind = CV_FLOAT, .f = e->f};
+    case EV_STR: return (ConstVal){.kind = CV_STR, .s = e->s};
+    case EV_TENSOR: return (ConstVal){.kind = CV_TENSOR};
+    default: return (ConstVal){.kind = CV_OTHER, .what = ev_kind_name(e)};
+    }
+}
+
+/* 0: not a compile-time call (nothing evaluated); 1: *out is the result;
+ * 2: the arguments are in *ca but the call is the tensor operation. */
+static int const_call_hook(Builder *B, const Ast *n, CallArgs *ca, Ev *out) {
+    bool math = n->kind == AST_METHOD && is_math_prefix(B, n->lhs);
+    if (!math && !(n->kind == AST_CALL && !n->nkw && const_builtin_name(n->name))) return 0;
+    if (math && n->nkw) {
+        diag_error(B->d, n->kw_locs[0], "math.%s() takes no keyword arguments", n->name);
+        *out = ev_err();
+        return 1;
+    }
+    if (!eval_call_args(B, n, NULL, ca)) {
+        *out = ev_err();
+        return 1;
+    }
+    ConstVal *cv = ARENA_ARRAY(B->a, ConstVal, ca->npos ? ca->npos : 1), r;
+    for (int i = 0; i < ca->npos; i++)
+        cv[i] = ev_to_const(&ca->pos[i]);
+    char msg[512];
+    int bad = -1;
+    ConstFold f = math ? const_math_call(n->name, ca->npos, cv, &r, msg, sizeof msg, &bad)
+                       : const_builtin_call(n->name, ca->npos, cv, &r, msg, sizeof msg, &bad);
+    if (f == CF_NO) return 2;
+    if (f == CF_ERR) {
+        diag_error(B->d,
+                   bad >= 0 && bad < ca->npos ? ca->pos[bad].loc
+                   : bad == -2                ? n->name_loc
+                                              : n->loc,
+                   "%s", msg);
+        *out = ev_err();
+        return 1;
+    }
+    *out = r.kind == CV_FLOAT ? (Ev){.kind = EV_FLOAT, .f = r.f, .loc = n->loc}
+                              : (Ev){.kind = r.kind == CV_BOOL ? EV_BOOL : EV_INT, .i = r.i,
+                                     .loc = n->loc};
+    return 1;
+}
+
 static Ev eval_call(Builder *B, const Ast *n) {
     const Ev *self = NULL;
     Ev selfv;
+    Ev called;
+    if (module_call(B, n, &called)) return called; /* a def, or repeat(DEF, ...) */
+    CallArgs ca;
+    Ev folded;
+    int cc = const_call_hook(B, n, &ca, &folded);
+    if (cc == 1) return folded;
     /* torch.relu(x), F.softmax(x, dim=-1), torch.nn.functional.gelu(x): the
      * module prefix names no value, so the call is the plain function. */
     if (n->kind == AST_METHOD && is_module_prefix(B, n->lhs)) {
@@ -883,12 +899,19 @@ static Ev eval_call(Builder *B, const Ast *n) {
             diag_error(B->d, n->name_loc, "unknown operation '%s'", n->name);
         return ev_err();
     }
-    CallArgs ca;
-    if (!eval_call_args(B, n, self, &ca)) return ev_err();
+    if (cc != 2 && !eval_call_args(B, n, self, &ca)) return ev_err();
     return call_op(B, op, n->loc, n->name_loc, &ca);
 }
 
 static Ev eval_attr(Builder *B, const Ast *n) {
+    Ev dotted;
+    if (module_dotted(B, n, &dotted)) return dotted; /* a dotted param: ln_1.weight */
+    double mv;
+    if (is_math_prefix(B, n->lhs)) { /* math.pi, math.inf */
+        if (const_math_attr(n->name, &mv)) return (Ev){.kind = EV_FLOAT, .f = mv, .loc = n->loc};
+        diag_error(B->d, n->name_loc, "module 'math' has no attribute '%s'", n->name);
+        return ev_err();
+    }
     if (is_module_prefix(B, n->lhs) && dtype_from_name(n->name) != DT_NONE) /* torch.float16 */
         return (Ev){.kind = EV_DTYPE, .dt = dtype_from_name(n->name), .loc = n->loc};
     Ev x = eval(B, n->lhs);
@@ -1429,7 +1452,8 @@ static void stmt_let(Builder *B, const Stmt *s, bool output) {
         for (int i = 0; i < s->nnames; i++) {
             Ev item = e.items[i];
             if (item.kind == EV_TENSOR) {
-                Value *v = name_value(B, item.t, s->names[i], s->name_locs[i]);
+                Value *v = name_value(B, item.t, module_value_name(B, s->names[i]),
+                                      s->name_locs[i]);
                 if (!v) continue;
                 item.t = v;
                 bind(B, s->names[i], s->name_locs[i], BIND_VALUE, item);
@@ -1441,7 +1465,7 @@ static void stmt_let(Builder *B, const Stmt *s, bool output) {
         return;
     }
     if (e.kind == EV_TENSOR) {
-        Value *v = name_value(B, e.t, s->names[0], s->name_locs[0]);
+        Value *v = name_value(B, e.t, module_value_name(B, s->names[0]), s->name_locs[0]);
         if (!v) return;
         e.t = v;
         bind(B, s->names[0], s->name_locs[0], BIND_VALUE, e);
@@ -1459,8 +1483,9 @@ static void stmt_let(Builder *B, const Stmt *s, bool output) {
 static void stmt_leaf(Builder *B, const Stmt *s) {
     if (!name_free(B, s->names[0], s->name_locs[0])) return;
     Value *v = value_new(B->g, s->kind == STMT_INPUT ? OP_INPUT : OP_PARAM, s->name_locs[0]);
-    v->name = s->names[0];
+    v->name = module_value_name(B, s->names[0]); /* h.0.ln_1.weight inside a call */
     bool ok = eval_type(B, &s->type, v);
+    if (ok && s->kind == STMT_PARAM) ok = module_param_name(B, v->name, s->name_locs[0]);
     if (ok && s->expr) ok = param_initialiser(B, s->expr, v);
     if (!ok) {
         bind(B, s->names[0], s->name_locs[0], BIND_ERROR, ev_err());
@@ -1569,9 +1594,12 @@ Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov
     B.g->name = prog->name ? prog->name : "graph";
     graph_name_free(&B, prog);
     declare_dims(&B, prog, overrides, noverrides);
+    for (int i = 0; i < prog->nstmts; i++)
+        if (prog->stmts[i].kind == STMT_DEF) module_declare(&B, &prog->stmts[i]);
     for (int i = 0; i < prog->nstmts && !diag_too_many(d); i++) {
         const Stmt *s = &prog->stmts[i];
         B.too_deep = false;
+        if (s->kind == STMT_DEF) continue; /* lowered at each call */
         if (s->broken) {
             for (int k = 0; k < s->nnames; k++)
                 if (!lookup(&B, s->names[k]))
@@ -1583,6 +1611,8 @@ Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov
         case STMT_PARAM: stmt_leaf(&B, s); break;
         case STMT_LET: stmt_let(&B, s, false); break;
         case STMT_OUTPUT: stmt_output(&B, s); break;
+        case STMT_DEF:
+        case STMT_RETURN: break; /* the parser reports a return outside a def */
         }
     }
     if (prog->has_graph && B.g->noutputs == 0 && d->errors == 0)
@@ -1590,4 +1620,31 @@ Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov
                    "graph '%s' has no outputs: mark at least one value with 'output NAME'",
                    B.g->name);
     return B.g;
+}
+
+/* ---- for build_module.c ------------------------------------------------- */
+
+Binding *bld_lookup(Builder *B, const char *name) {
+    return lookup(B, name);
+}
+void bld_bind(Builder *B, const char *name, SrcLoc loc, BindKind kind, Ev ev) {
+    bind(B, name, loc, kind, ev);
+}
+bool bld_name_free(Builder *B, const char *name, SrcLoc loc) {
+    return name_free(B, name, loc);
+}
+Ev bld_eval(Builder *B, const Ast *n) {
+    return eval(B, n);
+}
+const char *bld_ev_kind_name(const Ev *e) {
+    return ev_kind_name(e);
+}
+const char *bld_suggest(Builder *B, const char *name) {
+    return suggest(B, name, false);
+}
+void bld_stmt_let(Builder *B, const Stmt *s) {
+    stmt_let(B, s, false);
+}
+void bld_stmt_leaf(Builder *B, const Stmt *s) {
+    stmt_leaf(B, s);
 }

@@ -19,7 +19,8 @@
     X(infer_logsumexp) X(infer_all_any) X(infer_max_min) X(infer_softmax) X(infer_layer_norm) \
     X(infer_rms_norm) X(infer_linear) X(infer_qmatmul) X(infer_matmul) X(infer_mm) X(infer_bmm) X(infer_mv) \
     X(infer_outer) X(infer_einsum) X(infer_fill_shape) X(infer_full) X(infer_arange) \
-    X(infer_eye) X(infer_tensor) X(infer_fill_like) X(infer_full_like)
+    X(infer_eye) X(infer_tensor) X(infer_fill_like) X(infer_full_like) \
+    X(infer_repeat_interleave)
 
 #define LAYOUT_FNS(X) \
     X(layout_identity) X(layout_slice) X(layout_reshape) X(layout_transpose) X(layout_permute) \

@@ -56,6 +56,10 @@ f16/bf16 paths, casts, views, chains, examples, executables). Last line:
 `diff: N passed, M failed`; exit status 1 if M > 0. If tgc has no working
 `run` subcommand every case fails at once.
 
+Case lists: diff_ops.py (operations), diff_models.py (examples/*.tg),
+diff_random.py (random chains), diff_modules.py (def blocks, prefix=, repeat,
+dotted param names: weights keyed by full dotted names).
+
 Other suites reuse the corpus by importing this module (never copying the
 case lists): select_cases(subset, pattern) gives the cases, and
 materialize(case, dir) computes a case's reference and writes its graph,
@@ -371,9 +375,21 @@ oracle.Ref.__torch_function__ = classmethod(_torch_function)
 oracle.Ref.rms_norm = _rms_norm
 
 
-def declarations(src):
-    """[(kind, name, dtype, dim_text, init, init_args)] in file order."""
+def declarations(src, defines=None):
+    """[(kind, name, dtype, dim_text, init, init_args)] in file order. With
+    def blocks, in the order the evaluator creates them (a def's params once
+    per call, under their full dotted names; dim_text is then the shape)."""
     out = []
+    if oracle.split_defs(src)[1]:
+        def on_decl(kind, name, dt, shape, st):
+            mi = RE_INIT.search(st)
+            out.append((kind, name, oracle.ALIASES.get(dt, dt), ", ".join(str(d) for d in shape),
+                        mi.group(1) if mi else None, (mi.group(2) or "") if mi else ""))
+        try:
+            oracle.evaluate(src, defines, on_decl=on_decl)
+        except oracle.RefError:
+            pass  # the evaluation proper reports it
+        return out
     for _, st in oracle.statements(src):
         m = oracle.RE_DECL.match(st)
         if m:
@@ -404,7 +420,7 @@ def evaluate(src, defines, feed):
 
     def env():
         e = orig_env()
-        captured["env"] = e
+        captured.setdefault("env", e)  # the graph's; a def call's scope comes later
         return e
 
     oracle.make_tensor, oracle.base_env = make, env
@@ -450,7 +466,7 @@ def reference(case, rng, feed_out=None):
     initialiser); feed_out, when a list, receives every declaration's
     tensor in order (what the evaluator was fed)."""
     src, dropped = case.src, []
-    decls = declarations(src)
+    decls = declarations(src, case.defines)
     feed, files = [], []
     for kind, name, dt, dims, init, iargs in decls:
         shape = []
@@ -756,8 +772,9 @@ def all_cases():
     import diff_ops
     import diff_models
     import diff_random
+    import diff_modules
     cases = diff_ops.cases(DiffCase) + diff_models.cases(DiffCase, ROOT) \
-        + diff_random.cases(DiffCase)
+        + diff_random.cases(DiffCase) + diff_modules.cases(DiffCase)
     names = [c.name for c in cases]
     dup = {n for n in names if names.count(n) > 1}
     assert not dup, "duplicate case names: %s" % sorted(dup)

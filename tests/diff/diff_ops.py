@@ -1086,6 +1086,67 @@ def build_cases(Case):
     return out
 
 
+# --------------------------------------------------------------------------
+# The rest of the language a PyTorch user reaches for (issue 17, item 5)
+# --------------------------------------------------------------------------
+
+def language_cases(Case):
+    out = []
+    # math.*, float("-inf") and functions of numbers fold at compile time;
+    # the reference evaluates them as Python does (tests/oracle/oracle.py).
+    out.append(Case("lang_math_consts", """
+graph g(d = 64)
+input x : f32[4, 8]
+input m : bool[4, 8]
+y1 = x / math.sqrt(64)
+y2 = x / math.sqrt(d) + math.pi
+y3 = masked_fill(x, m, float("-inf"))
+y4 = x.masked_fill(m, math.inf).clamp(max = float("inf"))
+y5 = x * sqrt(32.0) + exp(1.0) - log(2.0)
+y6 = x * math.exp(0.5) + math.log(10, 2) + math.cos(0.25) - math.sin(1) + math.tanh(0.5)
+y7 = x + abs(-3) + min(2, 0.5) + max(1, 2, 3) + int(3.9) + float(2) + int("7")
+y8 = masked_fill(x, m, float("nan"))
+y9 = x * math.floor(2.5) + math.ceil(0.5) + math.e - math.sqrt(x.size(-1))
+y10 = (x * (1 / math.sqrt(x.shape[1]))).softmax(dim = -1)
+y11 = where(m, x, -math.inf).softmax(dim = -1)
+""", inputs={"m": "bool:0.3"}, tol="transcendental", asan=True, group="misc"))
+    # prod over a list of dims and logsumexp over all dims (the spec's
+    # reductions; the reference reduces dim by dim, PyTorch 1.13 having neither).
+    for dt in ("f32", "f64", "i32"):
+        out.append(Case("lang_reduce_lists_%s" % dt, """
+input x : {dt}[4, 5, 6]
+input s : {dt}[3, 2]
+p1 = x.prod(dim = [0, 2])
+p2 = prod(x, dim = [2, -3], keepdim = true)
+p3 = x.prod(dim = [1])
+p4 = s.prod(dim = [0, 1])
+""".replace("{dt}", dt) + ("""
+l1 = x.logsumexp()
+l2 = logsumexp(x, keepdim = true)
+l3 = s.logsumexp()
+""" if dt != "i32" else ""), inputs={"x": "pm1", "s": "pm1"}, tol="reduction",
+                        asan=dt == "f32", group="misc"))
+    # repeat_interleave: an integer repeats, with and without dim; composed of
+    # unsqueeze -> expand -> reshape (a copy), at every dtype.
+    for dt in ("f32", "f16", "i64", "bool"):
+        out.append(Case("lang_repeat_interleave_%s" % dt, """
+input x : {dt}[3, 4]
+input z : {dt}[]
+r1 = repeat_interleave(x, 2)
+r2 = x.repeat_interleave(3, dim = 1)
+r3 = repeat_interleave(x, repeats = 2, dim = -2, output_size = 6)
+r4 = x.T.repeat_interleave(2, dim = 0)
+r5 = x.repeat_interleave(1, dim = 1) + x
+r6 = x.repeat_interleave(0, dim = 0)
+r7 = z.repeat_interleave(3)
+r8 = x[:, 1:3].repeat_interleave(2, dim = -1)
+""".replace("{dt}", dt).replace("r5 = x.repeat_interleave(1, dim = 1) + x\n", "" if dt == "bool" else
+                                  "r5 = x.repeat_interleave(1, dim = 1) + x\n"),
+                        tol="exact", asan=dt in ("f32", "f16"), group="misc"))
+    return out
+
+
 def cases(Case):
     return (sweep_cases(Case) + cast_cases(Case) + broadcast_cases(Case) + view_cases(Case)
-            + chain_cases(Case) + nan_cases(Case) + misc_cases(Case) + build_cases(Case))
+            + chain_cases(Case) + nan_cases(Case) + misc_cases(Case) + build_cases(Case)
+            + language_cases(Case))

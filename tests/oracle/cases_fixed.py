@@ -545,6 +545,55 @@ graph badsym(n = 4)
 input x : f32[n, 6]
 y = x.T.view(n * 6)
 """, {"n": 2}),
+    # ---- modules: def, calls with prefix=, repeat, dotted names ------------
+    ("module_block_twice_and_repeat", """
+graph module_block_twice_and_repeat(B = 2, D = 4)
+input x : f32[B, D]
+param wte.weight : f32[D, D]
+
+def Block(x, d):
+    param ln.weight : f32[d] = ones
+    param ln.bias : f32[d]
+    param fc.weight : f32[d, d]
+    h = layer_norm(x, [d], ln.weight, ln.bias)
+    att = linear(h, fc.weight).view(x.shape[0], 2, d // 2)
+    t = att.transpose(0, 1)
+    return x + relu(t.transpose(0, 1).reshape(x.shape[0], d))
+
+y0 = x @ wte.weight
+y1 = Block(y0, D, prefix="h.0")
+y2 = Block(y1, D, prefix="h.1")
+y3 = repeat(Block, 3, y2, D, prefix="r")
+"""),
+    ("module_nested_tuple_anon", """
+graph module_nested_tuple_anon(N = 3)
+input x : f32[N, 4]
+
+def Scale(x, k):
+    s = x * k
+    return s
+
+def Pair(x, n):
+    param w : f32[4, 4]
+    a = Scale(x, 2.0)
+    v = a[:, 1:3]
+    return a @ w, v.T
+
+p, q = Pair(x, N, prefix="pair")
+r = Scale(q, 3)
+u, u2 = repeat(Pair, N, x, N, prefix="rep")
+"""),
+    ("module_repeat_symbolic_count", """
+graph module_repeat_symbolic_count(L = 2, D = 6)
+input x : f32[3, D]
+
+def Layer(x):
+    param fc.weight : f32[x.shape[1], x.shape[1]]
+    param fc.bias : f32[x.shape[1]]
+    return gelu(linear(x, fc.weight, fc.bias))
+
+y = repeat(Layer, L, x, prefix="layers")
+""", {"L": 3}),
 ]
 
 

@@ -36,6 +36,12 @@ parenthesise `&`/`|`, whose Python precedence differs; lists, not tuples).
     statement (then view true and storage must be a `%` name, consistent
     across values). A contiguous whole-storage result obtained by viewing a
     fresh intermediate (e.g. `(x + 1).view(6)`) may be reported either way.
+  - Modules: a `def` becomes a callable that runs its body in a scope of its
+    own (the dims, its arguments, the defs); its params and named values are
+    recorded under their paths (`h.0.ln_1.weight`, `h.0.att`, `Block#1.s` for
+    a call without prefix=), `repeat(DEF, N, x, ...)` chains N calls under
+    `prefix.i`, and a dotted param name `a.b` is an attribute of a namespace
+    bound to `a`. Scopes are kept alive so storage ids stay unique.
   - A statement PyTorch rejects makes the case an error case: tgc must exit 1
     (kernel-availability errors, "not implemented for 'Half'", are skipped).
 
@@ -52,6 +58,7 @@ import argparse
 import json
 import os
 import random
+import math
 import re
 import subprocess
 import sys
@@ -152,6 +159,27 @@ class Ref(torch.Tensor):
     def embedding(self, table):
         return F.embedding(self, table)
 
+    # The spec's reductions take a list of dims (or none) where PyTorch 1.13's
+    # prod takes one dim and its logsumexp needs dims: reduce dim by dim.
+    def prod(self, dim=None, keepdim=False, dtype=None):
+        if dim is None:
+            return torch.Tensor.prod(self, dtype=dtype)
+        if not isinstance(dim, (list, tuple)):
+            return torch.Tensor.prod(self, dim, keepdim=keepdim, dtype=dtype)
+        dims = sorted({d % self.dim() for d in dim}, reverse=True) or list(range(self.dim()))[::-1]
+        out = self
+        for d in dims:
+            out = torch.Tensor.prod(out, d, keepdim=True, dtype=dtype)
+        if not keepdim:
+            for d in dims:
+                out = out.squeeze(d)
+        return out
+
+    def logsumexp(self, dim=None, keepdim=False):
+        if dim is None:
+            dim = list(range(self.dim()))
+        return torch.logsumexp(self, dim, keepdim=keepdim)
+
 
 class Dim(int):
     """A dimension value: arithmetic stays integral, `/` must divide exactly."""
@@ -231,7 +259,52 @@ def base_env():
         "full_like": torch.full_like,
         "tril": torch.tril, "triu": torch.triu,
     })
+    # Compile-time numbers: `math`, float("-inf"), int(3.7) (a call to the
+    # dtype alias `float`/`int` is rewritten to these by CALL_CAST below), and
+    # functions whose arguments are all numbers (sqrt(32.0) is a number).
+    env["math"] = math
+    env["_py_float"], env["_py_int"] = float, int
+    for name, pyfn in NUMBER_FOLDS.items():
+        env[name] = _fold_numbers(pyfn, Env.__missing__(env, name))
     return env
+
+
+def _fold_numbers(pyfn, tensorfn):
+    def f(*a, **k):
+        if a and not k and all(isinstance(x, (int, float)) for x in a) and \
+                (pyfn not in (min, max) or len(a) > 1):
+            return pyfn(*a)
+        return tensorfn(*a, **k)
+    return f
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def _torchish(fn, special):
+    """sqrt(-1.0) is nan and log(0.0) -inf, as torch computes them."""
+    def f(x):
+        try:
+            return fn(x)
+        except (ValueError, OverflowError):
+            return special(x)
+    return f
+
+
+NUMBER_FOLDS = {
+    "sqrt": _torchish(math.sqrt, lambda x: float("nan")),
+    "exp": _torchish(math.exp, lambda x: float("inf")),
+    "log": _torchish(math.log, lambda x: float("-inf") if x == 0 else float("nan")),
+    "log1p": _torchish(math.log1p, lambda x: float("-inf") if x == -1 else float("nan")),
+    "expm1": _torchish(math.expm1, lambda x: float("inf")),
+    "sin": math.sin, "cos": math.cos, "tanh": math.tanh, "erf": math.erf,
+    "sigmoid": _sigmoid,
+    "rsqrt": _torchish(lambda x: 1.0 / math.sqrt(x),
+                       lambda x: float("inf") if x == 0 else float("nan")),
+    "abs": abs, "min": min, "max": max,
+}
+CALL_CAST = re.compile(r"(?<![\w.])(float|int)\(")
 
 
 def strip_comment(line):
@@ -274,22 +347,119 @@ class RefError(Exception):
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 RE_GRAPH = re.compile(r"^graph\s+(%s)\s*(?:\((.*)\))?$" % IDENT)
-RE_DECL = re.compile(r"^(input|param)\s+(%s)\s*:\s*(%s)\s*\[(.*?)\]\s*(?:=.*)?$" % (IDENT, IDENT))
+RE_DECL = re.compile(r"^(input|param)\s+(%s(?:\.%s)*)\s*:\s*(%s)\s*\[(.*?)\]\s*(?:=.*)?$"
+                     % (IDENT, IDENT, IDENT))
+RE_DEF = re.compile(r"^def\s+(%s)\s*\((.*)\)\s*:\s*$" % IDENT)
+RE_RETURN = re.compile(r"^return\s+(.*)$")
+
+
+def split_defs(src):
+    """Takes the `def` blocks out of src (their lines become blank, so line
+    numbers stay): (src, {name: (arg names, body statements)})."""
+    lines, defs, i = src.splitlines(), {}, 0
+    while i < len(lines):
+        m = RE_DEF.match(strip_comment(lines[i]).strip())
+        if not m or lines[i][:1].isspace():
+            i += 1
+            continue
+        start, i = i, i + 1
+        while i < len(lines) and (not lines[i].strip() or lines[i][:1].isspace()
+                                  or not strip_comment(lines[i]).strip()):
+            i += 1
+        body = "\n" * (start + 1) + "\n".join(lines[start + 1:i])
+        args = [a.strip() for a in m.group(2).split(",") if a.strip()]
+        defs[m.group(1)] = (args, statements(body))
+        for k in range(start, i):
+            lines[k] = ""
+    return "\n".join(lines), defs
+
+
+class Namespace:
+    """The `ln_1` of a dotted param name `ln_1.weight`."""
+
+
+def env_set(env, name, value):
+    parts = name.split(".")
+    if len(parts) == 1:
+        env[name] = value
+        return
+    obj = dict.get(env, parts[0])
+    if not isinstance(obj, Namespace):
+        obj = env[parts[0]] = Namespace()
+    for part in parts[1:-1]:
+        nxt = getattr(obj, part, None)
+        if not isinstance(nxt, Namespace):
+            nxt = Namespace()
+            setattr(obj, part, nxt)
+        obj = nxt
+    setattr(obj, parts[-1], value)
 RE_OUTPUT = re.compile(r"^output\s+(%s)\s*(?:=(.*))?$" % IDENT)
 RE_LET = re.compile(r"^(%s(?:\s*,\s*%s)*)\s*=(?!=)(.*)$" % (IDENT, IDENT))
 
 
-def evaluate(src, defines=None):
+def evaluate(src, defines=None, on_decl=None):
     """Run the graph in PyTorch. Returns (graph_name, dims, records) where
     records is a list of dicts in file order, one per named value.
+    on_decl(kind, full name, dtype, shape, statement) is called for every
+    input and param as it is created (a def's params once per call).
     Raises RefError if PyTorch rejects a statement."""
     defines = defines or {}
     env = base_env()
+    src, defs = split_defs(src)
+    calls = []  # the def calls being run: value-name paths, innermost last
+    scopes = []
+    anon = [0]
     records, by_name = [], {}
     owners = {}  # storage id -> kind of owner registration (named lets/inputs)
     graph_name, dims = None, {}
 
-    def record(name, t, kind):
+    class Block:
+        """A def: a call runs its body in a scope of its own (dims, args, defs)."""
+        def __init__(self, name):
+            self.name = name
+
+        def __call__(self, *args, prefix=None):
+            argn, body = defs[self.name]
+            if len(args) != len(argn):
+                raise TypeError("%s takes %d arguments" % (self.name, len(argn)))
+            if prefix is None:
+                anon[0] += 1
+                path = "%s#%d" % (self.name, anon[0])
+                if calls:
+                    path = calls[-1] + "." + path
+            else:
+                path = calls[-1] + "." + prefix if calls else prefix
+            scope = base_env()
+            for k, v in dims.items():
+                scope[k] = Dim(v)
+            add_defs(scope)
+            for a, v in zip(argn, args):
+                scope[a] = v
+            scopes.append(scope)  # keeps its tensors alive: storage ids stay unique
+            calls.append(path)
+            try:
+                return run(body, scope, path + ".")
+            finally:
+                calls.pop()
+
+    def repeat(*a, **k):
+        if a and isinstance(a[0], Block):
+            blk, n, args, prefix = a[0], int(a[1]), list(a[2:]), k.get("prefix")
+            r = args[0]
+            for i in range(n):
+                r = blk(*args, prefix=None if prefix is None else "%s.%d" % (prefix, i))
+                args[0] = r[0] if isinstance(r, tuple) else r
+            return r
+        return a[0].repeat(*a[1:], **k)
+
+    def add_defs(scope):
+        for name in defs:
+            scope[name] = Block(name)
+        scope["repeat"] = repeat
+
+    add_defs(env)
+
+    def record(name, t, kind, scope=None, local=None):
         if not isinstance(t, torch.Tensor):
             raise RefError("%s is not a tensor (%r)" % (name, type(t)))
         r = {
@@ -300,13 +470,22 @@ def evaluate(src, defines=None):
         }
         records.append(r)
         by_name[name] = r
-        env[name] = t
+        env_set(env if scope is None else scope, name if local is None else local, t)
 
-    for lineno, st in statements(src):
+    meta = {"graph": None}
+
+    def run(stmts, env, prefix):
+      """Runs statements in env; values are recorded as prefix + name. Returns
+      the value of a `return`."""
+      for lineno, st in stmts:
         try:
+            m = RE_RETURN.match(st)
+            if m and prefix:
+                Ref.fresh, Ref.viewed = set(), set()
+                return eval(CALL_CAST.sub(r"_py_\1(", m.group(1).strip()), env)
             m = RE_GRAPH.match(st)
             if m:
-                graph_name = m.group(1)
+                meta["graph"] = m.group(1)
                 if m.group(2):
                     for part in m.group(2).split(","):
                         k, v = part.split("=")
@@ -325,9 +504,11 @@ def evaluate(src, defines=None):
                         if isinstance(d, float):
                             assert d.is_integer()
                         shape.append(int(d))
+                if on_decl:
+                    on_decl(m.group(1), prefix + name, dt, shape, st)
                 t = make_tensor(dt, shape)
-                owners[sid(t)] = name
-                record(name, t, "owner")
+                owners[sid(t)] = prefix + name
+                record(prefix + name, t, "owner", env, name)
                 continue
             m = RE_OUTPUT.match(st)
             if m and m.group(2) is None:
@@ -343,7 +524,7 @@ def evaluate(src, defines=None):
                 names = [n.strip() for n in m.group(1).split(",")]
                 expr = m.group(2)
             Ref.fresh, Ref.viewed = set(), set()
-            val = eval(expr.strip(), env)
+            val = eval(CALL_CAST.sub(r"_py_\1(", expr.strip()), env)
             if len(names) > 1:
                 val = list(val)
                 if len(val) != len(names):
@@ -351,6 +532,9 @@ def evaluate(src, defines=None):
             else:
                 val = [val]
             for name, t in zip(names, val):
+                if prefix and not isinstance(t, torch.Tensor):  # a def's constant: b = x.shape[0]
+                    env_set(env, name, t)
+                    continue
                 if isinstance(t, torch.Tensor) and not isinstance(t, Ref):
                     t = t.as_subclass(Ref)
                 s = sid(t)
@@ -365,19 +549,21 @@ def evaluate(src, defines=None):
                         kind = "ambiguous"
                     else:
                         kind = "owner"
-                        owners[s] = name
-                record(name, t, kind)
+                        owners[s] = prefix + name
+                record(prefix + name, t, kind, env, name)
             # values that are views of an anonymous storage: later views of them
             # resolve through that storage id
             for name in names:
-                s = by_name[name]["sid"]
-                owners.setdefault(s, None)
+                if prefix + name in by_name:
+                    owners.setdefault(by_name[prefix + name]["sid"], None)
         except RefError:
             raise
         except Exception as e:  # PyTorch (or Python) rejected the statement
             msg = "line %d: %s: %s" % (lineno, st, str(e).splitlines()[0] if str(e) else type(e).__name__)
             raise RefError(msg, skip="not implemented for" in str(e) or "ZeroDivision" in str(e))
-    return graph_name, dims, records
+
+    run(statements(src), env, "")
+    return meta["graph"], dims, records
 
 
 # --------------------------------------------------------------------------
@@ -394,7 +580,7 @@ class Case:
         if add_outputs:
             declared = set(re.findall(r"^\s*output\s+(%s)" % IDENT, src, re.M))
             names = []
-            for _, st in statements(src):
+            for _, st in statements(split_defs(src)[0]):
                 m = RE_LET.match(st)
                 if m and not st.startswith("output") and not st.startswith("graph") \
                         and not RE_DECL.match(st):
@@ -524,7 +710,9 @@ def example_cases():
     d = os.path.join(ROOT, "examples")
     if os.path.isdir(d):
         for fn in sorted(os.listdir(d)):
-            if fn.endswith(".tg"):
+            # gpt2, llama: whole models, too large at their default sizes (GPT-2
+            # small: 124M params, seq 1024); tests/models runs them small.
+            if fn.endswith(".tg") and fn not in ("gpt2.tg", "llama.tg"):
                 with open(os.path.join(d, fn)) as f:
                     out.append(Case("example_" + fn[:-3], f.read(), group="fixed", add_outputs=False))
     return out

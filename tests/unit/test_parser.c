@@ -492,6 +492,45 @@ static void test_folding(void) {
     CHECK_FOLD("2 * 3 ** 2", 18);
 }
 
+static void test_defs(void) {
+    Parsed P;
+    parse_string(&P, "graph g(d = 4)\n"
+                     "param wte.weight : f32[d, d]\n"
+                     "def Block(x, n):\n"
+                     "    param ln_1.weight : f32[n] = ones\n"
+                     "\n"
+                     "    # a comment at another indentation\n"
+                     "    h = layer_norm(x, [n],\n"
+                     "  ln_1.weight)\n"
+                     "    return h, x\n"
+                     "y, z = Block(wte.weight, d, prefix=\"h.0\")\n"
+                     "output y\n");
+    CHECK_INT(0, P.diag.errors);
+    Program *p = P.prog;
+    CHECK_INT(4, p->nstmts);
+    if (p->nstmts == 4) {
+        Stmt *s = p->stmts;
+        CHECK_INT(STMT_PARAM, s[0].kind);
+        CHECK_STR("wte.weight", s[0].names[0]);
+        CHECK_INT(7, s[0].name_locs[0].col);
+        CHECK_INT(10, s[0].name_locs[0].len);
+        CHECK_INT(STMT_DEF, s[1].kind);
+        CHECK_STR("Block", s[1].def_name);
+        CHECK_INT(2, s[1].nnames);
+        CHECK_INT(3, s[1].nbody);
+        if (s[1].nbody == 3) {
+            CHECK_INT(STMT_PARAM, s[1].body[0].kind);
+            CHECK_STR("ln_1.weight", s[1].body[0].names[0]);
+            CHECK_INT(STMT_LET, s[1].body[1].kind);
+            CHECK_INT(STMT_RETURN, s[1].body[2].kind);
+            CHECK_INT(2, s[1].body[2].nrets);
+        }
+        CHECK_INT(STMT_LET, s[2].kind);
+        CHECK_INT(1, s[2].expr->nkw);
+    }
+    parsed_free(&P);
+}
+
 int main(void) {
     test_no_cascade();
     test_folding();
@@ -499,5 +538,6 @@ int main(void) {
     test_postfix();
     test_statements();
     test_errors();
+    test_defs();
     return unit_report("test_parser");
 }

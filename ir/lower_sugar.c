@@ -1,0 +1,77 @@
+/* repeat_interleave as unsqueeze -> expand -> reshape (see lower_sugar.h). */
+#include "ir/lower_sugar.h"
+
+#include "ir/infer.h"
+
+/* dim None (or a 0-d input) repeats the flattened input. */
+static bool flattens(const Value *v) {
+    return v->args[2].kind != ARG_INT || IN0(v)->ndim == 0;
+}
+
+bool infer_repeat_interleave(InferCtx *c, Value *v) {
+    Value *x = IN0(v);
+    Arg *r = ARG(v, 1), *d = ARG(v, 2), *os = ARG(v, 3);
+    if (r->kind != ARG_INT)
+        return infer_error(c, r->loc,
+                           "repeat_interleave: only an integer repeats is supported (a tensor of "
+                           "repeats gives a shape that depends on the data)");
+    if (r->i < 0) return infer_error(c, r->loc, "repeats can not be negative");
+    v->dtype = x->dtype;
+    int64_t dim = 0;
+    if (flattens(v)) {
+        if (d->kind == ARG_INT) { /* 0-d input: dim must still be valid */
+            int64_t k = d->i;
+            if (!norm_dim(c, d->loc, &k, x->ndim)) return false;
+        }
+        v->ndim = 1;
+        v->shape[0] = value_numel(x);
+    } else {
+        dim = d->i;
+        if (!norm_dim(c, d->loc, &dim, x->ndim)) return false;
+        set_shape(v, x->shape, x->ndim);
+    }
+    if (__builtin_mul_overflow(v->shape[dim], r->i, &v->shape[dim]))
+        return infer_error(c, r->loc, "repeat_interleave: the result is too large");
+    if (os->kind == ARG_INT && os->i != v->shape[dim])
+        return infer_error(c, os->loc,
+                           "repeat_interleave: output_size %lld does not match the size of the "
+                           "result along dim %lld (%lld)",
+                           (long long)os->i, (long long)dim, (long long)v->shape[dim]);
+    return true;
+}
+
+static Value *make(InferCtx *c, OpCode op, SrcLoc loc, int n, Arg *args) {
+    return value_make(c, op, loc, n, args);
+}
+
+Value *lower_repeat_interleave(InferCtx *c, Value *v) {
+    Arena *a = c->g->arena;
+    SrcLoc loc = v->loc;
+    Value *x = IN0(v);
+    int64_t r = ARG(v, 1)->i, dim = 0;
+    if (flattens(v)) {
+        int64_t n = value_numel(x);
+        Arg args[2] = {arg_tensor(x, loc), arg_ints(a, &n, 1, loc)};
+        if (!(x = make(c, OP_RESHAPE, loc, 2, args))) return NULL;
+        graph_append(c->g, x);
+    } else {
+        dim = ARG(v, 2)->i;
+        if (!norm_dim(c, loc, &dim, x->ndim)) return NULL;
+    }
+    Arg ua[2] = {arg_tensor(x, loc), arg_int(dim + 1, loc)};
+    Value *u = make(c, OP_UNSQUEEZE, loc, 2, ua);
+    if (!u) return NULL;
+    graph_append(c->g, u);
+    int64_t shape[TG_MAX_DIMS];
+    for (int i = 0; i < u->ndim; i++)
+        shape[i] = u->shape[i];
+    shape[dim + 1] = r;
+    Arg ea[2] = {arg_tensor(u, loc), arg_ints(a, shape, u->ndim, loc)};
+    Value *e = make(c, OP_EXPAND, loc, 2, ea);
+    if (!e) return NULL;
+    graph_append(c->g, e);
+    Arg ra[2] = {arg_tensor(e, loc), arg_ints(a, v->shape, v->ndim, loc)};
+    Value *out = make(c, OP_RESHAPE, loc, 2, ra);
+    if (out) out->label = "repeat_interleave";
+    return out;
+}

@@ -1,0 +1,12 @@
+/* Operations the language offers that are compositions of others: the
+ * builder binds their arguments and infers their shape like any operation,
+ * then replaces the node by the composition (no kernel of their own). */
+#ifndef TGC_IR_LOWER_SUGAR_H
+#define TGC_IR_LOWER_SUGAR_H
+#include "ir/ir.h"
+
+/* repeat_interleave(x, repeats, dim): unsqueeze(dim + 1) -> expand -> reshape
+ * (a copy), after flattening x when dim is None. The intermediate nodes are
+ * appended to the graph; the result is returned unappended, NULL on error. */
+Value *lower_repeat_interleave(InferCtx *c, Value *v);
+#endif
