@@ -368,10 +368,15 @@ static int run(const ReportOpts *ro, const Options *o) {
                              "fixed needs are not counted"
                            : "--target cuda with the cpu device: the CUDA runtime's fixed needs "
                              "are counted against RAM";
-    if (ro->fit) {
+    /* The text report answers "the largest batch that fits" in its first lines
+     * unasked when there is a budget and a dimension named batch (the JSON's
+     * max_fit stays --fit's, as cli.md says). */
+    const char *fit_dim = ro->fit;
+    if (!fit_dim && !o->json && r->has_budget && has_dim(g, "batch")) fit_dim = "batch";
+    if (fit_dim) {
         FitCtx c = {.file = &file, .o = o, .prec = prec, .target = target, .budget = budget};
         r->fit.present = true;
-        r->fit.dim = ro->fit;
+        r->fit.dim = fit_dim;
         fit_search(&c, &r->fit);
         r->fit.evaluations = c.evaluations;
         r->fit.failed_value = c.failed_value;

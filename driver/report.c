@@ -147,9 +147,9 @@ const char **report_assumptions(const Report *r) {
         "lower bound: the largest sum of (64-byte rounded) intermediate sizes live at one step; "
         "unplanned: "
         "every intermediate allocated once",
-        "one step per materialising operation in file order (no fusion yet); number literals are "
-        "folded "
-        "into the code (0 bytes)",
+        "one step per kernel after fusion (passes/fusion.h): an elementwise chain is computed "
+        "inside the kernel of its one consumer and never stored; number literals, and functions "
+        "of them such as sqrt(32.0), are folded into the code (0 bytes)",
         "not counted: the executable's code, stacks, the BLAS library's thread buffers, the "
         "allocator's own "
         "overhead, and weights kept twice while loading",

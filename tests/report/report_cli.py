@@ -256,6 +256,14 @@ def edge_graphs(c, tgc, tmp):
             "no steps: empty arena, the output still counted")
     rep, _, _ = tgc.report(write_tmp(graphs["output view of intermediate"], tmpdir=tmp))
     c.check(rep is not None and rep["outputs_bytes"] == 96, "a view output counts its own buffer")
+    # Functions of numbers fold at compile time: sqrt(32.0) and math.sqrt(d) are
+    # numbers, so the report has the one division, and no sqrt/exp step.
+    folded = ("graph g(d = 64)\ninput x : f32[4, 64]\n"
+              "output y = x / sqrt(32.0) / math.sqrt(d) * exp(1.0) * math.pi\n")
+    rep, rc, err = tgc.report(write_tmp(folded, tmpdir=tmp))
+    ops = [s.get("op") for s in rep["steps"]] if rep else []
+    c.check(rep is not None and not any(o in ("sqrt", "exp") for o in ops),
+            "functions of numbers fold: no sqrt/exp step", "%s %s" % (ops, err[-200:]))
 
 
 def text_report(c, tgc):
@@ -265,9 +273,19 @@ def text_report(c, tgc):
               "PCIe 4.0 x16", "PCIe 5.0 x16", "assumptions"):
         c.check(s in out, "text report shows %r" % s)
     c.check(rc == 0 and len(out.splitlines()[0]) < 100, "the verdict is the first line")
+    c.check("no fusion" not in out, "the assumptions do not say 'no fusion yet' (fusion exists)")
     rc, out, err = tgc.run("report", TB, "--budget", "1MiB")
     c.check(out.startswith("transformer_block (batch=1, seq=128) on a budget of 1MiB: DOES NOT FIT"), "no-fit verdict",
             out.splitlines()[0] if out else err)
+    # The answer comes first: verdict, peak and headroom, then the largest
+    # batch that fits, searched unasked when the graph has a `batch` dim.
+    rc, out, err = tgc.run("report", TB, "--device", "rtx4090")
+    head = out.splitlines()[:3]
+    c.check(rc == 0 and len(head) == 3 and "FITS" in head[0] and "peak" in head[1] and "headroom" in head[1]
+            and head[2].startswith("  largest batch that fits:"), "first lines: verdict, peak, headroom, largest batch",
+            "\n".join(head) or err)
+    rep, _, _ = tgc.report(TB, "--device", "rtx4090")
+    c.check(rep is not None and "max_fit" not in rep, "the JSON's max_fit stays --fit's")
 
 
 def main():
