@@ -24,6 +24,9 @@ SMALL = {
     "transformer_block": {"batch": 2, "seq": 9},
 }
 INDEX_INPUTS = {"embedding_classifier": {"ids": "vocab"}}
+# Whole models (def/repeat, full size by default): tests/models/run_models.py
+# compares them with PyTorch modules at small sizes.
+MODEL_EXAMPLES = ("gpt2", "llama")
 
 
 def _spec(init):
@@ -53,6 +56,8 @@ def cases(Case, root):
         if not fn.endswith(".tg"):
             continue
         name = fn[:-3]
+        if name in MODEL_EXAMPLES:
+            continue
         with open(os.path.join(d, fn)) as f:
             src = f.read()
         specs = {}

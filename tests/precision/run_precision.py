@@ -929,6 +929,8 @@ def example_cases():
         if not fn.endswith(".tg"):
             continue
         name = fn[:-3]
+        if name in ("gpt2", "llama"):  # whole models: tests/models runs them
+            continue
         src = example_src(name)
         out.append(Case("example_" + name, src, inputs=example_inputs(name, src), cat="model",
                         defines=EXAMPLE_DIMS.get(name, {}), mode="build",

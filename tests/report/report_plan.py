@@ -16,7 +16,7 @@ import glob
 import os
 import re
 
-from rtest import EXAMPLES, Checks, Tgc, check_plan, main_guard, random_graph, write_tmp
+from rtest import EXAMPLES, MODEL_EXAMPLES, Checks, Tgc, check_plan, main_guard, random_graph, write_tmp
 
 
 def random_graphs(c, tgc, n, tmp):
@@ -35,6 +35,8 @@ def random_graphs(c, tgc, n, tmp):
 def examples(c, tgc):
     rows = []
     for f in sorted(glob.glob(os.path.join(EXAMPLES, "*.tg"))):
+        if os.path.basename(f) in MODEL_EXAMPLES:
+            continue
         name = os.path.basename(f)
         for prec in ("f32", "f16"):
             rep, rc, err = tgc.report(f, "--precision", prec)
@@ -53,6 +55,8 @@ def fit_cases(c, tgc):
     devices: value fits (peak <= budget) and value + 1 does not."""
     cases = []
     for f in sorted(glob.glob(os.path.join(EXAMPLES, "*.tg"))):
+        if os.path.basename(f) in MODEL_EXAMPLES:
+            continue
         with open(f) as fh:
             m = re.search(r"^graph\s+\w+\s*\(([^)]*)\)", fh.read(), re.M)
         if not m:

@@ -31,7 +31,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rtest import EXAMPLES, Checks, Tgc, main_guard, write_tmp
+from rtest import EXAMPLES, MODEL_EXAMPLES, Checks, Tgc, main_guard, write_tmp
 
 warnings.filterwarnings("ignore")
 DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -68,6 +68,8 @@ def torch_counts(tensors):
 def examples(c, tgc):
     for f in sorted(glob.glob(os.path.join(EXAMPLES, "*.tg"))):
         name = os.path.basename(f)
+        if name in MODEL_EXAMPLES:
+            continue
         params = example_params(f)
         c.check(params, "%s: has params" % name)
         for prec in (None, "f16", "bf16"):

@@ -10,6 +10,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
+# Whole models (def/repeat, dotted params, full size by default): tests/models
+# runs them at small sizes against PyTorch; the example loops here skip them.
+MODEL_EXAMPLES = ("gpt2.tg", "llama.tg")
 
 
 class Checks:
