@@ -1126,6 +1126,19 @@ l2 = logsumexp(x, keepdim = true)
 l3 = s.logsumexp()
 """ if dt != "i32" else ""), inputs={"x": "pm1", "s": "pm1"}, tol="reduction",
                         asan=dt == "f32", group="misc"))
+    # all/any over a list of dims (the spec's reductions; PyTorch 1.13 takes
+    # one dim, so the reference reduces dim by dim).
+    for dt in ("bool", "f32", "u8"):
+        out.append(Case("lang_all_any_dims_%s" % dt, """
+input x : {dt}[4, 5, 6]
+a1 = x.all(dim = [0, 2])
+a2 = all(x, dim = [2, -3], keepdim = true)
+a3 = x.any(dim = [1])
+a4 = any(x, dim = [0, 1, 2])
+a5 = (x > 0.5).all(dim = [1, 2])
+a6 = x.any(dim = 1)
+""".replace("{dt}", dt), inputs={"x": "bool:0.9" if dt == "bool" else "ints:0:1"},
+                        tol="exact", asan=dt == "bool", group="misc"))
     # repeat_interleave: an integer repeats, with and without dim; composed of
     # unsqueeze -> expand -> reshape (a copy), at every dtype.
     for dt in ("f32", "f16", "i64", "bool"):

@@ -175,10 +175,33 @@ class Ref(torch.Tensor):
                 out = out.squeeze(d)
         return out
 
+    # all/any over a list of dims: PyTorch 1.13 takes one dim; reduce dim by dim.
+    def all(self, dim=None, keepdim=False):
+        return _by_dims(torch.Tensor.all, self, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        return _by_dims(torch.Tensor.any, self, dim, keepdim)
+
     def logsumexp(self, dim=None, keepdim=False):
         if dim is None:
             dim = list(range(self.dim()))
         return torch.logsumexp(self, dim, keepdim=keepdim)
+
+
+def _by_dims(fn, t, dim, keepdim):
+    """fn (a one-dim reduction) over a list of dims, one dim at a time."""
+    if dim is None:
+        return fn(t)
+    if not isinstance(dim, (list, tuple)):
+        return fn(t, dim, keepdim=keepdim)
+    dims = sorted({d % t.dim() for d in dim}, reverse=True) or list(range(t.dim()))[::-1]
+    out = t
+    for d in dims:
+        out = fn(out, d, keepdim=True)
+    if not keepdim:
+        for d in dims:
+            out = out.squeeze(d)
+    return out
 
 
 class Dim(int):
