@@ -80,6 +80,7 @@ typedef struct CudaOptions {
     const char *emit_dir;    /* NULL, or DIR for NAME.cu, NAME.sm_XX.cubin, NAME.ptx */
     bool emit_ptx_only;      /* --emit ptx: only NAME.ptx */
     const char *fail_source; /* where the source is written when NVRTC rejects it */
+    const char *fail_shown;  /* the path the message names (where the caller moves it), or NULL */
 } CudaOptions;
 /* Whether this tgc can compile CUDA (it was built with NVRTC). */
 bool cg_cuda_available(void);

@@ -2,6 +2,7 @@
  * planning and LLVM code generation, then linked by the system C compiler
  * against libtgcrt and OpenBLAS (cli.md). */
 #define _XOPEN_SOURCE 700 /* realpath */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -340,6 +341,45 @@ static bool write_header(const BuildOpts *b, RtAtomicFile *hf, const CgProgram *
     return false;
 }
 
+/* Writes a copy of the file src at dest through the atomic writer. */
+static bool publish_copy(const BuildOpts *b, const char *src, const char *dest) {
+    RtAtomicFile f;
+    rt_afile_init(&f);
+    int e = rt_afile_begin(&f, dest);
+    if (!e) e = rt_afile_copy_from(&f, src);
+    if (!e) e = rt_afile_commit(&f, 0666);
+    rt_afile_abort(&f);
+    if (e) fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, dest, strerror(e));
+    return !e;
+}
+
+/* Every file of the directory src (the --emit listings made in the
+ * temporary directory), written into dest. */
+static bool publish_dir(const BuildOpts *b, const char *src, const char *dest) {
+    DIR *d = opendir(src);
+    if (!d) {
+        fprintf(stderr, "tgc %s: error: cannot read '%s': %s\n", b->cmd, src, strerror(errno));
+        return false;
+    }
+    bool ok = true;
+    struct dirent *e;
+    while (ok && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        size_t ls = strlen(src) + strlen(e->d_name) + 2, ld = strlen(dest) + strlen(e->d_name) + 2;
+        char *from = malloc(ls), *to = malloc(ld);
+        ok = from && to;
+        if (ok) {
+            snprintf(from, ls, "%s/%s", src, e->d_name);
+            snprintf(to, ld, "%s/%s", dest, e->d_name);
+            ok = publish_copy(b, from, to);
+        }
+        free(from);
+        free(to);
+    }
+    closedir(d);
+    return ok;
+}
+
 static int drive(Mode mode, int argc, char **argv) {
     BuildOpts b;
     memset(&b, 0, sizeof b);
@@ -432,30 +472,42 @@ static int drive(Mode mode, int argc, char **argv) {
                 strerror(errno));
         goto out;
     }
+    /* Listings are written into the temporary directory first and then
+     * published through the atomic writer, like every file tgc writes. */
+    char emit_tmp[PATH_MAX + 16];
+    snprintf(emit_tmp, sizeof emit_tmp, "%s/emit", tmp);
+    if (mkdir(emit_tmp, 0700) != 0) {
+        fprintf(stderr, "tgc %s: error: cannot create '%s': %s\n", b.cmd, emit_tmp,
+                strerror(errno));
+        goto out;
+    }
     char err[2048];
     if (cuda) {
         /* Where the source goes when NVRTC rejects it: the --emit
          * directory, else next to the output. */
-        char fail_src[PATH_MAX + 256];
+        char fail_src[PATH_MAX + 256], fail_dest[PATH_MAX + 256];
         if (b.emit_kind)
-            snprintf(fail_src, sizeof fail_src, "%s/%s.cu", b.emit_dir, g->name);
+            snprintf(fail_dest, sizeof fail_dest, "%s/%s.cu", b.emit_dir, g->name);
         else if (mode != MODE_RUN)
-            snprintf(fail_src, sizeof fail_src, "%s.cu", b.out);
+            snprintf(fail_dest, sizeof fail_dest, "%s.cu", b.out);
         else
-            snprintf(fail_src, sizeof fail_src, "%s.cu", g->name);
+            snprintf(fail_dest, sizeof fail_dest, "%.64s.cu", g->name);
+        snprintf(fail_src, sizeof fail_src, "%s/rejected.cu", tmp);
         cuo.image_dir = tmp;
-        cuo.emit_dir = b.emit_kind ? b.emit_dir : NULL;
+        cuo.emit_dir = b.emit_kind ? emit_tmp : NULL;
         cuo.emit_ptx_only = b.emit_kind && !strcmp(b.emit_kind, "ptx");
         cuo.fail_source = fail_src;
+        cuo.fail_shown = fail_dest;
         int crc = cg_cuda_emit(&p, &cuo, &cuda_decl, err, sizeof err);
         if (crc) {
             fprintf(stderr, "tgc %s: %s\n", b.cmd, err);
+            if (access(fail_src, F_OK) == 0) publish_copy(&b, fail_src, fail_dest);
             rc = crc;
             goto out;
         }
     } else if (b.emit_kind) {
         bool ll = !strcmp(b.emit_kind, "llvm");
-        snprintf(listing, sizeof listing, "%s/%s.%s", b.emit_dir, g->name, ll ? "ll" : "s");
+        snprintf(listing, sizeof listing, "%s/%s.%s", emit_tmp, g->name, ll ? "ll" : "s");
         if (ll)
             co.emit_llvm_path = listing;
         else
@@ -466,6 +518,7 @@ static int drive(Mode mode, int argc, char **argv) {
         rc = strstr(err, "cannot write") ? 1 : 3;
         goto out;
     }
+    if (b.emit_kind && !publish_dir(&b, emit_tmp, b.emit_dir)) goto out;
     FILE *f = fopen(glue, "w");
     if (!f) {
         fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, glue, strerror(errno));

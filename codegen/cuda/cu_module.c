@@ -229,7 +229,8 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
                 write_file(o->fail_source, cu.src.s, cu.src.len, err + strlen(err), 0);
             size_t l = strlen(err);
             if (o->fail_source && l + 1 < nerr)
-                snprintf(err + l, nerr - l, "\n(the generated CUDA C is in '%s')", o->fail_source);
+                snprintf(err + l, nerr - l, "\n(the generated CUDA C is in '%s')",
+                         o->fail_shown ? o->fail_shown : o->fail_source);
             rc = 3;
             break;
         }

@@ -278,6 +278,33 @@ def fifo_outputs(env):
            "the FIFO's reader got another .npy than a regular run wrote")
     expect(listing(fifo_dir) == ["probs.npy"], "left beside it: %s" % listing(fifo_dir))
 
+    # --emit listings go through the atomic writer too: a FIFO in the emit
+    # directory is written in place, and a regular listing is replaced whole
+    # with nothing left beside it.
+    emit_dir = os.path.join(work, "emit")
+    os.makedirs(emit_dir)
+    ll = os.path.join(emit_dir, "mlp.ll")
+    os.mkfifo(ll)
+    with open(os.path.join(emit_dir, "mlp.s"), "w") as f:
+        f.write("stale listing\n")
+    sink = os.path.join(tmp, "sink.ll")
+    reader = _fifo_reader(ll, sink)
+    try:
+        rc, _, err = run([env.tgc, "build", MLP, "-o", os.path.join(work, "e1"), "--emit", "llvm",
+                          emit_dir], tmpdir=tmp, timeout=120)
+    finally:
+        reader.wait(timeout=10)
+    expect(rc == 0, "--emit llvm into a FIFO: exit %s: %s" % (rc, err.strip()))
+    expect(stat.S_ISFIFO(os.lstat(ll).st_mode), "--emit replaced the FIFO")
+    expect(b"define" in open(sink, "rb").read(), "the FIFO's reader got no LLVM IR")
+    rc, _, err = run([env.tgc, "build", MLP, "-o", os.path.join(work, "e2"), "--emit", "asm",
+                      emit_dir], tmpdir=tmp, timeout=120)
+    expect(rc == 0, "--emit asm: exit %s: %s" % (rc, err.strip()))
+    expect("stale" not in open(os.path.join(emit_dir, "mlp.s")).read(), "mlp.s not replaced")
+    expect(listing(emit_dir) == ["mlp.ll", "mlp.s"] and
+           [f for f in listing(tmp) if not f.startswith("sink")] == [],
+           "left in the emit directory: %s, in TMPDIR: %s" % (listing(emit_dir), listing(tmp)))
+
 
 def name_too_long(env):
     work, tmp = env.case_dir("too_long")
