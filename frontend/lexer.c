@@ -11,8 +11,8 @@ typedef struct Lexer {
     Diag *d;
     const SrcFile *f;
     int pos, line, line_start;
-    int depth; /* ( and [ nesting: newlines inside are not statement ends */
-    bool bol; /* at the start of a logical line: its indentation counts */
+    int depth;       /* ( and [ nesting: newlines inside are not statement ends */
+    bool bol;        /* at the start of a logical line: its indentation counts */
     int indents[64]; /* indentation columns of the open blocks (Python's stack) */
     int nindents;
     Token *toks;
@@ -39,28 +39,50 @@ static const struct {
 
 const char *tok_kind_name(TokKind k) {
     static const char *names[] = {
-        [TK_EOF] = "end of file", [TK_NEWLINE] = "end of line",
-        [TK_IDENT] = "a name",    [TK_INT] = "an integer",
-        [TK_FLOAT] = "a number",  [TK_STRING] = "a string",
-        [TK_GRAPH] = "'graph'",   [TK_INPUT] = "'input'",
-        [TK_PARAM] = "'param'",   [TK_OUTPUT] = "'output'",
-        [TK_TRUE] = "'true'",     [TK_FALSE] = "'false'",
-        [TK_NONE] = "'None'",     [TK_LPAREN] = "'('",
-        [TK_DEF] = "'def'",       [TK_RETURN] = "'return'",
-        [TK_INDENT] = "an indented line", [TK_DEDENT] = "the end of an indented block",
-        [TK_RPAREN] = "')'",      [TK_LBRACKET] = "'['",
-        [TK_RBRACKET] = "']'",    [TK_COMMA] = "','",
-        [TK_COLON] = "':'",       [TK_ASSIGN] = "'='",
-        [TK_DOT] = "'.'",         [TK_ELLIPSIS] = "'...'",
-        [TK_PLUS] = "'+'",        [TK_MINUS] = "'-'",
-        [TK_STAR] = "'*'",        [TK_SLASH] = "'/'",
-        [TK_POW] = "'**'",        [TK_PERCENT] = "'%'",
-        [TK_FLOORDIV] = "'//'",   [TK_AT] = "'@'",
-        [TK_LT] = "'<'",          [TK_LE] = "'<='",
-        [TK_GT] = "'>'",          [TK_GE] = "'>='",
-        [TK_EQ] = "'=='",         [TK_NE] = "'!='",
-        [TK_AMP] = "'&'",         [TK_PIPE] = "'|'",
-        [TK_TILDE] = "'~'",       [TK_ERROR] = "an invalid character",
+        [TK_EOF] = "end of file",
+        [TK_NEWLINE] = "end of line",
+        [TK_IDENT] = "a name",
+        [TK_INT] = "an integer",
+        [TK_FLOAT] = "a number",
+        [TK_STRING] = "a string",
+        [TK_GRAPH] = "'graph'",
+        [TK_INPUT] = "'input'",
+        [TK_PARAM] = "'param'",
+        [TK_OUTPUT] = "'output'",
+        [TK_TRUE] = "'true'",
+        [TK_FALSE] = "'false'",
+        [TK_NONE] = "'None'",
+        [TK_LPAREN] = "'('",
+        [TK_DEF] = "'def'",
+        [TK_RETURN] = "'return'",
+        [TK_INDENT] = "an indented line",
+        [TK_DEDENT] = "the end of an indented block",
+        [TK_RPAREN] = "')'",
+        [TK_LBRACKET] = "'['",
+        [TK_RBRACKET] = "']'",
+        [TK_COMMA] = "','",
+        [TK_COLON] = "':'",
+        [TK_ASSIGN] = "'='",
+        [TK_DOT] = "'.'",
+        [TK_ELLIPSIS] = "'...'",
+        [TK_PLUS] = "'+'",
+        [TK_MINUS] = "'-'",
+        [TK_STAR] = "'*'",
+        [TK_SLASH] = "'/'",
+        [TK_POW] = "'**'",
+        [TK_PERCENT] = "'%'",
+        [TK_FLOORDIV] = "'//'",
+        [TK_AT] = "'@'",
+        [TK_LT] = "'<'",
+        [TK_LE] = "'<='",
+        [TK_GT] = "'>'",
+        [TK_GE] = "'>='",
+        [TK_EQ] = "'=='",
+        [TK_NE] = "'!='",
+        [TK_AMP] = "'&'",
+        [TK_PIPE] = "'|'",
+        [TK_TILDE] = "'~'",
+        [TK_ERROR] = "an invalid character",
     };
     return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "a token";
 }

@@ -538,8 +538,9 @@ static bool parse_stmt(Parser *P, Stmt *s, bool in_def) {
     }
     if (t->kind == TK_DEF) {
         if (in_def) {
-            parse_error(P, t->loc, "a def cannot be nested inside another def; define it at the "
-                                   "top level and call it from here");
+            parse_error(P, t->loc,
+                        "a def cannot be nested inside another def; define it at the "
+                        "top level and call it from here");
             return false;
         }
         next(P);

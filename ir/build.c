@@ -537,7 +537,8 @@ static Ev eval_name(Builder *B, const Ast *n) {
         diag_error(B->d, n->loc, "unknown name '%s'; did you mean '%s'?%s", n->name, s,
                    B->call ? module_scope_hint() : "");
     else
-        diag_error(B->d, n->loc, "unknown name '%s'%s", n->name, B->call ? module_scope_hint() : "");
+        diag_error(B->d, n->loc, "unknown name '%s'%s", n->name,
+                   B->call ? module_scope_hint() : "");
     return ev_err();
 }
 
@@ -851,9 +852,9 @@ static int const_call_hook(Builder *B, const Ast *n, CallArgs *ca, Ev *out) {
         *out = ev_err();
         return 1;
     }
-    *out = r.kind == CV_FLOAT ? (Ev){.kind = EV_FLOAT, .f = r.f, .loc = n->loc}
-                              : (Ev){.kind = r.kind == CV_BOOL ? EV_BOOL : EV_INT, .i = r.i,
-                                     .loc = n->loc};
+    *out = r.kind == CV_FLOAT
+               ? (Ev){.kind = EV_FLOAT, .f = r.f, .loc = n->loc}
+               : (Ev){.kind = r.kind == CV_BOOL ? EV_BOOL : EV_INT, .i = r.i, .loc = n->loc};
     return 1;
 }
 
@@ -1452,8 +1453,8 @@ static void stmt_let(Builder *B, const Stmt *s, bool output) {
         for (int i = 0; i < s->nnames; i++) {
             Ev item = e.items[i];
             if (item.kind == EV_TENSOR) {
-                Value *v = name_value(B, item.t, module_value_name(B, s->names[i]),
-                                      s->name_locs[i]);
+                Value *v =
+                    name_value(B, item.t, module_value_name(B, s->names[i]), s->name_locs[i]);
                 if (!v) continue;
                 item.t = v;
                 bind(B, s->names[i], s->name_locs[i], BIND_VALUE, item);

@@ -64,7 +64,6 @@ typedef struct Builder {
     int anon_calls; /* calls without prefix=, numbered for value names */
 } Builder;
 
-
 /* build.c */
 Binding *bld_lookup(Builder *B, const char *name);
 void bld_bind(Builder *B, const char *name, SrcLoc loc, BindKind kind, Ev ev);

@@ -235,8 +235,7 @@ static Ev instantiate(Builder *B, ModuleDef *md, const Ast *call, Ev *args, int 
         }
     }
 
-    B->binds = binds, B->nbinds = nbinds, B->cap = cap, B->index = index,
-    B->index_cap = index_cap;
+    B->binds = binds, B->nbinds = nbinds, B->cap = cap, B->index = index, B->index_cap = index_cap;
     B->too_deep = too_deep;
     B->call = mc.up;
     B->d->frame = mc.frame.up;

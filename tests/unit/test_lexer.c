@@ -349,13 +349,13 @@ static void test_comments_and_newlines(void) {
     /* Indentation: INDENT at a deeper line, DEDENT back; blank, comment and
      * bracketed lines do not count; open blocks close at the end. */
     check_tokens("indent", "def f(\n  x):\n  a\n\n    # c\n  b\nc\n  d",
-                 (Want[]){{TK_DEF, 1, 1, 3},     {TK_IDENT, 1, 5, 1},   {TK_LPAREN, 1, 6, 1},
-                          {TK_IDENT, 2, 3, 1},   {TK_RPAREN, 2, 4, 1},  {TK_COLON, 2, 5, 1},
-                          {TK_NEWLINE, 2, 6, 1}, {TK_INDENT, 3, 3, 1},  {TK_IDENT, 3, 3, 1},
-                          {TK_NEWLINE, 3, 4, 1}, {TK_IDENT, 6, 3, 1},   {TK_NEWLINE, 6, 4, 1},
-                          {TK_DEDENT, 7, 1, 1},  {TK_IDENT, 7, 1, 1},   {TK_NEWLINE, 7, 2, 1},
-                          {TK_INDENT, 8, 3, 1},  {TK_IDENT, 8, 3, 1},   {TK_NEWLINE, 8, 4, 0},
-                          {TK_DEDENT, 8, 4, 0},  {TK_EOF, 8, 4, 0},     END_WANT});
+                 (Want[]){{TK_DEF, 1, 1, 3},     {TK_IDENT, 1, 5, 1},  {TK_LPAREN, 1, 6, 1},
+                          {TK_IDENT, 2, 3, 1},   {TK_RPAREN, 2, 4, 1}, {TK_COLON, 2, 5, 1},
+                          {TK_NEWLINE, 2, 6, 1}, {TK_INDENT, 3, 3, 1}, {TK_IDENT, 3, 3, 1},
+                          {TK_NEWLINE, 3, 4, 1}, {TK_IDENT, 6, 3, 1},  {TK_NEWLINE, 6, 4, 1},
+                          {TK_DEDENT, 7, 1, 1},  {TK_IDENT, 7, 1, 1},  {TK_NEWLINE, 7, 2, 1},
+                          {TK_INDENT, 8, 3, 1},  {TK_IDENT, 8, 3, 1},  {TK_NEWLINE, 8, 4, 0},
+                          {TK_DEDENT, 8, 4, 0},  {TK_EOF, 8, 4, 0},    END_WANT});
     /* A backslash at the end of a line joins it with the next (extension). */
     check_tokens("backslash", "a = 1 + \\\n  2\nb",
                  (Want[]){{TK_IDENT, 1, 1, 1},
