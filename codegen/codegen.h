@@ -89,6 +89,4 @@ bool cg_cuda_available(void);
  * message in err when the graph needs what the backend lacks, or 3 when
  * NVRTC failed (an internal error: the source is at o->fail_source). */
 int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *err, size_t nerr);
-/* The image files cg_cuda_emit writes into image_dir (for cleaning up). */
-int cg_cuda_image_files(const CudaOptions *o, char names[][32], int max);
 #endif

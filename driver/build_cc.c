@@ -16,21 +16,17 @@
 #include <unistd.h>
 
 #include "driver/toolchain.h"
+#include "rt_atomic.h"
 
 enum { LOG_LINES = 20 }; /* of the compiler's messages, shown with the error */
 
-/* Moves (or, across file systems, copies) from to to. */
+/* Moves from to to: a rename, or across file systems a copy through the
+ * atomic writer (rt_atomic.h). */
 static bool move_file(const char *from, const char *to) {
     if (rename(from, to) == 0) return true;
-    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
-    bool ok = in && out;
-    char buf[8192];
-    size_t n;
-    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        ok = fwrite(buf, 1, n, out) == n;
-    if (in) fclose(in);
-    if (out && fclose(out) != 0) ok = false;
-    return ok;
+    if (rt_afile_copy(from, to, 0666)) return false;
+    unlink(from);
+    return true;
 }
 
 static void print_head(const char *log) {

@@ -343,12 +343,7 @@ static bool write_header(const BuildOpts *b, RtAtomicFile *hf, const CgProgram *
 
 /* Writes a copy of the file src at dest through the atomic writer. */
 static bool publish_copy(const BuildOpts *b, const char *src, const char *dest) {
-    RtAtomicFile f;
-    rt_afile_init(&f);
-    int e = rt_afile_begin(&f, dest);
-    if (!e) e = rt_afile_copy_from(&f, src);
-    if (!e) e = rt_afile_commit(&f, 0666);
-    rt_afile_abort(&f);
+    int e = rt_afile_copy(src, dest, 0666);
     if (e) fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, dest, strerror(e));
     return !e;
 }
@@ -476,7 +471,7 @@ static int drive(Mode mode, int argc, char **argv) {
      * published through the atomic writer, like every file tgc writes. */
     char emit_tmp[PATH_MAX + 16];
     snprintf(emit_tmp, sizeof emit_tmp, "%s/emit", tmp);
-    if (mkdir(emit_tmp, 0700) != 0) {
+    if (b.emit_kind && mkdir(emit_tmp, 0700) != 0) {
         fprintf(stderr, "tgc %s: error: cannot create '%s': %s\n", b.cmd, emit_tmp,
                 strerror(errno));
         goto out;

@@ -226,3 +226,13 @@ void rt_afile_abort(RtAtomicFile *f) {
     f->slot = -1;
     release(f);
 }
+
+int rt_afile_copy(const char *src, const char *dest, mode_t mode) {
+    RtAtomicFile f;
+    rt_afile_init(&f);
+    int e = rt_afile_begin(&f, dest);
+    if (!e) e = rt_afile_copy_from(&f, src);
+    if (!e) e = rt_afile_commit(&f, mode);
+    rt_afile_abort(&f);
+    return e;
+}

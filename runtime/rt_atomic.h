@@ -47,6 +47,9 @@ FILE *rt_afile_stream(RtAtomicFile *f);
 int rt_afile_write(RtAtomicFile *f, const void *p, size_t n);
 /* Appends the whole content of the file src; 0 or an errno value. */
 int rt_afile_copy_from(RtAtomicFile *f, const char *src);
+/* The whole of begin(dest), copy_from(src), commit(mode): 0 or an errno
+ * value (dest unchanged). */
+int rt_afile_copy(const char *src, const char *dest, mode_t mode);
 /* Finishes: closes, gives a new file mode & ~umask and renames it over
  * dest. 0, or an errno value after which nothing was changed at dest (the
  * temporary is removed). */

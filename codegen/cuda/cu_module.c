@@ -91,7 +91,8 @@ static bool write_file(const char *path, const void *data, size_t n, char *err, 
     return true;
 }
 
-int cg_cuda_image_files(const CudaOptions *o, char names[][32], int max) {
+/* The image files cg_cuda_emit writes into image_dir. */
+static int image_files(const CudaOptions *o, char names[][32], int max) {
     int n = 0;
     for (int i = 0; i < o->narchs && n < max; i++)
         snprintf(names[n++], 32, "sm_%d.cubin", o->archs[i]);
@@ -101,7 +102,7 @@ int cg_cuda_image_files(const CudaOptions *o, char names[][32], int max) {
 
 static void write_decl(Sb *d, const Cu *cu, const CudaOptions *o, const size_t *sizes) {
     char names[CG_CUDA_MAX_ARCHS + 1][32];
-    int ni = cg_cuda_image_files(o, names, CG_CUDA_MAX_ARCHS + 1);
+    int ni = image_files(o, names, CG_CUDA_MAX_ARCHS + 1);
     for (int i = 0; i < ni; i++) {
         char sym[32], path[4200];
         snprintf(sym, sizeof sym, "tgc_cuda_image%d", i);
@@ -217,7 +218,7 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
         }
     }
     char names[CG_CUDA_MAX_ARCHS + 1][32];
-    int ni = cg_cuda_image_files(o, names, CG_CUDA_MAX_ARCHS + 1);
+    int ni = image_files(o, names, CG_CUDA_MAX_ARCHS + 1);
     size_t sizes[CG_CUDA_MAX_ARCHS + 1];
     for (int i = 0; i < ni && !rc; i++) {
         bool ptx = i == ni - 1;

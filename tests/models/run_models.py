@@ -50,8 +50,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(ROOT, "examples")
 sys.path.insert(0, EXAMPLES)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(ROOT, "tests", "report"))
 import gpt2_torch  # noqa: E402
 import llama_torch  # noqa: E402
+from rtest import Checks  # noqa: E402  (counts checks, prints failures)
 
 ATOL = RTOL = 1e-4
 
@@ -91,19 +93,6 @@ CASES = [
     ("llama_mha", "llama", llama,
      dict(batch=2, seq=5, n_layer=1, d=32, n_head=2, n_kv_head=2, ffn=64, vocab=40), []),
 ]
-
-
-class Checks:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print("FAIL %s%s" % (what, (": " + detail) if detail else ""))
-        return ok
 
 
 def run(cmd, timeout=600):
@@ -194,7 +183,7 @@ def main():
     tgc = os.path.abspath(a.tgc)
     work = a.keep or tempfile.mkdtemp(prefix="tgc-models-")
     os.makedirs(work, exist_ok=True)
-    c = Checks()
+    c = Checks("models")
     try:
         for name, example, builder, D, errors in CASES:
             if a.pattern in name:
@@ -204,8 +193,7 @@ def main():
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print("models: %d passed, %d failed" % (c.passed, c.failed))
-    return 1 if c.failed else 0
+    return c.finish()
 
 
 if __name__ == "__main__":
