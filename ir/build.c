@@ -10,6 +10,7 @@
 #include "ir/build_const.h"
 #include "ir/build_internal.h"
 #include "ir/infer.h"
+#include "ir/lower_nn.h"
 #include "ir/lower_sugar.h"
 
 /* Small enough that the recursion fits the stack under ASan, whose frames are large. */
@@ -289,6 +290,15 @@ static bool convert_arg(Builder *B, const char *opname, const ParamSpec *p, cons
             return true;
         }
         return param_error(B, e, opname, p, "a dtype such as f32");
+    case PT_PAD:
+        if (e->kind == EV_STR) {
+            out->kind = ARG_STR;
+            out->s = e->s;
+            return true;
+        }
+        if (e->kind != EV_INT && e->kind != EV_LIST)
+            return param_error(B, e, opname, p, "an integer, a list of integers or a string");
+        /* fall through */
     case PT_INTS:
         if (e->kind == EV_INT) {
             *out = arg_int(e->i, e->loc);
@@ -507,6 +517,7 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
     if (!ok) return ev_err();
     if (!value_infer(&B->ic, v)) return ev_err();
     if (v->op == OP_REPEAT_INTERLEAVE && !(v = lower_repeat_interleave(&B->ic, v))) return ev_err();
+    if (lower_nn_applies(v->op) && !(v = lower_nn(&B->ic, v))) return ev_err();
     return result_of(B, v);
 }
 

@@ -20,12 +20,14 @@
     X(infer_rms_norm) X(infer_linear) X(infer_qmatmul) X(infer_matmul) X(infer_mm) X(infer_bmm) X(infer_mv) \
     X(infer_outer) X(infer_einsum) X(infer_fill_shape) X(infer_full) X(infer_arange) \
     X(infer_eye) X(infer_tensor) X(infer_fill_like) X(infer_full_like) \
-    X(infer_repeat_interleave)
+    X(infer_repeat_interleave) X(infer_conv) X(infer_pool) X(infer_adaptive_pool) \
+    X(infer_batch_norm) X(infer_group_norm) X(infer_instance_norm) X(infer_pad) \
+    X(infer_interpolate) X(infer_pixel_shuffle) X(infer_windows)
 
 #define LAYOUT_FNS(X) \
     X(layout_identity) X(layout_slice) X(layout_reshape) X(layout_transpose) X(layout_permute) \
     X(layout_squeeze) X(layout_unsqueeze) X(layout_expand) X(layout_narrow) X(layout_select) \
-    X(layout_diagonal) X(layout_contiguous) X(layout_to)
+    X(layout_diagonal) X(layout_contiguous) X(layout_to) X(layout_windows)
 /* clang-format on */
 
 #define DECLARE_INFER(fn) bool fn(InferCtx *c, Value *v);

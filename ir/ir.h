@@ -38,6 +38,7 @@ enum {
     OPF_NN = 1 << 9,
     OPF_AMP_LOW = 1 << 10, /* mixed precision: runs in the low dtype (autocast's lower list) */
     OPF_AMP_F32 = 1 << 11, /* mixed precision: runs in f32 (autocast's fp32 list) */
+    OPF_CONV = 1 << 12,    /* a convolution: one library call (codegen/llvm/k_conv.c) */
 };
 
 typedef enum {
@@ -116,7 +117,8 @@ struct Value {
     bool weak; /* a literal: takes part in type promotion as a wrapped number */
     ParamInit init;
 
-    const struct QuantOf *quant; /* a param made by passes/quantize.c: what it quantizes */
+    const struct QuantOf *quant;  /* a param made by passes/quantize.c: what it quantizes */
+    const struct BatchNormOf *bn; /* the last node of a lowered batch_norm (ir/lower_nn.h) */
 
     Value **tuple; /* OPF_TUPLE results */
     int ntuple;
@@ -178,6 +180,7 @@ typedef enum {
     PT_INTS,
     PT_TENSORS,
     PT_ANY,
+    PT_PAD, /* ints, or a string (conv padding "same" / "valid") */
 } ParamType;
 
 typedef struct ParamSpec {

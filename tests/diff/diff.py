@@ -773,8 +773,9 @@ def all_cases():
     import diff_models
     import diff_random
     import diff_modules
+    import diff_conv
     cases = diff_ops.cases(DiffCase) + diff_models.cases(DiffCase, ROOT) \
-        + diff_random.cases(DiffCase) + diff_modules.cases(DiffCase)
+        + diff_random.cases(DiffCase) + diff_modules.cases(DiffCase) + diff_conv.cases(DiffCase)
     names = [c.name for c in cases]
     dup = {n for n in names if names.count(n) > 1}
     assert not dup, "duplicate case names: %s" % sorted(dup)

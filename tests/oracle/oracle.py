@@ -248,10 +248,23 @@ def _creation(fn):
     return f
 
 
+# torch.nn.functional's signature where torch.* has another one under the
+# same name (torch.batch_norm takes training, momentum, eps, cudnn_enabled).
+F_FIRST = {
+    "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+    "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "batch_norm", "group_norm", "instance_norm",
+    "pad", "interpolate", "pixel_shuffle", "pixel_unshuffle", "hardswish", "hardsigmoid",
+    "leaky_relu", "elu", "softplus", "mish", "hardtanh", "relu6",
+}
+
+
 class Env(dict):
     """Names visible to expressions; unknown names resolve to torch functions."""
 
     def __missing__(self, name):
+        if name in F_FIRST:
+            return getattr(F, name)
         if hasattr(Ref, name) and callable(getattr(Ref, name)):
             def method(t, *a, **k):
                 return getattr(t, name)(*a, **k)

@@ -1,0 +1,33 @@
+/* The geometry of convolutions and pools, computed once from a checked
+ * node's arguments (PyTorch's rules: ATen's ConvUtils.h and Pool.h) and
+ * shared by inference, the lowering of pools and the code generators.
+ * 1-d ops are described as 2-d ones of height 1. */
+#ifndef TGC_IR_CONV_H
+#define TGC_IR_CONV_H
+#include "ir/ir.h"
+
+typedef struct ConvGeom {
+    bool transposed, batched;
+    int nd; /* spatial dims of the op: 1 or 2 */
+    int64_t n, cin, cout, groups;
+    int64_t in[2], out[2], k[2]; /* [0] height (1 for 1-d ops), [1] width */
+    int64_t stride[2], dilation[2], pad_l[2], pad_r[2], out_pad[2];
+    bool has_bias;
+} ConvGeom;
+
+/* conv1d/2d, conv_transpose1d/2d: v must have passed inference. */
+void conv_geometry(const Value *v, ConvGeom *g);
+
+/* Pools: kernel, stride, padding, dilation per spatial dim, as 2-d. */
+typedef struct PoolGeom {
+    int nd;
+    bool batched, ceil_mode, is_max, count_include_pad;
+    int64_t divisor_override; /* 0: none */
+    int64_t in[2], out[2], k[2], stride[2], pad[2], dilation[2];
+} PoolGeom;
+void pool_geometry(const Value *v, PoolGeom *g);
+
+/* Reads an int-or-tuple argument of nd entries into out; false when it
+ * has another length (1 is broadcast). */
+bool conv_int_tuple(const Arg *a, int nd, int64_t *out);
+#endif

@@ -1,0 +1,28 @@
+/* Pools, norms, pad, interpolate and pixel_(un)shuffle written in the
+ * language's simpler ops right after inference (as repeat_interleave is,
+ * ir/lower_sugar.h): windows views (Tensor.unfold) and reductions, gathers
+ * with constant indices, layer_norm and elementwise arithmetic. Both
+ * backends then fuse and run them with the kernels they already have. The
+ * last node carries the op's name as its label (what `tgc show` prints). */
+#ifndef TGC_IR_LOWER_NN_H
+#define TGC_IR_LOWER_NN_H
+#include "ir/ir.h"
+
+/* True for the ops lower_nn rewrites. */
+bool lower_nn_applies(OpCode op);
+/* v has passed inference and is not in the graph yet; returns the node
+ * that replaces it (not yet appended; its helpers are), or NULL after a
+ * report. */
+Value *lower_nn(InferCtx *c, Value *v);
+
+/* interpolate's output sizes and the scales its index arithmetic uses
+ * (0: input / output size), per spatial dim. */
+bool interpolate_sizes(const Value *v, int64_t *out, double *scale);
+
+/* A batch_norm written as x * alpha + beta: what the conv epilogue pass
+ * (passes/conv_epilogue.c) folds into a preceding convolution. */
+typedef struct BatchNormOf {
+    Value *x, *mean, *var, *weight, *bias; /* weight, bias: NULL when absent */
+    double eps;
+} BatchNormOf;
+#endif
