@@ -182,6 +182,19 @@ static double silu_d(double x) {
     if (x == -INFINITY) return 0;
     return x * sigmoid_d(x);
 }
+/* -inf stands for "any finite value" here, so the activations whose
+ * formula gives -inf * 0 (NaN) at -inf take their limit, 0. */
+static double hardswish_d(double x) {
+    if (x == -INFINITY) return 0;
+    return x * fmin(fmax(x + 3, 0), 6) / 6;
+}
+static double hardsigmoid_d(double x) {
+    return fmin(fmax(x + 3, 0), 6) / 6;
+}
+static double mish_d(double x) {
+    if (x == -INFINITY) return 0;
+    return x * tanh(log1p(exp(x)));
+}
 /* f falls to its minimum fmin_v at xmin, then rises: gelu, silu. */
 static Range r_dip(Range a, double (*f)(double), double xmin, double fmin_v) {
     double x = f(a.lo), y = f(a.hi);
@@ -189,6 +202,32 @@ static Range r_dip(Range a, double (*f)(double), double xmin, double fmin_v) {
     if (a.lo < xmin && a.hi > xmin) r.lo = fmin(r.lo, fmin_v);
     r.vague = a.vague;
     return r;
+}
+
+/* A function that is monotonic between its kinks (leaky_relu, elu,
+ * softplus): the hull of its values at the ends and at the kinks inside;
+ * left[i] and right[i] are its one-sided limits at kink[i] (equal where it
+ * is continuous). */
+static Range r_kinked(Range a, double flo, double fhi, const double *kink, const double *left,
+                      const double *right, int n) {
+    Range r = rng(fmin(flo, fhi), fmax(flo, fhi));
+    for (int i = 0; i < n; i++) {
+        if (!(a.lo < kink[i] && kink[i] < a.hi)) continue;
+        r.lo = fmin(r.lo, fmin(left[i], right[i]));
+        r.hi = fmax(r.hi, fmax(left[i], right[i]));
+    }
+    r.vague = a.vague;
+    return r;
+}
+static double leaky_relu_d(double x, double slope) {
+    return x > 0 ? x : mulb(x, slope);
+}
+static double elu_d(double x, double alpha) {
+    return x > 0 ? x : mulb(expm1(x), alpha);
+}
+static double softplus_d(double x, double beta, double threshold) {
+    double xb = mulb(x, beta);
+    return xb > threshold ? x : log1p(exp(xb)) / beta;
 }
 
 static Range dtype_range(DType t) {
@@ -665,6 +704,44 @@ static Range eval_op(const Analysis *A, const Value *v) {
      * approximation of gelu differs in the fourth digit). */
     case OP_GELU: return r_dip(a, gelu_d, -0.7518, -0.1702);
     case OP_SILU: return r_dip(a, silu_d, -1.2785, -0.2785);
+    /* Minima of x * relu6(x + 3) / 6 and x * tanh(softplus(x)), the
+     * latter rounded down. */
+    case OP_HARDSWISH: return r_dip(a, hardswish_d, -1.5, -0.375);
+    case OP_MISH: return r_dip(a, mish_d, -1.1924, -0.3089);
+    case OP_HARDSIGMOID: return rng(hardsigmoid_d(a.lo), hardsigmoid_d(a.hi));
+    case OP_LEAKY_RELU: {
+        double slope = 0.01, k0 = 0, f0 = 0;
+        arg_num(v, 1, &slope);
+        return r_kinked(a, leaky_relu_d(a.lo, slope), leaky_relu_d(a.hi, slope), &k0, &f0, &f0, 1);
+    }
+    case OP_ELU: {
+        /* alpha * (exp(x) - 1) below 0: from -alpha (at -inf) to 0. */
+        double alpha = 1, k0 = 0, f0 = 0;
+        arg_num(v, 1, &alpha);
+        return r_kinked(a, elu_d(a.lo, alpha), elu_d(a.hi, alpha), &k0, &f0, &f0, 1);
+    }
+    case OP_SOFTPLUS: {
+        /* Increasing on either side of x * beta = threshold, where it
+         * jumps between x and log1p(exp(threshold)) / beta. */
+        double beta = 1, th = 20;
+        arg_num(v, 1, &beta);
+        arg_num(v, 2, &th);
+        if (beta == 0 || isnan(beta) || isnan(th)) return unbounded();
+        double k0 = th / beta, sides[2] = {k0, log1p(exp(th)) / beta};
+        return r_kinked(a, softplus_d(a.lo, beta, th), softplus_d(a.hi, beta, th), &k0, &sides[0],
+                        &sides[1], 1);
+    }
+    case OP_HARDTANH:
+    case OP_RELU6: {
+        double mn = 0, mx = 6;
+        if (v->op == OP_HARDTANH) {
+            mn = -1, mx = 1;
+            arg_num(v, 1, &mn);
+            arg_num(v, 2, &mx);
+        }
+        /* clamp with both bounds: max(x, mn) then min(., mx). */
+        return rng(fmin(fmax(a.lo, mn), mx), fmin(fmax(a.hi, mn), mx));
+    }
 
     /* Reductions. */
     case OP_SUM: return r_scale(reduced_count(v), a);

@@ -262,18 +262,23 @@ static const char *e_masked_fill(CuKern *k, const Value *v, const char **a, DTyp
     (void)t;
     return sel(k, truthy(k, a[1], in_dt(k, v, 1)), a[2], a[0]);
 }
-static const char *e_clamp(CuKern *k, const Value *v, const char **a, DType t) {
-    /* x < lo and x > hi are false for a NaN x, which stays NaN. */
-    const char *x = a[0];
-    if (v->args[1].kind != ARG_ABSENT) {
-        const char *lo = cu_const(CU, t, num_arg(v, 1, 0));
-        x = named(k, t, sel(k, cu_str(CU, "%s < %s", P(k, x), P(k, lo)), lo, x));
+/* max(x, lo) then min(., hi), each bound optional: x < lo and x > hi are
+ * false for a NaN x, which stays NaN; lo > hi gives hi (ATen's clamp). */
+static const char *clamp_to(CuKern *k, const char *x, DType t, const double *lo, const double *hi) {
+    if (lo) {
+        const char *c = cu_const(CU, t, *lo);
+        x = named(k, t, sel(k, cu_str(CU, "%s < %s", P(k, x), P(k, c)), c, x));
     }
-    if (v->args[2].kind != ARG_ABSENT) {
-        const char *hi = cu_const(CU, t, num_arg(v, 2, 0));
-        x = sel(k, cu_str(CU, "%s > %s", P(k, x), P(k, hi)), hi, x);
+    if (hi) {
+        const char *c = cu_const(CU, t, *hi);
+        x = sel(k, cu_str(CU, "%s > %s", P(k, x), P(k, c)), c, x);
     }
     return x;
+}
+static const char *e_clamp(CuKern *k, const Value *v, const char **a, DType t) {
+    double lo = num_arg(v, 1, 0), hi = num_arg(v, 2, 0);
+    return clamp_to(k, a[0], t, v->args[1].kind != ARG_ABSENT ? &lo : NULL,
+                    v->args[2].kind != ARG_ABSENT ? &hi : NULL);
 }
 
 /* ---- unary ---- */
@@ -358,6 +363,49 @@ static const char *e_gelu(CuKern *k, const Value *v, const char **a, DType t) {
     bool tanh_mode = v->nargs > 1 && v->args[1].kind == ARG_STR && !strcmp(v->args[1].s, "tanh");
     return tgf(k, t, tanh_mode ? "gelu_tanh" : "gelu", a[0]);
 }
+
+/* ---- activations: the CPU backend's formulas (codegen/llvm/expr.c) ----
+ * The user's numbers (slope, alpha, beta, threshold) in the compute
+ * precision (fc: float for f16/bf16, not rounded to 16 bits); hardtanh's
+ * bounds are clamp's. */
+
+static const char *e_hardswish(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    return tgf(k, t, "hardswish", a[0]);
+}
+static const char *e_hardsigmoid(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    return tgf(k, t, "hardsigmoid", a[0]);
+}
+static const char *e_leaky_relu(CuKern *k, const Value *v, const char **a, DType t) {
+    /* x > 0 ? x : x * slope (false for NaN: the product, NaN). */
+    return sel(k, cu_str(CU, "%s > %s", P(k, a[0]), fc(k, t, 0)), a[0],
+               fmul(k, t, a[0], fc(k, t, num_arg(v, 1, 0.01))));
+}
+static const char *e_elu(CuKern *k, const Value *v, const char **a, DType t) {
+    return cu_str(CU, "tg_elu_%s(%s, %s)", t == DT_F64 ? "f64" : "f32", a[0],
+                  fc(k, t, num_arg(v, 1, 1.0)));
+}
+static const char *e_softplus(CuKern *k, const Value *v, const char **a, DType t) {
+    return cu_str(CU, "tg_softplus_%s(%s, %s, %s)", t == DT_F64 ? "f64" : "f32", a[0],
+                  fc(k, t, num_arg(v, 1, 1)), fc(k, t, num_arg(v, 2, 20)));
+}
+static const char *e_mish(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    return tgf(k, t, "mish", a[0]);
+}
+static const char *e_hardtanh(CuKern *k, const Value *v, const char **a, DType t) {
+    /* Integer tensors take the bounds truncated toward zero (toLong). */
+    double lo = num_arg(v, 1, -1.0), hi = num_arg(v, 2, 1.0);
+    if (!is_f(t)) lo = trunc(lo), hi = trunc(hi);
+    return clamp_to(k, a[0], t, &lo, &hi);
+}
+static const char *e_relu6(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    double lo = 0, hi = 6;
+    return clamp_to(k, a[0], t, &lo, &hi);
+}
+
 static const char *e_cast(CuKern *k, const Value *v, const char **a, DType t) {
     DType from = in_dt(k, v, 0);
     return cu_convert(k, named(k, from, a[0]), from, t);
@@ -546,6 +594,14 @@ static const EmitFn emit_op[OP_COUNT] = {
     [OP_ERF] = e_erf,
     [OP_GELU] = e_gelu,
     [OP_SILU] = e_silu,
+    [OP_HARDSWISH] = e_hardswish,
+    [OP_HARDSIGMOID] = e_hardsigmoid,
+    [OP_LEAKY_RELU] = e_leaky_relu,
+    [OP_ELU] = e_elu,
+    [OP_SOFTPLUS] = e_softplus,
+    [OP_MISH] = e_mish,
+    [OP_HARDTANH] = e_hardtanh,
+    [OP_RELU6] = e_relu6,
     [OP_LOGICAL_NOT] = e_logical_not,
     [OP_BITWISE_NOT] = e_bitwise_not,
     [OP_CAST] = e_cast,
@@ -595,6 +651,8 @@ static bool exact_op(CuKern *k, const Value *v, DType t) {
     case OP_MASKED_FILL:
     case OP_CLAMP:
     case OP_CLIP:
+    case OP_HARDTANH:
+    case OP_RELU6:
     case OP_NEG:
     case OP_ABS:
     case OP_SIGN:

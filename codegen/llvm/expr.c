@@ -256,23 +256,29 @@ static LLVMValueRef e_masked_fill(Kern *k, const Value *v, LLVMValueRef *a, DTyp
     (void)t;
     return sel(k, cg_truthy(CG, a[1], in_dt(k, v, 1)), a[2], a[0]);
 }
-static LLVMValueRef e_clamp(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
-    LLVMValueRef x = a[0];
+/* max(x, lo) then min(., hi), each bound optional: a NaN x is neither
+ * below nor above and stays NaN; lo > hi gives hi (ATen's clamp). */
+static LLVMValueRef clamp_to(Kern *k, LLVMValueRef x, DType t, const double *lo, const double *hi) {
     bool f = is_f(t);
     bool u = dt_unsigned(t);
-    if (v->args[1].kind != ARG_ABSENT) {
-        LLVMValueRef lo = C(k, t, num_arg(v, 1, 0));
+    if (lo) {
+        LLVMValueRef c = C(k, t, *lo);
         LLVMValueRef lt =
-            f ? fcmp(k, LLVMRealOLT, x, lo) : icmp(k, u ? LLVMIntULT : LLVMIntSLT, x, lo);
-        x = sel(k, lt, lo, x);
+            f ? fcmp(k, LLVMRealOLT, x, c) : icmp(k, u ? LLVMIntULT : LLVMIntSLT, x, c);
+        x = sel(k, lt, c, x);
     }
-    if (v->args[2].kind != ARG_ABSENT) {
-        LLVMValueRef hi = C(k, t, num_arg(v, 2, 0));
+    if (hi) {
+        LLVMValueRef c = C(k, t, *hi);
         LLVMValueRef gt =
-            f ? fcmp(k, LLVMRealOGT, x, hi) : icmp(k, u ? LLVMIntUGT : LLVMIntSGT, x, hi);
-        x = sel(k, gt, hi, x);
+            f ? fcmp(k, LLVMRealOGT, x, c) : icmp(k, u ? LLVMIntUGT : LLVMIntSGT, x, c);
+        x = sel(k, gt, c, x);
     }
     return x;
+}
+static LLVMValueRef e_clamp(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    double lo = num_arg(v, 1, 0), hi = num_arg(v, 2, 0);
+    return clamp_to(k, a[0], t, v->args[1].kind != ARG_ABSENT ? &lo : NULL,
+                    v->args[2].kind != ARG_ABSENT ? &hi : NULL);
 }
 
 /* ---- unary ---- */
@@ -392,6 +398,82 @@ static LLVMValueRef e_gelu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     }
     return LLVMBuildFMul(B, LLVMBuildFMul(B, x, half, ""), LLVMBuildFAdd(B, one, inner, ""), "");
 }
+
+/* ---- activations (ATen's CPU kernels, PyTorch 1.13) ----
+ * f16/bf16 compute in float with the user's numbers (slope, alpha, beta,
+ * threshold) as floats, not rounded to 16 bits, and round the result once,
+ * as PyTorch's bf16 kernels do; hardtanh's bounds are clamp's (rounded to
+ * the dtype, which gives the same results). */
+
+/* x as a constant of t's compute precision: float for f32/f16/bf16. */
+static LLVMValueRef CF(Kern *k, DType t, double x) {
+    return C(k, t == DT_F64 ? DT_F64 : DT_F32, x);
+}
+
+/* min(max(x + 3, 0), 6), NaN propagating: hardsigmoid * 6. */
+static LLVMValueRef relu6_of_x_plus_3(Kern *k, LLVMValueRef x) {
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMValueRef z = LLVMConstReal(ty, 0), six = LLVMConstReal(ty, 6);
+    LLVMValueRef y = LLVMBuildFAdd(B, x, LLVMConstReal(ty, 3), "");
+    y = sel(k, fcmp(k, LLVMRealOLT, y, z), z, y);
+    return sel(k, fcmp(k, LLVMRealOGT, y, six), six, y);
+}
+static LLVMValueRef e_hardswish(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v, (void)t;
+    /* x * relu6(x + 3) / 6, multiplied first (-inf gives NaN, as torch). */
+    LLVMValueRef p = LLVMBuildFMul(B, a[0], relu6_of_x_plus_3(k, a[0]), "");
+    return LLVMBuildFDiv(B, p, LLVMConstReal(LLVMTypeOf(p), 6), "");
+}
+static LLVMValueRef e_hardsigmoid(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v, (void)t;
+    LLVMValueRef y = relu6_of_x_plus_3(k, a[0]);
+    return LLVMBuildFDiv(B, y, LLVMConstReal(LLVMTypeOf(y), 6), "");
+}
+static LLVMValueRef e_leaky_relu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    /* x > 0 ? x : x * slope (a NaN takes the product: NaN). */
+    LLVMValueRef x = a[0];
+    LLVMValueRef neg = LLVMBuildFMul(B, x, CF(k, t, num_arg(v, 1, 0.01)), "");
+    return sel(k, fcmp(k, LLVMRealOGT, x, LLVMConstNull(LLVMTypeOf(x))), x, neg);
+}
+static LLVMValueRef e_elu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    /* x > 0 ? x : (exp(x) - 1) * alpha. PyTorch 1.13 subtracts (no
+     * expm1): elu(-0.0) is +0.0 and tiny negative x lose digits as there. */
+    LLVMValueRef x = a[0];
+    LLVMTypeRef ty = LLVMTypeOf(x);
+    LLVMValueRef e = cg_exp(CG, x, t == DT_F64 ? DT_F64 : DT_F32);
+    LLVMValueRef neg = LLVMBuildFMul(B, LLVMBuildFSub(B, e, LLVMConstReal(ty, 1), ""),
+                                     CF(k, t, num_arg(v, 1, 1.0)), "");
+    return sel(k, fcmp(k, LLVMRealOGT, x, LLVMConstNull(ty)), x, neg);
+}
+static LLVMValueRef e_softplus(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    /* x * beta > threshold ? x : log1p(exp(x * beta)) / beta. */
+    DType ct = t == DT_F64 ? DT_F64 : DT_F32;
+    LLVMValueRef x = a[0], beta = CF(k, t, num_arg(v, 1, 1));
+    LLVMValueRef xb = LLVMBuildFMul(B, x, beta, "");
+    LLVMValueRef sp = LLVMBuildFDiv(B, cg_libm1(CG, "log1p", cg_exp(CG, xb, ct), ct), beta, "");
+    return sel(k, fcmp(k, LLVMRealOGT, xb, CF(k, t, num_arg(v, 2, 20))), x, sp);
+}
+static LLVMValueRef e_mish(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    /* x * tanh(log1p(exp(x))), without softplus's threshold (ATen's
+     * mish): mish(-inf) is -inf * 0, NaN, as torch gives. */
+    DType ct = t == DT_F64 ? DT_F64 : DT_F32;
+    LLVMValueRef sp = cg_libm1(CG, "log1p", cg_exp(CG, a[0], ct), ct);
+    return LLVMBuildFMul(B, a[0], cg_tanh(CG, sp, ct), "");
+}
+static LLVMValueRef e_hardtanh(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    /* clamp(x, min_val, max_val); integer tensors take the bounds
+     * truncated toward zero (ATen's Scalar::toLong). */
+    double lo = num_arg(v, 1, -1.0), hi = num_arg(v, 2, 1.0);
+    if (!is_f(t)) lo = trunc(lo), hi = trunc(hi);
+    return clamp_to(k, a[0], t, &lo, &hi);
+}
+static LLVMValueRef e_relu6(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    double lo = 0, hi = 6;
+    return clamp_to(k, a[0], t, &lo, &hi);
+}
+
 static LLVMValueRef e_cast(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     return cg_convert(CG, a[0], in_dt(k, v, 0), t);
 }
@@ -525,6 +607,14 @@ static const EmitFn emit_op[OP_COUNT] = {
     [OP_ERF] = e_erf,
     [OP_GELU] = e_gelu,
     [OP_SILU] = e_silu,
+    [OP_HARDSWISH] = e_hardswish,
+    [OP_HARDSIGMOID] = e_hardsigmoid,
+    [OP_LEAKY_RELU] = e_leaky_relu,
+    [OP_ELU] = e_elu,
+    [OP_SOFTPLUS] = e_softplus,
+    [OP_MISH] = e_mish,
+    [OP_HARDTANH] = e_hardtanh,
+    [OP_RELU6] = e_relu6,
     [OP_LOGICAL_NOT] = e_logical_not,
     [OP_BITWISE_NOT] = e_bitwise_not,
     [OP_CAST] = e_cast,

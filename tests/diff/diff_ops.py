@@ -678,6 +678,14 @@ input b : {dt}[1000]
 output y = (x * b + 0.5).tanh() * x - b
 output s = (x * x).sum(dim = -1)
 """, "chain"),
+    ("chain_act", """
+input x : {dt}[9, 31]
+input b : {dt}[31]
+t = hardswish(x * 2 + b) - mish(x) * leaky_relu(b, negative_slope = 0.2)
+u = elu(t, alpha = 0.7) + softplus(x - b, beta = 2, threshold = 3)
+output y = relu6(u * 4) - hardtanh(t, -0.5, 0.5) * hardsigmoid(b)
+output z = (softplus(x) * hardsigmoid(x)).sum(dim = -1)
+""", "chain"),
     ("chain_views_between", """
 input x : {dt}[8, 12]
 t = (x * 2).T
@@ -757,6 +765,15 @@ n26 = x ** 0
 n27 = (y.abs() * -1 - 0.5) ** 0.5
 n28 = x.amin()
 n29 = x.argmin(dim = 0)
+n30 = hardswish(x)
+n31 = hardsigmoid(x)
+n32 = leaky_relu(x, 0.1)
+n33 = elu(x)
+n34 = softplus(x)
+n35 = mish(x)
+n36 = hardtanh(x)
+n37 = relu6(x)
+n38 = softplus(x, beta = 2, threshold = 1)
 """
 
 
@@ -766,6 +783,56 @@ def nan_cases(Case):
         out.append(Case("nan_inf_%s" % dt, NAN_BODY.replace("{dt}", dt),
                         inputs={"x": "nan", "y": "randn", "s": "randn", "m": "bool:0.6"},
                         tol="transcendental", asan=dt == "f32", group="nan"))
+    return out
+
+
+# --------------------------------------------------------------------------
+# Activations (torch.nn.functional's): every float dtype. Not a dtype sweep:
+# PyTorch 1.13 takes integer tensors for hardtanh/relu6 (not u8 with
+# negative limits, not bool) with messages the sweep pruning does not know;
+# tgc takes floating tensors only (tests/errors/cases/*_of_int.tg). f16 (no
+# CPU kernel in 1.13) is referenced in f32, rounded once (diff.py).
+# --------------------------------------------------------------------------
+
+ACT_BODY = """
+input x : {dt}[6, 13]
+input w : {dt}[4, 9]
+a_hsw = hardswish(x)
+a_hsig = hardsigmoid(x)
+a_lrelu = leaky_relu(x)
+a_lrelu2 = leaky_relu(x, negative_slope = 0.2)
+a_lrelu3 = leaky_relu(x, -1.5)
+a_elu = elu(x)
+a_elu2 = elu(x, alpha = 0.3)
+a_sp = softplus(x)
+a_sp2 = softplus(x, beta = 2, threshold = 5)
+a_sp3 = softplus(x, 0.5, 1)
+a_sp4 = softplus(w)
+a_mish = mish(x)
+a_mish2 = mish(w)
+a_ht = hardtanh(x)
+a_ht2 = hardtanh(x, min_val = -0.5, max_val = 2.0)
+a_ht3 = hardtanh(x, -2, max_val = 3)
+a_ht4 = hardtanh(x, 1.5, 0.5)
+a_r6 = relu6(x)
+a_r6w = relu6(w)
+a_hsw_w = hardswish(w)
+"""
+
+# The kinks, thresholds and the ends of exp's range, at every dtype.
+ACT_EDGES = ("vals:-inf,inf,nan,-3,3,-1.5,0,-0,6,6.5,-6,20,20.5,19.5,2.5,2.75,-104,-105,-90,89,"
+             "90,1e-6,-1e-6,-1e-30,1e-40,-88,-20,-1.1924,1,-1,0.5,-0.5,2,-2,5,-5")
+
+
+def activation_cases(Case):
+    out = []
+    for dt in FLOATS:
+        out.append(Case("act_%s" % dt, ACT_BODY.replace("{dt}", dt),
+                        inputs={"x": "randn:3", "w": "wide"}, tol="transcendental",
+                        asan=dt in ("f32", "bf16"), group="act"))
+        out.append(Case("act_edges_%s" % dt, ACT_BODY.replace("{dt}", dt),
+                        inputs={"x": ACT_EDGES, "w": ACT_EDGES}, tol="transcendental",
+                        asan=dt == "f16", group="act"))
     return out
 
 
@@ -1161,5 +1228,5 @@ r8 = x[:, 1:3].repeat_interleave(2, dim = -1)
 
 def cases(Case):
     return (sweep_cases(Case) + cast_cases(Case) + broadcast_cases(Case) + view_cases(Case)
-            + chain_cases(Case) + nan_cases(Case) + misc_cases(Case) + build_cases(Case)
-            + language_cases(Case))
+            + chain_cases(Case) + nan_cases(Case) + activation_cases(Case) + misc_cases(Case)
+            + build_cases(Case) + language_cases(Case))
