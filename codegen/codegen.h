@@ -18,13 +18,15 @@
 
 #include "passes/fusion.h"
 #include "passes/memplan.h"
+#include "tgcrt.h"
 
 typedef struct CgInterface {
     Value **inputs, **params, **outputs; /* declaration order */
     int ninputs, nparams, noutputs;
     int *slot;      /* by Value.order: bufs index of an input/param/output owner, -1 */
     int error_slot; /* bufs index of the error cell */
-    int nslots;     /* error_slot + 1 */
+    int conv_slot;  /* bufs index of the context's conv state (error_slot + 1), or -1 */
+    int nslots;     /* error_slot + 1, + 1 with convolutions */
 } CgInterface;
 
 typedef struct CgProgram {
@@ -34,9 +36,21 @@ typedef struct CgProgram {
     const MemPlan *plan;
     const DType *dt; /* storage dtype by Value.order */
     CgInterface iface;
+    /* Convolutions (codegen/conv_desc.c): the runtime's descriptors, in
+     * graph order, and the conv node of each. */
+    RtConvDesc *convs;
+    const Value **conv_values;
+    int nconvs;
+    int64_t conv_scratch_bytes;  /* the arena's tail: the largest conv's scratch */
+    int64_t conv_prepared_bytes; /* folded, reordered weights kept outside the arena */
 } CgProgram;
 
 void cg_interface_init(Arena *a, CgProgram *p);
+/* Fills p->convs from the plan and appends the convolutions' scratch to
+ * the arena (p->plan's arena_bytes grows by conv_scratch_bytes). */
+void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan);
+/* The index of conv node v in p->convs. */
+int cg_conv_index(const CgProgram *p, const Value *v);
 /* The whole plan of a checked graph, as tgc build makes it: storage dtypes,
  * fusion, schedule, memory plan and interface. */
 void cg_program_plan(Arena *a, const Graph *g, CgProgram *p);

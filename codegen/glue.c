@@ -114,6 +114,62 @@ static void tensor_table(FILE *f, const CgProgram *p, const char *name, Value **
     fprintf(f, "};\n");
 }
 
+static void write_ref(FILE *f, const char *name, RtConvRef r) {
+    fprintf(f, " .%s = {%d, %" PRId64 "},", name, r.slot, r.offset);
+}
+static void write_i64s(FILE *f, const char *name, const int64_t *v, int n) {
+    fprintf(f, " .%s = {", name);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%" PRId64, i ? ", " : "", v[i]);
+    fputs("},", f);
+}
+
+/* The convolutions' descriptors (codegen/conv_desc.c), as designated
+ * initialisers; doubles and floats printed exactly as hex floats. */
+static void write_convs(FILE *f, const CgProgram *p) {
+    if (!p->nconvs) return;
+    fprintf(f, "\nstatic const RtConvDesc tgc_convs[%d] = {\n", p->nconvs);
+    for (int i = 0; i < p->nconvs; i++) {
+        const RtConvDesc *d = &p->convs[i];
+        fprintf(f,
+                "  {.dtype = %d, .transposed = %d, .n = %" PRId64 ", .cin = %" PRId64
+                ", .cout = %" PRId64 ", .groups = %" PRId64 ",",
+                d->dtype, d->transposed, d->n, d->cin, d->cout, d->groups);
+        write_i64s(f, "in", d->in, 2);
+        write_i64s(f, "out", d->out, 2);
+        write_i64s(f, "k", d->k, 2);
+        write_i64s(f, "stride", d->stride, 2);
+        write_i64s(f, "dilation", d->dilation, 2);
+        write_i64s(f, "pad_l", d->pad_l, 2);
+        write_i64s(f, "pad_r", d->pad_r, 2);
+        fputs("\n   ", f);
+        write_ref(f, "src", d->src);
+        write_ref(f, "weight", d->weight);
+        write_ref(f, "bias", d->bias);
+        write_ref(f, "dst", d->dst);
+        write_i64s(f, "src_strides", d->src_strides, 4);
+        write_i64s(f, "dst_strides", d->dst_strides, 4);
+        fprintf(f, " .constant_weights = %d, .has_bn = %d,", d->constant_weights, d->has_bn);
+        if (d->has_bn) {
+            write_ref(f, "bn_mean", d->bn_mean);
+            write_ref(f, "bn_var", d->bn_var);
+            write_ref(f, "bn_weight", d->bn_weight);
+            write_ref(f, "bn_bias", d->bn_bias);
+            fprintf(f, " .bn_eps = %a,", d->bn_eps);
+        }
+        fprintf(f, " .npost = %d, .post = {", d->npost);
+        for (int k = 0; k < d->npost; k++) {
+            const RtConvPost *q = &d->post[k];
+            fprintf(f, "{.kind = %d, .alpha = %af, .beta = %af, .src = {%d, %" PRId64 "},", q->kind,
+                    (double)q->alpha, (double)q->beta, q->src.slot, q->src.offset);
+            write_i64s(f, "strides", q->strides, 4);
+            fputs("}, ", f);
+        }
+        fprintf(f, "}, .scratch_offset = %" PRId64 "},\n", d->scratch_offset);
+    }
+    fputs("};\n", f);
+}
+
 static int64_t arena_bytes(const CgProgram *p) {
     return p->plan->arena_bytes;
 }
@@ -175,6 +231,7 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
         fprintf(f, "\\\"\\n.previous\\n\");\nextern const unsigned char tgc_weights[];\n");
     }
     if (o->cuda_decl) fprintf(f, "\n%s", o->cuda_decl);
+    write_convs(f, p);
     fputs("\nstatic const RtProgram tgc_program = {", f);
     c_string(f, g);
     fprintf(f, ", %d, %d, %d, tgc_inputs, tgc_params, tgc_outputs, %" PRId64 ", %d, ", it->ninputs,
@@ -183,8 +240,13 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
         fputs("NULL", f);
     else
         fprintf(f, "%s__forward", g);
-    fprintf(f, ", %s, %lld, %s};\n\n", o->embed_path ? "tgc_weights" : "NULL", embed_len,
+    fprintf(f, ", %s, %lld, %s", o->embed_path ? "tgc_weights" : "NULL", embed_len,
             o->cuda_decl ? "&tgc_cuda" : "NULL");
+    if (p->nconvs)
+        fprintf(f, ", tgc_convs, %d, %d, rt_conv_context_setup, rt_conv_context_free};\n\n",
+                p->nconvs, p->iface.conv_slot);
+    else
+        fputs(", NULL, 0, 0, NULL, NULL};\n\n", f);
     if (o->with_main) {
         fprintf(f,
                 "int main(int argc, char **argv) { return rt_main(&tgc_program, argc, argv); }\n");

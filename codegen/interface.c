@@ -4,16 +4,20 @@
 
 #include <string.h>
 
+#include "passes/pipeline.h"
 #include "passes/precision.h"
 
 void cg_program_plan(Arena *a, const Graph *g, CgProgram *p) {
     memset(p, 0, sizeof *p);
     p->g = g;
-    p->dt = precision_storage_dtypes(a, g);
+    pass_conv_epilogue((Graph *)g);
+    p->dt = precision_storage_dtypes(a, g); /* by the new value order */
     p->kp = fusion_plan(a, g);
     p->sched = fusion_schedule(a, g, p->kp, p->dt);
-    p->plan = memplan_plan(a, p->sched);
+    MemPlan *plan = memplan_plan(a, p->sched);
+    p->plan = plan;
     cg_interface_init(a, p);
+    cg_conv_plan(a, p, plan);
 }
 
 void cg_interface_init(Arena *a, CgProgram *p) {
@@ -49,5 +53,9 @@ void cg_interface_init(Arena *a, CgProgram *p) {
             it->slot[o->order] = 1 + ni + np + i;
     }
     it->error_slot = 1 + ni + np + g->noutputs;
-    it->nslots = it->error_slot + 1;
+    it->conv_slot = -1;
+    for (int i = 0; i < g->nvalues; i++)
+        if ((op_info(g->values[i]->op)->flags & OPF_CONV) && !g->values[i]->dead)
+            it->conv_slot = it->error_slot + 1;
+    it->nslots = it->conv_slot > 0 ? it->conv_slot + 1 : it->error_slot + 1;
 }

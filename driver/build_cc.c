@@ -93,7 +93,7 @@ int build_cc_glue(const char *cmd, const char *inc, const char *tmp, bool pic, b
 }
 
 int build_cc_link_exe(const char *cmd, const char *lib, const char *tmp, bool kernels,
-                      bool static_blas, const char *exe, const char *shown) {
+                      bool static_blas, bool dnnl, const char *exe, const char *shown) {
     char glue_o[PATH_MAX + 32], obj[PATH_MAX + 32];
     snprintf(glue_o, sizeof glue_o, "%s/glue.o", tmp);
     snprintf(obj, sizeof obj, "%s/kernels.o", tmp);
@@ -113,6 +113,10 @@ int build_cc_link_exe(const char *cmd, const char *lib, const char *tmp, bool ke
         link[n++] = "-Wl,-Bdynamic";
     } else {
         link[n++] = "-lopenblas";
+    }
+    if (dnnl) { /* only graphs with convolutions need oneDNN (and its OpenMP) */
+        link[n++] = "-ldnnl";
+        link[n++] = "-lgomp";
     }
     link[n++] = "-lcjson";
     link[n++] = "-lpthread";

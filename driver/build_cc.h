@@ -17,7 +17,7 @@ int build_cc_glue(const char *cmd, const char *inc, const char *tmp, bool pic, b
  * static_blas). Returns 0, or 1 after "linking 'NAME' failed" naming
  * shown (the compiler's messages are printed above it). */
 int build_cc_link_exe(const char *cmd, const char *lib, const char *tmp, bool kernels,
-                      bool static_blas, const char *exe, const char *shown);
+                      bool static_blas, bool dnnl, const char *exe, const char *shown);
 
 /* Combines TMP/glue.o (and TMP/kernels.o) into one relocatable object
  * at out. Returns 0, or 1 after "cannot link 'NAME'" naming shown. */

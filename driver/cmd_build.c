@@ -543,7 +543,7 @@ static int drive(Mode mode, int argc, char **argv) {
     if (mode == MODE_COMPILE) {
         if (build_cc_link_object(b.cmd, tmp, !cuda, dest, b.out) || !write_header(&b, &hdrf, &p))
             goto out;
-    } else if (build_cc_link_exe(b.cmd, lib, tmp, !cuda, b.static_rt, dest,
+    } else if (build_cc_link_exe(b.cmd, lib, tmp, !cuda, b.static_rt, p.nconvs > 0, dest,
                                  mode == MODE_BUILD ? b.out : prog)) {
         goto out;
     }

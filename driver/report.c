@@ -2,6 +2,8 @@
  * choices, the target's fixed needs, and the assumptions behind them. */
 #include "driver/report.h"
 
+#include "codegen/codegen.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,10 +94,16 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
     r->prec = p;
     r->prec_name = p == PREC_DECLARED ? declared_precision(g) : precision_name(p);
     r->target = t;
-    r->dt = precision_storage_dtypes(a, g);
-    r->kernels = fusion_plan(a, g);
-    r->sched = fusion_schedule(a, g, r->kernels, r->dt);
-    r->plan = memplan_plan(a, r->sched);
+    /* The plan tgc build makes: conv epilogues fused, the convs' scratch
+     * at the arena's tail, so the report's arena is the executable's. */
+    CgProgram cp;
+    cg_program_plan(a, g, &cp);
+    r->dt = cp.dt;
+    r->kernels = (struct KernelPlan *)cp.kp;
+    r->sched = (Schedule *)cp.sched;
+    r->plan = (MemPlan *)cp.plan;
+    r->conv_scratch_bytes = cp.conv_scratch_bytes;
+    r->conv_prepared_bytes = cp.conv_prepared_bytes;
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];
         int64_t bytes = schedule_value_bytes(v, r->dt[i]);
@@ -128,7 +136,7 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
     r->fixed_bytes = t == TARGET_CUDA ? CUDA_CONTEXT_BYTES + CUDA_WORKSPACE_BYTES : 0;
     r->peak_bytes = sat_add(sat_add(sat_add(r->params_bytes, r->inputs_bytes),
                                     sat_add(r->outputs_bytes, r->plan->arena_bytes)),
-                            r->fixed_bytes);
+                            sat_add(r->fixed_bytes, r->conv_prepared_bytes));
     r->flops = flops_graph(g);
     return r;
 }

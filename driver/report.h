@@ -50,7 +50,10 @@ typedef struct Report {
     int nparams, ninputs, noutputs;
     int64_t inputs_bytes, outputs_bytes;
     int64_t fixed_bytes; /* the runtime's own needs on the target */
-    int64_t peak_bytes;  /* params + inputs + outputs + arena + fixed */
+    int64_t peak_bytes;  /* params + inputs + outputs + arena + fixed (+ prepared conv weights) */
+    int64_t conv_scratch_bytes; /* part of the arena: oneDNN's scratchpad (largest conv) */
+    int64_t
+        conv_prepared_bytes; /* convs' weights folded and reordered at load, outside the arena */
     int64_t flops;
     ReportQuant quant[REPORT_NQUANT]; /* ranked by peak (report_choices) */
     bool has_choices;

@@ -101,8 +101,17 @@ static void print_summary(FILE *out, const Report *r) {
             r->noutputs);
     double ratio =
         p->lower_bound_bytes ? (double)p->arena_bytes / (double)p->lower_bound_bytes : 1.0;
-    fprintf(out, "  %-14s %12s   planned (%s), %.3f x lower bound, %d in place\n", "arena",
-            B(b, p->arena_bytes), p->strategy, ratio, p->ninplace);
+    fprintf(out, "  %-14s %12s   planned (%s), %.3f x lower bound, %d in place%s\n", "arena",
+            B(b, p->arena_bytes), p->strategy, ratio, p->ninplace,
+            r->conv_scratch_bytes ? " (scratch included)" : "");
+    if (r->conv_scratch_bytes)
+        fprintf(out, "  %-14s %12s   oneDNN's scratchpad at the arena's tail (largest conv)\n",
+                "conv scratch", B(b, r->conv_scratch_bytes));
+    if (r->conv_prepared_bytes)
+        fprintf(out,
+                "  %-14s %12s   weights and biases with batch norms folded in, in oneDNN's "
+                "layout, made at load\n",
+                "conv weights", B(b, r->conv_prepared_bytes));
     fprintf(out, "  %-14s %12s   largest sum live at one step\n", "lower bound",
             B(b, p->lower_bound_bytes));
     fprintf(out, "  %-14s %12s   every intermediate allocated once\n", "unplanned sum",
@@ -110,8 +119,9 @@ static void print_summary(FILE *out, const Report *r) {
     if (r->fixed_bytes)
         fprintf(out, "  %-14s %12s   CUDA context + cuBLAS workspace\n", "fixed (cuda)",
                 B(b, r->fixed_bytes));
-    fprintf(out, "  %-14s %12s   params + inputs + outputs + arena%s\n", "peak",
-            B(b, r->peak_bytes), r->fixed_bytes ? " + fixed" : "");
+    fprintf(out, "  %-14s %12s   params + inputs + outputs + arena%s%s\n", "peak",
+            B(b, r->peak_bytes), r->fixed_bytes ? " + fixed" : "",
+            r->conv_prepared_bytes ? " + conv weights" : "");
     report_fmt_flops(b, sizeof b, r->flops);
     fprintf(out, "  %-14s %12s   one run\n", "FLOPs", b);
 }

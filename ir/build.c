@@ -411,6 +411,25 @@ static Ev result_of(Builder *B, Value *v) {
     return r;
 }
 
+/* A convolution's library call reads dense operands: a view operand (a
+ * channels-last permute, a cropped slice) goes through contiguous(),
+ * which stays a view when its layout already is dense. */
+static bool dense_conv_operands(Builder *B, Value *v) {
+    for (int i = 0; i < 3; i++) {
+        Arg *a = &v->args[i];
+        if (a->kind != ARG_TENSOR) continue;
+        unsigned f = op_info(a->t->op)->flags;
+        if (!(f & (OPF_VIEW | OPF_MAYBE_VIEW))) continue;
+        Arg ca[1] = {arg_tensor(a->t, a->loc)};
+        Value *c = value_make(&B->ic, OP_CONTIGUOUS, a->loc, 1, ca);
+        if (!c) return false;
+        add_value(B, c);
+        a->t = c;
+    }
+    value_collect_inputs(B->g, v);
+    return true;
+}
+
 /* Binds positional and keyword arguments to the op's parameters, converts
  * them, and builds the node. */
 static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *ca) {
@@ -516,6 +535,7 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
     }
     if (!ok) return ev_err();
     if (!value_infer(&B->ic, v)) return ev_err();
+    if ((info->flags & OPF_CONV) && !dense_conv_operands(B, v)) return ev_err();
     if (v->op == OP_REPEAT_INTERLEAVE && !(v = lower_repeat_interleave(&B->ic, v))) return ev_err();
     if (lower_nn_applies(v->op) && !(v = lower_nn(&B->ic, v))) return ev_err();
     return result_of(B, v);

@@ -5,6 +5,7 @@
 #ifndef TGC_IR_CONV_H
 #define TGC_IR_CONV_H
 #include "ir/ir.h"
+#include "ir/lower_nn.h"
 
 typedef struct ConvGeom {
     bool transposed, batched;
@@ -26,6 +27,22 @@ typedef struct PoolGeom {
     int64_t in[2], out[2], k[2], stride[2], pad[2], dilation[2];
 } PoolGeom;
 void pool_geometry(const Value *v, PoolGeom *g);
+
+/* What passes/conv_epilogue.c fused into a convolution: a batch norm of
+ * params folded into its weights and bias, then elementwise post-ops
+ * (an activation, or the addition of a tensor of the result's shape) in
+ * order. The last node of the chain becomes an alias of the conv. */
+#define CONV_MAX_POST 4
+typedef struct ConvPost {
+    OpCode op; /* OP_ADD or an activation */
+    double alpha, beta;
+    const Value *other; /* OP_ADD: the tensor added */
+} ConvPost;
+typedef struct ConvEpilogue {
+    const BatchNormOf *bn;
+    int npost;
+    ConvPost post[CONV_MAX_POST];
+} ConvEpilogue;
 
 /* Reads an int-or-tuple argument of nd entries into out; false when it
  * has another length (1 is broadcast). */

@@ -119,6 +119,7 @@ struct Value {
 
     const struct QuantOf *quant;  /* a param made by passes/quantize.c: what it quantizes */
     const struct BatchNormOf *bn; /* the last node of a lowered batch_norm (ir/lower_nn.h) */
+    const struct ConvEpilogue *conv_epi; /* a conv's fused epilogue (ir/conv.h) */
 
     Value **tuple; /* OPF_TUPLE results */
     int ntuple;

@@ -1,6 +1,8 @@
 /* FLOP counts (the convention is in flops.h). */
 #include "passes/flops.h"
 
+#include "ir/conv.h"
+
 #include <string.h>
 
 #include "passes/schedule.h"
@@ -73,9 +75,31 @@ int64_t flops_value(const Value *v) {
         return v->nargs > 2 && v->args[2].kind == ARG_TENSOR ? sat_add(f, out) : f;
     }
     case OP_OUTER: return out;
+    case OP_CONV1D:
+    case OP_CONV2D:
+    case OP_CONV_TRANSPOSE1D:
+    case OP_CONV_TRANSPOSE2D: {
+        /* 2 * N * Cout * Hout * Wout * Cin / groups * kh * kw; a transposed
+         * conv does the same products over its input's positions. */
+        ConvGeom g;
+        conv_geometry(v, &g);
+        int64_t pos = g.transposed ? sat_mul(g.in[0], g.in[1]) : sat_mul(g.out[0], g.out[1]);
+        int64_t f = sat_mul(sat_mul(sat_mul(2, g.n), sat_mul(g.cout, pos)),
+                            sat_mul(g.cin / g.groups, sat_mul(g.k[0], g.k[1])));
+        return g.has_bias ? sat_add(f, out) : f;
+    }
     case OP_EINSUM: return sat_mul(einsum_points(v), v->nin > 1 ? 2 * (v->nin - 1) : 1);
     case OP_GELU: return sat_mul(out, 8);
     case OP_SILU: return sat_mul(out, 4);
+    /* Activations: 1 per arithmetic or transcendental step (their min,
+     * max and branch selects are free); hardtanh and relu6, clamps, count
+     * the elementwise 1 as clamp and relu do. */
+    case OP_HARDSWISH: return sat_mul(out, 3);   /* + 3, *, / 6 */
+    case OP_HARDSIGMOID: return sat_mul(out, 2); /* + 3, / 6 */
+    case OP_LEAKY_RELU: return out;              /* * slope */
+    case OP_ELU: return sat_mul(out, 3);         /* exp, - 1, * alpha */
+    case OP_SOFTPLUS: return sat_mul(out, 4);    /* * beta, exp, log1p, / beta */
+    case OP_MISH: return sat_mul(out, 4);        /* exp, log1p, tanh, * */
     case OP_SOFTMAX:
     case OP_LOG_SOFTMAX: return sat_mul(out, 5);
     case OP_LAYER_NORM: return sat_mul(out, 8);

@@ -18,4 +18,7 @@ bool pass_fold_views(Graph *g, Diag *d);
 bool contiguous_materialize(Value *v, Diag *d);
 void pass_dce(Graph *g, Diag *d);
 void pass_verify(const Graph *g, bool layouts);
+/* Folds batch norms into convs and fuses their epilogues (passes/conv_epilogue.c);
+ * run by the code generators' planning, after `tgc show`'s view. */
+void pass_conv_epilogue(Graph *g);
 #endif

@@ -20,7 +20,9 @@ struct RtContext {
     RtSafetensors *st; /* open while params point into it (zero copy) */
     RtArena arena;
     RtPool *pool;
-    void **bufs; /* [arena, inputs..., params..., outputs..., &index_error] at storage dtypes */
+    void **bufs;      /* [arena, inputs..., params..., outputs..., &index_error(, conv state)] at
+                         storage dtypes */
+    void *conv_state; /* what p->conv_setup made (convolutions' primitives and weights) */
     /* set by gather/embedding/indexing kernels on an index out of range (rt_index_error.h) */
     int64_t index_error[RT_INDEX_ERROR_WORDS];
     void **owned;     /* per param: a buffer the context allocated, or NULL */
@@ -201,9 +203,14 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
         return rt_error_set(&c->err, TGCRT_ERR_ARG,
                             "thread count %d is negative (0 means the program's default)", threads);
     /* ... then the index-error cell the kernels set (RtForwardFn). */
-    size_t nbufs = 2 + (size_t)p->ninputs + (size_t)p->nparams + (size_t)p->noutputs;
+    size_t err_slot = 1 + (size_t)p->ninputs + (size_t)p->nparams + (size_t)p->noutputs;
+    size_t nbufs = err_slot + 1 + (p->nconvs > 0);
+    if (p->nconvs < 0 || (p->nconvs > 0 && (!p->convs || !p->conv_setup || !p->conv_free ||
+                                            (size_t)p->conv_slot != err_slot + 1)))
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "program '%s': malformed convolution table",
+                            p->name);
     c->bufs = calloc(nbufs, sizeof *c->bufs);
-    if (c->bufs) c->bufs[nbufs - 1] = c->index_error;
+    if (c->bufs) c->bufs[err_slot] = c->index_error;
     c->owned = calloc((size_t)p->nparams + 1, sizeof *c->owned);
     c->in_stage = calloc((size_t)p->ninputs + 1, sizeof *c->in_stage);
     c->out_stage = calloc((size_t)p->noutputs + 1, sizeof *c->out_stage);
@@ -241,6 +248,11 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
         return rt_cuda_create(p, c->bufs + 1 + p->ninputs, &c->cuda, &c->err);
     if ((s = rt_arena_init(&c->arena, p->arena_bytes, &c->err))) return s;
     c->bufs[0] = c->arena.base;
+    if (p->nconvs > 0) { /* primitives made and weights prepared once, here */
+        if ((s = p->conv_setup(p, c->bufs, rt_pool_threads(c->pool), &c->conv_state, &c->err)))
+            return s;
+        c->bufs[p->conv_slot] = c->conv_state;
+    }
     return TGCRT_OK;
 }
 
@@ -351,6 +363,7 @@ void rt_context_destroy(RtContext *c) {
     free(c->owned);
     free(c->in_stage);
     free(c->out_stage);
+    if (c->conv_state) c->p->conv_free(c->conv_state);
     free(c->bufs);
     rt_cuda_destroy(c->cuda);
     rt_arena_release(&c->arena);

@@ -303,6 +303,19 @@ typedef struct RtProgram {
     const void *embedded_weights; /* safetensors image (--embed-weights), or NULL */
     size_t embedded_weights_len;
     const struct RtCudaProgram *cuda; /* --target cuda: runs on a GPU (forward is NULL) */
+    /* Convolutions (conv.c): set up once per context after the params are
+     * loaded; the forward calls rt_conv(bufs, i) for convs[i]. bufs[conv_slot]
+     * holds the context's conv state. NULL/0 when the graph has none (then
+     * oneDNN is not linked). */
+    const struct RtConvDesc *convs;
+    int nconvs;
+    int conv_slot;
+    /* rt_conv_context_setup / rt_conv_context_free, set by the glue only
+     * when nconvs > 0, so that programs without convolutions never pull
+     * conv.c (and oneDNN) in from the static library. */
+    RtStatus (*conv_setup)(const struct RtProgram *p, void **bufs, int threads, void **state,
+                           struct RtError *err);
+    void (*conv_free)(void *state);
 } RtProgram;
 
 typedef struct RtContext RtContext;
@@ -358,6 +371,101 @@ void rt_matmul(const RtMatmulDesc *d, const void *a, const void *b, void *c, RtP
 /* OpenBLAS's thread count: set once per context to the pool's size. */
 void rt_blas_set_threads(int n);
 uint16_t rt_f32_to_f16(float x); /* round to nearest even, as torch does */
+
+/* ---- convolutions for generated code (conv.c, through oneDNN) ----
+ *
+ * One descriptor per convolution node, in the glue: 2-d geometry (a 1-d
+ * convolution has height 1), where each operand is (bufs[slot] + offset
+ * bytes, with element strides over N, C, H, W), a batch norm folded into
+ * the weights and bias, and post-ops applied to the result in order.
+ *
+ * Weight, bias and batch-norm tensors are dense (C order) in the conv's
+ * dtype. dst must not overlap src or an ADD operand (oneDNN writes dst
+ * before it applies the post-ops). f32 runs through oneDNN; f16/bf16
+ * through oneDNN in f32 (inputs widened, result rounded once; npost must
+ * be 0); f64 through a direct loop in double, as does any convolution
+ * oneDNN has no primitive for. A transposed convolution's output_padding
+ * is implied by out[] (the extra rows/columns at the bottom/right). */
+#define RT_CONV_MAX_POST 4
+typedef struct RtConvRef {
+    int32_t slot;   /* -1: absent */
+    int64_t offset; /* bytes */
+} RtConvRef;
+typedef enum RtConvPostKind {
+    RT_CONV_POST_ADD,         /* dst += tensor (dst's shape, its own strides) */
+    RT_CONV_POST_RELU,        /* alpha: negative slope (0: relu, else leaky_relu) */
+    RT_CONV_POST_CLIP,        /* [alpha, beta]: relu6, hardtanh */
+    RT_CONV_POST_HARDSWISH,   /* x * relu6(x + 3) / 6 */
+    RT_CONV_POST_HARDSIGMOID, /* relu6(x + 3) / 6 (3 oneDNN post-ops: 2.6 has no hardsigmoid) */
+    RT_CONV_POST_ELU,         /* alpha */
+    RT_CONV_POST_SIGMOID,
+    RT_CONV_POST_TANH,
+    RT_CONV_POST_SILU,
+    RT_CONV_POST_GELU_ERF,
+    RT_CONV_POST_GELU_TANH,
+    RT_CONV_POST_MISH,
+} RtConvPostKind;
+typedef struct RtConvPost {
+    int32_t kind; /* RtConvPostKind */
+    float alpha, beta;
+    RtConvRef src;      /* ADD: the other operand */
+    int64_t strides[4]; /* ADD: its element strides over N, C, H, W */
+} RtConvPost;
+typedef struct RtConvDesc {
+    int32_t dtype;      /* RtDType of src, weight, bias and dst: f32, f64, f16 or bf16 */
+    int32_t transposed; /* conv_transpose: weight is [cin, cout / groups, kh, kw] */
+    int64_t n, cin, cout, groups;
+    int64_t in[2], out[2], k[2];                        /* [0] height, [1] width */
+    int64_t stride[2], dilation[2], pad_l[2], pad_r[2]; /* dilation 1 = dense; pad_l top/left */
+    RtConvRef src, weight, bias, dst;                   /* bias.slot -1: none */
+    int64_t src_strides[4], dst_strides[4];             /* elements, N C H W */
+    /* 1: weight, bias and the batch norm's tensors are params (constant for
+     * the context's life): folded and reordered once at setup, never per
+     * run. 0: they are computed by the graph: folded and reordered at every
+     * call (into memory allocated at setup). */
+    int32_t constant_weights;
+    /* A batch norm applied to the result, folded into weight and bias:
+     * y = (conv - mean) / sqrt(var + eps) * bn_weight + bn_bias (slots -1:
+     * absent: mean 0, var 1, bn_weight 1, bn_bias 0). */
+    int32_t has_bn;
+    RtConvRef bn_mean, bn_var, bn_weight, bn_bias;
+    double bn_eps;
+    int32_t npost;
+    RtConvPost post[RT_CONV_MAX_POST];
+    /* The conv's scratch space in the arena (bufs[0] + scratch_offset, best
+     * 64-byte aligned) and its size: rt_conv_scratch_bytes(desc, threads)
+     * as the compiler planned it. A context that needs more (another
+     * machine, another thread count) allocates its own instead; 0 means
+     * none was planned. */
+    int64_t scratch_offset;
+    int64_t scratch_bytes;
+} RtConvDesc;
+
+/* Bytes of arena scratch the convolution needs at run time (oneDNN's
+ * scratchpad in user mode, plus dense f32 copies of src and dst for
+ * f16/bf16 convs or for f32 strides only oneDNN's slow reference kernel
+ * takes, plus a copy of an ADD operand laid out otherwise than dst), for
+ * a context of `threads` threads (0: one per online core), on this
+ * machine. 0 for f64 and for a malformed descriptor. The compiler calls it
+ * to plan the arena, the context to check the plan. */
+size_t rt_conv_scratch_bytes(const RtConvDesc *d, int threads);
+/* Bytes a context keeps per convolution outside the arena: its weights
+ * and bias folded and reordered into oneDNN's preferred layout (plus the
+ * plain f32 weights of a non-constant conv, and 16 bytes per output
+ * channel). Needs no buffers: the compiler calls it at build time. */
+size_t rt_conv_prepared_bytes(const RtConvDesc *d);
+/* Creates the primitives of every p->convs[i] and prepares constant
+ * weights (bufs: the context's buffers, params loaded); threads: the
+ * context's (0: one per online core), which oneDNN's OpenMP then uses.
+ * TGCRT_ERR_ARG for a malformed descriptor, TGCRT_ERR_NOMEM; a conv oneDNN
+ * cannot run is not an error (it runs the direct loop). *state NULL on
+ * failure. */
+RtStatus rt_conv_context_setup(const RtProgram *p, void **bufs, int threads, void **state,
+                               RtError *err);
+void rt_conv_context_free(void *state);
+/* Runs p->convs[index] on the context's buffers; state is bufs[p->conv_slot]
+ * (what rt_conv_context_setup made). The forward calls it. */
+void rt_conv(void *state, void **bufs, int64_t index);
 
 /* ---- quantized matrix products (qmatmul.c) ----
  *

@@ -168,6 +168,10 @@ static const char *unsupported(const Graph *g) {
         if (g->values[i]->op == OP_QMATMUL)
             return "--quantize is not supported with --target cuda yet (quantized products run on "
                    "the CPU backend only)";
+        else if (op_info(g->values[i]->op)->flags & OPF_CONV && !g->values[i]->dead)
+            return "convolutions are not supported with --target cuda yet (they run through "
+                   "oneDNN on the CPU backend; cuDNN is planned); pools, norms, pad and "
+                   "interpolate do run on CUDA";
     return NULL;
 }
 

@@ -149,6 +149,7 @@ typedef struct QMM {
     int64_t batch[MAXB], x_bs[MAXB], y_bs[MAXB];
 } QMM;
 void k_qmatmul(Cg *cg, const Value *v);
+void k_conv(Cg *cg, const Value *v);
 LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v);
 
 /* kernels */

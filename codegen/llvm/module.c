@@ -54,6 +54,10 @@ static void emit_kernel(Cg *cg, const Kernel *kn) {
     case OP_LINEAR: k_matmul(cg, v); return;
     case OP_EINSUM: k_einsum(cg, v); return;
     case OP_QMATMUL: k_qmatmul(cg, v); return;
+    case OP_CONV1D:
+    case OP_CONV2D:
+    case OP_CONV_TRANSPOSE1D:
+    case OP_CONV_TRANSPOSE2D: k_conv(cg, v); return;
     default: cg_fail(cg, "internal: no code generator for op '%s'", op_display_name(v));
     }
 }

@@ -91,7 +91,8 @@ import torch.nn.functional as F  # noqa: E402
 RTOL, ATOL = 1e-4, 1e-5
 MARGIN = 1e-3  # smallest argmax gap / |score| accepted in multi's inputs
 TIMEOUT = 600
-LIBS = ["-lopenblas", "-lcjson", "-lpthread", "-lm"]
+# -ldnnl -lgomp: the runtime's conv.c (oneDNN) is compiled in with the other sources
+LIBS = ["-lopenblas", "-ldnnl", "-lgomp", "-lcjson", "-lpthread", "-lm"]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wpedantic", "-g", "-O1"]
 
 GRAPHS = {

@@ -26,7 +26,7 @@ SMALL = {
 INDEX_INPUTS = {"embedding_classifier": {"ids": "vocab"}}
 # Whole models (def/repeat, full size by default): tests/models/run_models.py
 # compares them with PyTorch modules at small sizes.
-MODEL_EXAMPLES = ("gpt2", "llama")
+MODEL_EXAMPLES = ("gpt2", "llama", "resnet18", "resnet50", "mobilenet_v3", "kws_conv1d")
 
 
 def _spec(init):

@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(ROOT, "examples")
 # Whole models (def/repeat, dotted params, full size by default): tests/models
 # runs them at small sizes against PyTorch; the example loops here skip them.
-MODEL_EXAMPLES = ("gpt2.tg", "llama.tg")
+MODEL_EXAMPLES = ("gpt2.tg", "llama.tg", "resnet18.tg", "resnet50.tg", "mobilenet_v3.tg", "kws_conv1d.tg")
 
 
 class Checks:
