@@ -146,6 +146,8 @@ void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan) {
         p->conv_values[k++] = v;
     }
     p->conv_scratch_bytes = memplan_align(scratch);
+    for (int k = 0; k < n; k++) /* every conv may use the whole shared tail */
+        p->convs[k].scratch_bytes = p->conv_scratch_bytes;
     if (p->conv_scratch_bytes) {
         /* One region at the tail, outside the planner's slots (the lower
          * bound and step figures are the activations'). */

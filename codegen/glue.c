@@ -165,7 +165,8 @@ static void write_convs(FILE *f, const CgProgram *p) {
             write_i64s(f, "strides", q->strides, 4);
             fputs("}, ", f);
         }
-        fprintf(f, "}, .scratch_offset = %" PRId64 "},\n", d->scratch_offset);
+        fprintf(f, "}, .scratch_offset = %" PRId64 ", .scratch_bytes = %" PRId64 "},\n",
+                d->scratch_offset, d->scratch_bytes);
     }
     fputs("};\n", f);
 }
