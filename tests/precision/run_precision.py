@@ -929,7 +929,7 @@ def example_cases():
         if not fn.endswith(".tg"):
             continue
         name = fn[:-3]
-        if name in ("gpt2", "llama"):  # whole models: tests/models runs them
+        if name in ("gpt2", "llama", "resnet18", "resnet50", "mobilenet_v3", "kws_conv1d"):  # whole models: tests/models runs them
             continue
         src = example_src(name)
         out.append(Case("example_" + name, src, inputs=example_inputs(name, src), cat="model",
