@@ -7,19 +7,16 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/kernel_desc.h"
 #include "ir/conv.h"
 
 static RtConvRef ref_of(const CgProgram *p, const Value *v) {
     if (!v) return (RtConvRef){.slot = -1, .offset = 0};
     const Value *o = v->storage;
-    int slot = p->iface.slot[o->order];
+    int slot;
+    int64_t base = kd_buffer(p, o, &slot); /* -1: an empty buffer outside the arena */
     int64_t off = v->offset * (int64_t)dtype_size(p->dt[o->order]);
-    if (slot < 0) {
-        int bi = p->sched->buf_of[o->order];
-        slot = 0;
-        off += bi >= 0 ? p->plan->offset[bi] : 0;
-    }
-    return (RtConvRef){.slot = slot, .offset = off};
+    return (RtConvRef){.slot = slot, .offset = (base > 0 ? base : 0) + off};
 }
 
 /* v's element strides over (N, C, H, W), a 1-d or unbatched value's

@@ -149,23 +149,36 @@ def write_case(model, ids, out):
     return logits.numpy()
 
 
-def commands(tgc, graph, defines, out):
+def commands(tgc, graph, defines, out, input_name="ids"):
     """The tgc build and run command lines for graph at sizes `defines`."""
     exe = os.path.join(out, "model")
     build = [tgc, "build", graph, "-o", exe]
     for k, v in defines.items():
         build += ["-D", "%s=%d" % (k, v)]
     run = [exe, "--weights", os.path.join(out, "model.safetensors"),
-           "--input", "ids=" + os.path.join(out, "ids.npy"), "--output-dir", os.path.join(out, "tgc")]
+           "--input", "%s=%s" % (input_name, os.path.join(out, input_name + ".npy")),
+           "--output-dir", os.path.join(out, "tgc")]
     return build, run
 
 
-def compare(tgc, graph, defines, out, want):
-    build, run = commands(tgc or "tgc", graph, defines, out)
+def compare(tgc, graph, defines, out, want, input_name="ids", label=""):
+    """Builds and runs graph with tgc (when given) and prints how far its
+    logits are from want; label prefixes the line (a model's name)."""
+    build, run = commands(tgc or "tgc", graph, defines, out, input_name)
     print(" ".join(build))
     print(" ".join(run))
     if not tgc:
         return 0
+    os.makedirs(os.path.join(out, "tgc"), exist_ok=True)
+    for cmd in (build, run):
+        r = subprocess.run(cmd)
+        if r.returncode:
+            return r.returncode
+    got = np.load(os.path.join(out, "tgc", "logits.npy"))
+    err = np.abs(got.astype(np.float64) - want).max()
+    print("%slogits %s: max |tgc - torch| = %.3g (max |torch| = %.3g)"
+          % (label + " " if label else "", list(want.shape), err, np.abs(want).max()))
+    return 0
     os.makedirs(os.path.join(out, "tgc"), exist_ok=True)
     for cmd in (build, run):
         r = subprocess.run(cmd)

@@ -32,7 +32,6 @@ side (the graphs' `size`; kws_conv1d ignores it).
 
 import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -43,7 +42,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
-from gpt2_torch import save_safetensors  # noqa: E402  (the safetensors writer)
+from gpt2_torch import compare, save_safetensors  # noqa: E402  (build/run/compare, writer)
 
 
 # ---- ResNet (torchvision.models.resnet) --------------------------------------
@@ -379,35 +378,6 @@ def write_case(model, x, out):
     return logits.numpy()
 
 
-def commands(tgc, name, defines, out):
-    """The tgc build and run command lines for model `name` at `defines`."""
-    exe = os.path.join(out, "model")
-    build_cmd = [tgc, "build", graph_path(name), "-o", exe]
-    for k, v in defines.items():
-        build_cmd += ["-D", "%s=%d" % (k, v)]
-    run_cmd = [exe, "--weights", os.path.join(out, "model.safetensors"),
-               "--input", "x=" + os.path.join(out, "x.npy"), "--output-dir", os.path.join(out, "tgc")]
-    return build_cmd, run_cmd
-
-
-def compare(tgc, name, defines, out, want):
-    build_cmd, run_cmd = commands(tgc or "tgc", name, defines, out)
-    print(" ".join(build_cmd))
-    print(" ".join(run_cmd))
-    if not tgc:
-        return 0
-    os.makedirs(os.path.join(out, "tgc"), exist_ok=True)
-    for cmd in (build_cmd, run_cmd):
-        r = subprocess.run(cmd)
-        if r.returncode:
-            return r.returncode
-    got = np.load(os.path.join(out, "tgc", "logits.npy"))
-    err = np.abs(got.astype(np.float64) - want).max()
-    print("%s logits %s: max |tgc - torch| = %.3g (max |torch| = %.3g)"
-          % (name, list(want.shape), err, np.abs(want).max()))
-    return 0
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -432,7 +402,8 @@ def main():
                                          "same keys and shapes, max |diff| %.3g" % r[1] if r[0] else
                                          "DIFFERENT state_dict keys or shapes"))
             rc |= 1 if (r is not None and not r[0]) else 0
-        rc |= compare(a.tgc, name, dims(name, a.batch, a.size), out, want)
+        rc |= compare(a.tgc, graph_path(name), dims(name, a.batch, a.size), out, want,
+                      input_name="x", label=name)
     return rc
 
 

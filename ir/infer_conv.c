@@ -92,7 +92,7 @@ static bool conv_check(InferCtx *c, const Value *v, ConvGeom *g) {
     g->in[1] = x->shape[x->ndim - 1];
     g->k[0] = nd == 1 ? 1 : w->shape[2];
     g->k[1] = w->shape[w->ndim - 1];
-    const Arg *groups = &v->args[g->transposed ? 6 : 6];
+    const Arg *groups = &v->args[6]; /* both signatures put groups seventh */
     g->groups = groups->i;
     if (g->groups <= 0) {
         if (c) infer_error(c, groups->loc, "non-positive groups is not supported");
@@ -424,7 +424,8 @@ bool infer_adaptive_pool(InferCtx *c, Value *v) {
     int64_t out[2];
     const Arg *oa = &v->args[1];
     if (!conv_int_tuple(oa, nd, out))
-        return infer_error(c, oa->loc, "%s: output_size must have %d elements", op, nd);
+        return infer_error(c, oa->loc, "%s: output_size must have %d element%s", op, nd,
+                           nd == 1 ? "" : "s");
     for (int i = 0; i < x->ndim; i++)
         if (x->shape[i] == 0 && i >= x->ndim - nd - 1)
             return infer_error(c, v->args[0].loc,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ir/infer.h"
+#include "ir/lower_nn.h"
 
 static bool float_input(InferCtx *c, const Value *v) {
     const Value *x = IN0(v);
@@ -162,10 +163,6 @@ bool infer_pad(InferCtx *c, Value *v) {
     }
     return true;
 }
-
-/* interpolate's output size per spatial dim and the scale its index
- * arithmetic uses (0: in / out). */
-bool interpolate_sizes(const Value *v, int64_t *out, double *scale);
 
 bool interpolate_sizes(const Value *v, int64_t *out, double *scale) {
     const Value *x = IN0(v);

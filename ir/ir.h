@@ -117,8 +117,8 @@ struct Value {
     bool weak; /* a literal: takes part in type promotion as a wrapped number */
     ParamInit init;
 
-    const struct QuantOf *quant;  /* a param made by passes/quantize.c: what it quantizes */
-    const struct BatchNormOf *bn; /* the last node of a lowered batch_norm (ir/lower_nn.h) */
+    const struct QuantOf *quant;         /* a param made by passes/quantize.c: what it quantizes */
+    const struct BatchNormOf *bn;        /* the last node of a lowered batch_norm (ir/lower_nn.h) */
     const struct ConvEpilogue *conv_epi; /* a conv's fused epilogue (ir/conv.h) */
 
     Value **tuple; /* OPF_TUPLE results */

@@ -16,10 +16,9 @@ static ParamType parse_type(const char *s, size_t n) {
     static const struct {
         const char *name;
         ParamType t;
-    } types[] = {{"T", PT_TENSOR},  {"int", PT_INT},         {"num", PT_NUM},
-                 {"bool", PT_BOOL}, {"str", PT_STR},         {"dtype", PT_DTYPE},
-                 {"ints", PT_INTS}, {"tensors", PT_TENSORS}, {"any", PT_ANY},
-                 {"pad", PT_PAD}};
+    } types[] = {{"T", PT_TENSOR}, {"int", PT_INT},     {"num", PT_NUM},   {"bool", PT_BOOL},
+                 {"str", PT_STR},  {"dtype", PT_DTYPE}, {"ints", PT_INTS}, {"tensors", PT_TENSORS},
+                 {"any", PT_ANY},  {"pad", PT_PAD}};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (strlen(types[i].name) == n && !strncmp(types[i].name, s, n)) return types[i].t;
     tgc_internal_error(__FILE__, __LINE__, "bad type in ops.def signature");
