@@ -382,6 +382,16 @@ static const char *base_name(const Ast *n) {
 }
 
 bool module_dotted(Builder *B, const Ast *n, Ev *out) {
+    /* Every dotted binding starts with "BASE.": without one, the chain names
+     * nothing, and its text (quadratic to build along a long x.T.T... chain,
+     * which eval meets at every link) is not needed. */
+    const char *base = base_name(n);
+    if (!base) return false;
+    size_t bl = strlen(base);
+    bool dotted_param = false;
+    for (int i = 0; i < B->nbinds && !dotted_param; i++)
+        dotted_param = !strncmp(B->binds[i].name, base, bl) && B->binds[i].name[bl] == '.';
+    if (!dotted_param) return false;
     const char *full = dotted_text(B, n);
     if (!full) return false;
     Binding *b = bld_lookup(B, full);
@@ -391,13 +401,7 @@ bool module_dotted(Builder *B, const Ast *n, Ev *out) {
         return true;
     }
     /* ln_1.wieght: the base names nothing, but dotted params start with it. */
-    const char *base = base_name(n);
-    if (!base || bld_lookup(B, base)) return false;
-    size_t bl = strlen(base);
-    bool dotted_param = false;
-    for (int i = 0; i < B->nbinds && !dotted_param; i++)
-        dotted_param = !strncmp(B->binds[i].name, base, bl) && B->binds[i].name[bl] == '.';
-    if (!dotted_param) return false;
+    if (bld_lookup(B, base)) return false;
     /* The longest dotted prefix of the chain may be a param (x.weight.T): let the
      * attribute path handle it when it is. */
     for (const Ast *m = n->lhs; m && m->kind == AST_ATTR; m = m->lhs) {
