@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "frontend/frontend.h"
 #include "passes/pipeline.h"
 
 /* Options shared by the subcommands that compile a graph. */

@@ -7,8 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "frontend/arena.h"
-#include "frontend/diag.h"
+#include "support/arena.h"
+#include "support/diag.h"
 #include "ir/dtype.h"
 
 #define TG_MAX_DIMS 12
@@ -146,6 +146,12 @@ typedef struct Dim {
     int64_t value;
     SrcLoc loc;
 } Dim;
+
+/* A value given for a symbolic dimension by name (-D NAME=VALUE). */
+typedef struct DimOverride {
+    const char *name;
+    int64_t value;
+} DimOverride;
 
 typedef struct Graph {
     Arena *arena;

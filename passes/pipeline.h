@@ -1,16 +1,13 @@
-/* The compiler's front half: source text -> checked IR with layouts. */
+/* The passes between a front end's checked graph and fusion. */
 #ifndef TGC_PIPELINE_H
 #define TGC_PIPELINE_H
-#include "frontend/ast.h"
-#include "ir/build.h"
 #include "ir/ir.h"
 #include "passes/precision.h"
 
-/* Parses and checks a .tg source and runs every pass up to (not including)
- * fusion, the precision policy pol (NULL: declared dtypes) included.
- * Returns NULL when the source has errors (reported to d). */
-Graph *tgc_frontend(Arena *a, Diag *d, const SrcFile *file, const DimOverride *ov, int nov,
-                    const PrecisionPolicy *pol);
+/* Runs every pass on a front end's graph up to (not including) fusion, the
+ * precision policy pol (NULL: declared dtypes) included. Returns false when
+ * a pass reported errors to d. */
+bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol);
 
 void pass_insert_casts(Graph *g, Diag *d);
 void pass_broadcast(Graph *g, Diag *d);

@@ -19,12 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/arena.h"
-#include "frontend/ast.h"
-#include "frontend/diag.h"
-#include "frontend/lexer.h"
-#include "ir/build.h"
+#include "support/arena.h"
+#include "frontend/tg/ast.h"
+#include "support/diag.h"
+#include "frontend/tg/lexer.h"
+#include "frontend/tg/build.h"
 #include "ir/print.h"
+#include "frontend/frontend.h"
 #include "passes/pipeline.h"
 
 static FILE *devnull;

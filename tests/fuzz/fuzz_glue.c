@@ -23,10 +23,11 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
-#include "frontend/arena.h"
-#include "frontend/diag.h"
+#include "support/arena.h"
+#include "support/diag.h"
 #include "passes/fusion.h"
 #include "passes/memplan.h"
+#include "frontend/frontend.h"
 #include "passes/pipeline.h"
 #include "passes/precision.h"
 #include "tests/fuzz/gen_check.h"

@@ -1,7 +1,7 @@
 /* Lexer: token kinds, values and exact positions (spec: "Lexical rules"). */
 #include <math.h>
 
-#include "frontend/lexer.h"
+#include "frontend/tg/lexer.h"
 #include "unit.h"
 
 typedef struct Lexed {

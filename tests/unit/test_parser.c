@@ -4,7 +4,7 @@
 #include <stdarg.h>
 
 #define UNIT_COMPILE
-#include "frontend/ast.h"
+#include "frontend/tg/ast.h"
 #include "unit.h"
 
 typedef struct Parsed {

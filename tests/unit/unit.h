@@ -158,6 +158,7 @@ static inline void unit_isolated(const char *name, void (*fn)(void *), void *arg
 
 /* ---- compiling .tg sources through the front end ---------------------- */
 #ifdef UNIT_COMPILE
+#include "frontend/frontend.h"
 #include "passes/pipeline.h"
 
 typedef struct Compiled {

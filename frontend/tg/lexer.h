@@ -3,8 +3,8 @@
 #define TGC_LEXER_H
 #include <stdint.h>
 
-#include "frontend/arena.h"
-#include "frontend/diag.h"
+#include "support/arena.h"
+#include "support/diag.h"
 
 typedef enum {
     TK_EOF,

@@ -1,4 +1,4 @@
-#include "frontend/arena.h"
+#include "support/arena.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* Compile-time numbers with Python's semantics: the `math` module, int() and
  * float(), and elementwise functions whose arguments are all numbers. */
-#include "ir/build_const.h"
+#include "frontend/tg/build_const.h"
 
 #include <ctype.h>
 #include <errno.h>

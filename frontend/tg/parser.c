@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "frontend/ast.h"
+#include "frontend/tg/ast.h"
 
 typedef struct Parser {
     Arena *a;

@@ -1,9 +1,9 @@
 /* Compile-time numbers: Python's `math` module (math.sqrt, math.pi, ...),
  * float("-inf"), int(...), and elementwise functions of number literals
- * (sqrt(32.0) is a number, not a step of the graph). ir/build.c converts its
+ * (sqrt(32.0) is a number, not a step of the graph). frontend/tg/build.c converts its
  * values to ConstVal and calls these; they know nothing of the IR. */
-#ifndef TGC_IR_BUILD_CONST_H
-#define TGC_IR_BUILD_CONST_H
+#ifndef TGC_TG_BUILD_CONST_H
+#define TGC_TG_BUILD_CONST_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir/build_internal.h"
+#include "frontend/tg/build_internal.h"
 
 typedef struct ModuleDef {
     const Stmt *def;

@@ -1,4 +1,4 @@
-#include "frontend/diag.h"
+#include "support/diag.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-/* Syntax tree of a .tg file: what the parser produces and ir/build.c lowers. */
+/* Syntax tree of a .tg file: what the parser produces and frontend/tg/build.c lowers. */
 #ifndef TGC_AST_H
 #define TGC_AST_H
 #include <stdint.h>
 
-#include "frontend/diag.h"
-#include "frontend/lexer.h"
+#include "support/diag.h"
+#include "frontend/tg/lexer.h"
 
 typedef enum {
     AST_NAME,  /* name */

@@ -1,4 +1,4 @@
-#include "frontend/lexer.h"
+#include "frontend/tg/lexer.h"
 
 #include <ctype.h>
 #include <errno.h>

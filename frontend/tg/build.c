@@ -1,14 +1,14 @@
 /* AST -> IR. Expressions evaluate either to tensors (IR values) or to
  * compile-time constants (ints, floats, bools, lists, dtypes, strings), so
  * shapes written as expressions over symbolic dims fold here. */
-#include "ir/build.h"
+#include "frontend/tg/build.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/build_const.h"
-#include "ir/build_internal.h"
+#include "frontend/tg/build_const.h"
+#include "frontend/tg/build_internal.h"
 #include "ir/infer.h"
 #include "ir/lower_nn.h"
 #include "ir/lower_sugar.h"

@@ -2,7 +2,7 @@
  * statements) and build_module.c (def, calls with prefix=, repeat). */
 #ifndef TGC_BUILD_INTERNAL_H
 #define TGC_BUILD_INTERNAL_H
-#include "frontend/ast.h"
+#include "frontend/tg/ast.h"
 #include "ir/infer.h"
 #include "ir/ir.h"
 

@@ -3,13 +3,8 @@
  * runs each op's shape/dtype inference. */
 #ifndef TGC_BUILD_H
 #define TGC_BUILD_H
-#include "frontend/ast.h"
+#include "frontend/tg/ast.h"
 #include "ir/ir.h"
-
-typedef struct DimOverride {
-    const char *name;
-    int64_t value;
-} DimOverride;
 
 Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *overrides,
                    int noverrides);

@@ -1,0 +1,16 @@
+/* The front door: source -> checked IR with layouts. Runs the front end
+ * for the source (the .tg language, frontend/tg/) and then the passes up to
+ * fusion (passes/pipeline.h). The one place where a front end's graph is
+ * handed to the passes; the driver, the unit tests and the fuzzers enter
+ * here. */
+#ifndef TGC_FRONTEND_H
+#define TGC_FRONTEND_H
+#include "ir/ir.h"
+#include "passes/precision.h"
+
+/* Parses and checks a source and runs every pass up to (not including)
+ * fusion, the precision policy pol (NULL: declared dtypes) included.
+ * Returns NULL when the source has errors (reported to d). */
+Graph *tgc_frontend(Arena *a, Diag *d, const SrcFile *file, const DimOverride *ov, int nov,
+                    const PrecisionPolicy *pol);
+#endif
