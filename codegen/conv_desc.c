@@ -121,6 +121,69 @@ static void describe(const CgProgram *p, const Value *v, RtConvDesc *d) {
     }
 }
 
+/* ---- channels-last between convolutions ----
+ *
+ * oneDNN's fast f32 kernels on AVX2 (jit:avx2) take channels-last (NHWC)
+ * tensors; on NCHW it falls back to im2col + sgemm (gemm:jit), measured
+ * 1.35-1.8x slower per ResNet convolution. A conv's result that only
+ * convolutions read (as their source or as the residual of a fused add) is
+ * never seen by generated code, so it is stored NHWC: the same bytes, other
+ * strides, which only the RtConvDescs of its producer and readers carry.
+ * `tgc show` and every other kernel still see PyTorch's NCHW strides. */
+
+/* Whether v is a conv's result read only by convs as a 2-d source or
+ * residual: no output, no view of it read by anything else. */
+static bool conv_only_reads(const Graph *g, const Value *c) {
+    if (c->storage != c || c->is_output || c->dtype != DT_F32 || c->ndim != 4) return false;
+    for (int i = 0; i < g->nvalues; i++) {
+        const Value *u = g->values[i];
+        if (u->dead) continue;
+        if (u->storage == c && u->is_output) return false;
+        for (int k = 0; k < u->nin; k++) {
+            const Value *t = u->in[k];
+            if (t->storage != c) continue;
+            if (u->op == OP_ALIAS && t == c) continue; /* the fused chain's end */
+            if (!(op_info(u->op)->flags & OPF_CONV) || t->ndim != 4 || t->offset != 0 ||
+                memcmp(t->strides, c->strides, sizeof(int64_t) * 4))
+                return false;
+            ConvGeom geo;
+            conv_geometry(u, &geo);
+            if (geo.nd != 2 || !geo.batched) return false;
+            bool ok = u->args[0].t == t;
+            for (int j = 0; !ok && u->conv_epi && j < u->conv_epi->npost; j++)
+                ok = u->conv_epi->post[j].other == t;
+            if (!ok) return false; /* a weight, a bias, a batch-norm tensor */
+        }
+    }
+    return true;
+}
+
+static void nhwc_strides(const int64_t dims[4], int64_t out[4]) {
+    out[1] = 1, out[3] = dims[1], out[2] = dims[3] * dims[1], out[0] = dims[2] * out[2];
+}
+
+/* Rewrites the strides of every descriptor touching a channels-last value. */
+static void plan_channels_last(const CgProgram *p) {
+    const Graph *g = p->g;
+    for (int k = 0; k < p->nconvs; k++) {
+        const Value *c = p->conv_values[k];
+        if (!conv_only_reads(g, c)) continue;
+        RtConvDesc *d = &p->convs[k];
+        int64_t dims[4] = {d->n, d->cout, d->out[0], d->out[1]}, cl[4];
+        nhwc_strides(dims, cl);
+        memcpy(d->dst_strides, cl, sizeof cl);
+        for (int j = 0; j < p->nconvs; j++) {
+            const Value *u = p->conv_values[j];
+            RtConvDesc *e = &p->convs[j];
+            if (u->args[0].t->storage == c) memcpy(e->src_strides, cl, sizeof cl);
+            for (int q = 0; u->conv_epi && q < u->conv_epi->npost; q++) {
+                const Value *o = u->conv_epi->post[q].other;
+                if (o && o->storage == c) memcpy(e->post[q].strides, cl, sizeof cl);
+            }
+        }
+    }
+}
+
 void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan) {
     const Graph *g = p->g;
     int n = 0;
@@ -134,13 +197,16 @@ void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan) {
     for (int i = 0, k = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];
         if (!(op_info(v->op)->flags & OPF_CONV) || v->dead) continue;
+        describe(p, v, &p->convs[k]);
+        p->conv_values[k++] = v;
+    }
+    plan_channels_last(p);
+    for (int k = 0; k < n; k++) {
         RtConvDesc *d = &p->convs[k];
-        describe(p, v, d);
         d->scratch_offset = base;
         int64_t s = (int64_t)rt_conv_scratch_bytes(d, 0);
         if (s > scratch) scratch = s;
         p->conv_prepared_bytes += (int64_t)rt_conv_prepared_bytes(d);
-        p->conv_values[k++] = v;
     }
     p->conv_scratch_bytes = memplan_align(scratch);
     for (int k = 0; k < n; k++) /* every conv may use the whole shared tail */

@@ -188,13 +188,14 @@ static bool append_eltwise_post(dnnl_post_ops_t ops, const RtConvPost *p, int *c
     float a = 0, b = 0;
     switch ((RtConvPostKind)p->kind) {
     case RT_CONV_POST_HARDSIGMOID:
-        /* oneDNN 2.6 has no hardsigmoid: relu6(x + 3) / 6 as PyTorch
-         * writes it, in three steps (the last multiplies by the f32 1/6,
-         * within an ulp of the division). */
-        *count += 3;
-        return append_eltwise(ops, dnnl_eltwise_linear, 1.0f, 3.0f) &&
-               append_eltwise(ops, dnnl_eltwise_clip_v2, 0.0f, 6.0f) &&
-               append_eltwise(ops, dnnl_eltwise_linear, 1.0f / 6.0f, 0.0f);
+        /* oneDNN 2.6 has no hardsigmoid: clip(x / 6 + 1 / 2, 0, 1), in
+         * two steps, within an ulp of PyTorch's relu6(x + 3) / 6. Not
+         * PyTorch's three steps: oneDNN 2.6's jit:avx2 kernels on NHWC
+         * tensors give wrong values for linear -> clip -> linear (off by
+         * up to 8 in tests/diff), its gemm kernel does not. */
+        *count += 2;
+        return append_eltwise(ops, dnnl_eltwise_linear, 1.0f / 6.0f, 0.5f) &&
+               append_eltwise(ops, dnnl_eltwise_clip_v2, 0.0f, 1.0f);
     case RT_CONV_POST_RELU: alg = dnnl_eltwise_relu, a = p->alpha; break; /* alpha: slope */
     case RT_CONV_POST_CLIP: alg = dnnl_eltwise_clip_v2, a = p->alpha, b = p->beta; break;
     case RT_CONV_POST_HARDSWISH: alg = dnnl_eltwise_hardswish; break;
@@ -228,9 +229,17 @@ static int weight_dims(const RtConvDesc *d, dnnl_dims_t dims, dnnl_dims_t user) 
 
 /* Makes pl's primitive descriptor for d, staged or not, with `threads`
  * OpenMP threads; or says in pl->why why there is none. */
-static void try_plan(const RtConvDesc *d, dnnl_engine_t eng, int threads, bool staged,
+/* How try_plan lays out the tensors the primitive sees. */
+typedef enum {
+    STAGE_NONE,   /* the real tensors at their own strides */
+    STAGE_AS_SRC, /* dense f32 copies, NHWC if the source is channels-last, else NCHW */
+    STAGE_NHWC,   /* dense f32 copies, NHWC: jit:avx2 where NCHW gets only gemm */
+} Stage;
+
+static void try_plan(const RtConvDesc *d, dnnl_engine_t eng, int threads, Stage stage,
                      ConvPlan *pl) {
     memset(pl, 0, sizeof *pl);
+    bool staged = stage != STAGE_NONE;
     pl->staged = staged;
     /* dnnl_dims_t wherever oneDNN reads dims: it is declared as 12 dims. */
     dnnl_dims_t sdims = {d->n, d->cin, d->in[0], d->in[1]};
@@ -242,6 +251,7 @@ static void try_plan(const RtConvDesc *d, dnnl_engine_t eng, int threads, bool s
     if (staged) {
         /* Both copies in one order, the source's: oneDNN's fast kernels
          * want the same layout on both sides. */
+        if (stage == STAGE_NHWC) scl = true;
         dense_strides(sdims, scl, sst);
         dense_strides(ddims, scl, dst);
         off = ALIGN_UP((size_t)(sdims[0] * sdims[1] * sdims[2] * sdims[3]) * 4);
@@ -343,25 +353,49 @@ static const char *impl_name(dnnl_primitive_desc_t pd) {
     return name;
 }
 
+/* oneDNN's optimised kernels: "jit:avx2", "jit_1x1:avx2", "jit_dw:avx2"...
+ * rather than "x64:gemm:jit" (im2col + sgemm) or "ref:any". */
+static bool is_jit(const ConvPlan *pl) {
+    return pl->pd && !strncmp(impl_name(pl->pd), "jit", 3);
+}
+
+static bool is_ref(const ConvPlan *pl) {
+    return pl->pd && !strncmp(impl_name(pl->pd), "ref", 3);
+}
+
+/* Keeps the better of *pl and *cand in *pl: a jit kernel over anything,
+ * anything over the reference kernel; *pl when they are equal. */
+static void keep_better(ConvPlan *pl, ConvPlan *cand) {
+    bool take = cand->pd && ((is_jit(cand) && !is_jit(pl)) || (is_ref(pl) && !is_ref(cand)));
+    if (!pl->pd && cand->pd) take = true;
+    ConvPlan *drop = take ? pl : cand;
+    if (drop->pd) dnnl_primitive_desc_destroy(drop->pd);
+    if (take) *pl = *cand;
+}
+
 /* Plans d: f64 has no primitive; f16/bf16 are staged; f32 runs on the
- * real strides unless only oneDNN's reference kernel takes them (many
- * times slower than copying to a dense layout and back). */
+ * real strides where oneDNN has a jit kernel for them. Otherwise it is
+ * staged through dense NHWC copies when that gets a jit kernel (on AVX2,
+ * NCHW gets only im2col + sgemm: measured 1.35-1.8x slower per ResNet
+ * convolution, far more than the copies cost), else through copies in the
+ * source's order when the real strides get only the reference kernel
+ * (many times slower than copying to a dense layout and back). */
 static void conv_plan(const RtConvDesc *d, dnnl_engine_t eng, int threads, ConvPlan *pl) {
     if (d->dtype == RT_F64) {
         memset(pl, 0, sizeof *pl);
         snprintf(pl->why, sizeof pl->why, "oneDNN has no f64 convolution");
         return;
     }
-    try_plan(d, eng, threads, d->dtype != RT_F32, pl);
-    if (!pl->pd || pl->staged || strncmp(impl_name(pl->pd), "ref", 3)) return;
-    ConvPlan staged;
-    try_plan(d, eng, threads, true, &staged);
-    if (staged.pd && strncmp(impl_name(staged.pd), "ref", 3)) {
-        dnnl_primitive_desc_destroy(pl->pd);
-        *pl = staged;
-    } else if (staged.pd) {
-        dnnl_primitive_desc_destroy(staged.pd);
+    try_plan(d, eng, threads, d->dtype == RT_F32 ? STAGE_NONE : STAGE_NHWC, pl);
+    if (is_jit(pl)) return;
+    ConvPlan cand;
+    if (d->dtype == RT_F32) {
+        try_plan(d, eng, threads, STAGE_NHWC, &cand);
+        keep_better(pl, &cand);
+        if (is_jit(pl)) return;
     }
+    try_plan(d, eng, threads, STAGE_AS_SRC, &cand);
+    keep_better(pl, &cand);
 }
 
 /* ---- the size queries ---- */
@@ -418,6 +452,12 @@ typedef struct ConvRun {
     float *wplain;
     dnnl_memory_t wuser;
     dnnl_primitive_t wreorder;
+    /* Staged: oneDNN reorders between the real source and destination and
+     * their dense f32 copies (the real tensors' memories in uin/uout, the
+     * copies' in src/dst). NULL: conv_ref.c's plain loops, when oneDNN has
+     * no fast reorder for a pair (its "simple" ones are no faster). */
+    dnnl_primitive_t rin, rout;
+    dnnl_memory_t uin, uout;
     void *private_scratch; /* when the arena's planned scratch is too small */
     int exec_failures;     /* calls oneDNN refused, run by the direct loop instead */
 } ConvRun;
@@ -461,8 +501,11 @@ static void fold(ConvRun *r, void **bufs) {
 static void run_free(ConvRun *r) {
     if (r->prim) dnnl_primitive_destroy(r->prim);
     if (r->wreorder) dnnl_primitive_destroy(r->wreorder);
+    if (r->rin) dnnl_primitive_destroy(r->rin);
+    if (r->rout) dnnl_primitive_destroy(r->rout);
     if (r->plan.pd) dnnl_primitive_desc_destroy(r->plan.pd);
-    dnnl_memory_t *mems[] = {&r->src, &r->wei, &r->bias, &r->dst, &r->pad, &r->wuser};
+    dnnl_memory_t *mems[] = {&r->src, &r->wei,   &r->bias, &r->dst,
+                             &r->pad, &r->wuser, &r->uin,  &r->uout};
     for (size_t i = 0; i < sizeof mems / sizeof *mems; i++)
         if (*mems[i]) dnnl_memory_destroy(*mems[i]);
     for (int i = 0; i < RT_CONV_MAX_POST; i++)
@@ -473,6 +516,53 @@ static void run_free(ConvRun *r) {
     rt_aligned_free(r->private_scratch);
     free(r->scale);
     memset(r, 0, sizeof *r);
+}
+
+/* A reorder from -> to that oneDNN runs with an optimised kernel and no
+ * scratchpad of its own (the arena is the only memory a run uses); NULL
+ * otherwise. */
+static dnnl_primitive_t fast_reorder(dnnl_engine_t eng, const dnnl_memory_desc_t *from,
+                                     const dnnl_memory_desc_t *to) {
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_primitive_t prim = NULL;
+    if (dnnl_primitive_attr_create(&attr) ||
+        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ||
+        dnnl_reorder_primitive_desc_create(&rpd, from, eng, to, eng, attr))
+        rpd = NULL;
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!rpd) return NULL;
+    const dnnl_memory_desc_t *pad = dnnl_primitive_desc_query_md(rpd, dnnl_query_scratchpad_md, 0);
+    bool ok = strncmp(impl_name(rpd), "jit", 3) == 0 && (!pad || !dnnl_memory_desc_get_size(pad));
+    if (ok && dnnl_primitive_create(&prim, rpd)) prim = NULL;
+    dnnl_primitive_desc_destroy(rpd);
+    return prim;
+}
+
+static dnnl_data_type_t dnnl_type(RtDType t) {
+    return t == RT_F16 ? dnnl_f16 : t == RT_BF16 ? dnnl_bf16 : dnnl_f32;
+}
+
+/* The staged copies' reorders (each NULL when oneDNN has no fast one). */
+static bool staged_reorders(ConvRun *r, dnnl_engine_t eng) {
+    const RtConvDesc *d = r->d;
+    dnnl_dims_t sdims = {d->n, d->cin, d->in[0], d->in[1]};
+    dnnl_dims_t ddims = {d->n, d->cout, d->out[0], d->out[1]};
+    dnnl_dims_t sst, dst;
+    canon_strides(sdims, d->src_strides, sst);
+    canon_strides(ddims, d->dst_strides, dst);
+    dnnl_memory_desc_t umd_in, umd_out;
+    dnnl_data_type_t t = dnnl_type((RtDType)d->dtype);
+    if (dnnl_memory_desc_init_by_strides(&umd_in, 4, sdims, t, sst) ||
+        dnnl_memory_desc_init_by_strides(&umd_out, 4, ddims, t, dst))
+        return true; /* the loops */
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(r->plan.pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(r->plan.pd, dnnl_query_dst_md, 0);
+    r->rin = fast_reorder(eng, &umd_in, smd);
+    r->rout = fast_reorder(eng, dmd, &umd_out);
+    if (r->rin && dnnl_memory_create(&r->uin, &umd_in, eng, DNNL_MEMORY_NONE)) return false;
+    if (r->rout && dnnl_memory_create(&r->uout, &umd_out, eng, DNNL_MEMORY_NONE)) return false;
+    return true;
 }
 
 /* Makes r's primitive, memory objects, weights and weight reorder from
@@ -491,6 +581,7 @@ static bool run_build(ConvState *s, ConvRun *r, void **bufs, bool *nomem) {
     if (r->plan.total > r->plan.off_pad &&
         dnnl_memory_create(&r->pad, MD(dnnl_query_scratchpad_md, 0), eng, DNNL_MEMORY_NONE))
         return false;
+    if (r->plan.staged && !staged_reorders(r, eng)) return false;
     for (int i = 0; i < d->npost; i++) {
         if (d->post[i].kind != RT_CONV_POST_ADD) continue;
         int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(r->plan.post_arg[i]) | DNNL_ARG_SRC_1;
@@ -556,7 +647,12 @@ static RtStatus run_setup(ConvState *s, ConvRun *r, const RtConvDesc *d, int ind
         snprintf(r->impl, sizeof r->impl, "%s%s", impl_name(r->plan.pd),
                  r->plan.staged && d->dtype == RT_F32 ? "; staged" : "");
         bool nomem = false;
+        /* Primitives (the reorders too) size their work split by the
+         * thread count current when they are made: the context's. */
+        int saved = omp_get_max_threads();
+        omp_set_num_threads(s->threads);
         bool built = run_build(s, r, bufs, &nomem);
+        omp_set_num_threads(saved);
         dnnl_primitive_desc_destroy(r->plan.pd);
         r->plan.pd = NULL;
         if (nomem)
@@ -656,13 +752,22 @@ void rt_conv(void *state, void **bufs, int64_t index) {
     char *src = rt_conv_ptr(bufs, d->src), *dst = rt_conv_ptr(bufs, d->dst);
     int64_t sdims[4] = {d->n, d->cin, d->in[0], d->in[1]};
     int64_t ddims[4] = {d->n, d->cout, d->out[0], d->out[1]};
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(s->threads);
+    dnnl_status_t st = dnnl_success;
     if (pl->staged) {
-        rt_conv_to_f32(src, t, sdims, d->src_strides, (float *)scratch, pl->src_str);
+        if (r->rin) {
+            dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, r->uin}, {DNNL_ARG_TO, r->src}};
+            st = dnnl_memory_set_data_handle(r->uin, src);
+            if (!st) st = dnnl_memory_set_data_handle(r->src, scratch);
+            if (!st) st = dnnl_primitive_execute(r->rin, s->stream, 2, a);
+        } else {
+            rt_conv_to_f32(src, t, sdims, d->src_strides, (float *)scratch, pl->src_str);
+        }
         src = scratch, dst = scratch + pl->off_dst;
     }
     dnnl_exec_arg_t args[5 + RT_CONV_MAX_POST];
     int nargs = 0;
-    dnnl_status_t st = dnnl_success;
 #define ARG(a, m, ptr)                                                                             \
     do {                                                                                           \
         if (!st) st = dnnl_memory_set_data_handle(m, ptr);                                         \
@@ -684,8 +789,6 @@ void rt_conv(void *state, void **bufs, int64_t index) {
         ARG(DNNL_ARG_ATTR_MULTIPLE_POST_OP(pl->post_arg[i]) | DNNL_ARG_SRC_1, r->post[i], p);
     }
 #undef ARG
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(s->threads);
     if (!st && !d->constant_weights) {
         /* Weights computed by the graph: fold and reorder them now. */
         fold(r, bufs);
@@ -693,6 +796,11 @@ void rt_conv(void *state, void **bufs, int64_t index) {
         st = dnnl_primitive_execute(r->wreorder, s->stream, 2, wargs);
     }
     if (!st) st = dnnl_primitive_execute(r->prim, s->stream, nargs, args);
+    if (!st && pl->staged && r->rout) {
+        dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, r->dst}, {DNNL_ARG_TO, r->uout}};
+        st = dnnl_memory_set_data_handle(r->uout, rt_conv_ptr(bufs, d->dst));
+        if (!st) st = dnnl_primitive_execute(r->rout, s->stream, 2, a);
+    }
     if (!st) st = dnnl_stream_wait(s->stream);
     omp_set_num_threads(saved);
     if (st) {
@@ -702,7 +810,7 @@ void rt_conv(void *state, void **bufs, int64_t index) {
         run_direct(r, bufs);
         return;
     }
-    if (pl->staged)
+    if (pl->staged && !r->rout)
         rt_conv_from_f32((float *)dst, pl->dst_str, rt_conv_ptr(bufs, d->dst), t, ddims,
                          d->dst_strides);
 }

@@ -287,6 +287,34 @@ W = "randn:0.3"  # conv weights: outputs O(1)
 # sums over it, and tgc may not (batch norm folded into the weights, f32
 # kept inside a fused kernel). Where the second sum cancels, that one
 # rounding of ~72 terms of size ~1 shows as an absolute error of a few
+# Every fused activation after a conv, on oneDNN's jit kernels: the stem
+# conv (3 channels) and the depthwise conv run on NHWC copies, p, q and r
+# are read only by convs and so are stored channels-last between them
+# (codegen/conv_desc.c), d is read by a pool and a product and stays NCHW;
+# hardsigmoid (three eltwise post-ops as PyTorch writes it gave values off
+# by 8 on oneDNN 2.6's NHWC jit kernels) after a 1x1 conv of a 1x1 map and
+# after a 3x3 conv.
+POST_ACTS = """
+input x : {dt}[2, 3, 13, 12]
+param w0 : {dt}[16, 3, 3, 3]
+param b0 : {dt}[16]
+param wd : {dt}[16, 1, 5, 5]
+param w1 : {dt}[8, 16, 1, 1]
+param b1 : {dt}[8]
+param w2 : {dt}[16, 8, 1, 1]
+param b2 : {dt}[16]
+param w3 : {dt}[16, 16, 1, 1]
+param w4 : {dt}[16, 16, 3, 3]
+param b4 : {dt}[16]
+s = hardswish(conv2d(x, w0, b0, stride=2, padding=1))
+d = hardswish(conv2d(s, wd, padding=2, groups=16))
+e = hardsigmoid(conv2d(relu(conv2d(adaptive_avg_pool2d(d, 1), w1, b1)), w2, b2)) * d
+p = conv2d(e, w3)
+q = relu(conv2d(p, w4, b4, padding=1) + p)
+r = hardsigmoid(conv2d(q, w4, b4, padding=1))
+output y = leaky_relu(conv2d(r, w3) + q, 0.1)
+"""
+
 # ulps of the terms: `diff.py --self-check` (an f64 evaluation) exceeds
 # "reduction" by up to 6x at f16 there, so these chains are "long".
 CHAIN_TOL = {"f16": "long", "bf16": "long"}
@@ -317,6 +345,7 @@ SWEEPS = [  # (name, source, add_outputs, ASan dtypes, chain)
     ("conv_pools", POOLS, True, ("f32",), False),
     ("conv_bn_chain", BN_CHAIN, False, ("f32", "bf16"), True),
     ("conv_down_block", DOWN_BLOCK, False, ("f32",), True),
+    ("conv_post_acts", POST_ACTS, False, ("f32",), True),
 ]
 
 
