@@ -17,6 +17,8 @@
 #include "driver/outputs.h"
 #include "driver/toolchain.h"
 #include "driver/quantize_weights.h"
+#include "driver/st_write.h"
+#include "frontend/onnx/onnx_import.h"
 #include "passes/precision.h"
 #include "rt_atomic.h"
 #include "tgcrt.h"
@@ -396,6 +398,8 @@ static int drive(Mode mode, int argc, char **argv) {
     char *cuda_decl = NULL;
     char prog[PATH_MAX + 160] = "";
     RtAtomicFile outf, hdrf;
+    OnnxImport onnx;
+    memset(&onnx, 0, sizeof onnx);
     rt_afile_init(&outf);
     rt_afile_init(&hdrf);
     bool cuda = b.target && !strcmp(b.target, "cuda");
@@ -418,6 +422,10 @@ static int drive(Mode mode, int argc, char **argv) {
     if (mode != MODE_RUN && !begin_output(&b, &outf, b.out)) goto out;
     if (mode == MODE_COMPILE && !begin_output(&b, &hdrf, b.header)) goto out;
     b.o.weights = b.weights;
+    /* An ONNX model: its initializers become the weights, unless
+     * --weights names others (written below, once there is a temporary
+     * directory). */
+    if (onnx_is_model_path(b.o.file)) b.o.onnx_out = &onnx;
     Graph *g = load_graph(&a, &d, &b.o, &file);
     if (!g) {
         if (d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
@@ -441,6 +449,28 @@ static int drive(Mode mode, int argc, char **argv) {
         fprintf(stderr, "tgc %s: error: cannot create a temporary directory: %s\n", b.cmd,
                 strerror(errno));
         goto out;
+    }
+    char oweights[PATH_MAX + 32];
+    if (b.o.onnx_out && !b.weights && onnx.nparams) {
+        snprintf(oweights, sizeof oweights, "%s/onnx_weights.safetensors", tmp);
+        StBlob *blobs = calloc((size_t)onnx.nparams, sizeof *blobs);
+        bool ok = blobs != NULL;
+        for (int k = 0; ok && k < onnx.nparams; k++) {
+            const OnnxParam *op = &onnx.params[k];
+            blobs[k] = (StBlob){.name = op->name,
+                                .dtype = (RtDType)op->dtype,
+                                .ndim = op->ndim,
+                                .data = op->data,
+                                .nbytes = op->nbytes};
+            memcpy(blobs[k].shape, op->shape, sizeof(int64_t) * (size_t)op->ndim);
+        }
+        ok = ok && st_write(b.cmd, oweights, blobs, onnx.nparams);
+        free(blobs);
+        if (!ok) goto out;
+        b.weights = oweights;
+        /* build and compile embed them: the program is the model */
+        if (mode != MODE_RUN) b.embed = true;
+        if (!b.o.quant_bits && !check_weights(&b, &p)) goto out;
     }
     /* A quantized build embeds the weights it quantized: the scales are
      * part of what was built. */
@@ -576,6 +606,7 @@ static int drive(Mode mode, int argc, char **argv) {
         rc = 3;
     }
 out:
+    onnx_import_free(&onnx);
     rt_afile_abort(&outf);
     rt_afile_abort(&hdrf);
     rt_tmp_remove(tmp_slot);

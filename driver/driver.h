@@ -21,6 +21,10 @@ typedef struct Options {
     int quant_bits;
     int64_t group_size;
     const char *weights; /* --weights, when the command has one: ranges for warnings */
+    /* When FILE is an ONNX model: where load_graph leaves the import (its
+     * params, for build to embed); NULL: the import is dropped once the
+     * graph is built. */
+    struct OnnxImport *onnx_out;
 } Options;
 
 /* Parses argv; returns 0 to go on, else the exit code (2: usage error). */
@@ -39,8 +43,11 @@ PrecisionPolicy options_policy(const Options *o);
     "  --quantize int8|int4 quantize the weights of matrix products (needs --weights to build)\n"  \
     "  --group-size N       k elements per scale (int4 default 128; int8 default per channel)\n"
 void options_free(Options *o);
-/* Reads and compiles o->file; NULL (with messages printed) on error. */
+/* Reads and compiles o->file (a .tg, or an ONNX model imported in memory
+ * into .tg text first); NULL (with messages printed) on error. */
 Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file);
+/* Reads a whole regular file (at most 1 GiB); NULL after a message. */
+char *driver_read_file(const char *path, int *len);
 
 bool options_parse_define(const char *s, DimOverride *out); /* NAME=VALUE */
 
@@ -51,4 +58,5 @@ int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 #endif

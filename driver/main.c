@@ -19,6 +19,7 @@ static const struct {
     {"build", cmd_build, "compile a graph into an executable"},
     {"compile", cmd_compile, "compile a graph into an object file and a C header"},
     {"run", cmd_run, "compile a graph and run it once on the given inputs"},
+    {"import", cmd_import, "write an ONNX model as a .tg graph and a safetensors weights file"},
 };
 
 void usage(FILE *out) {

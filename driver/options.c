@@ -5,6 +5,7 @@
 
 #include "driver/driver.h"
 #include "driver/weights_range.h"
+#include "frontend/onnx/onnx_import.h"
 #include "passes/f16_range.h"
 #include "tgcrt.h"
 
@@ -151,7 +152,7 @@ void options_free(Options *o) {
         free((void *)o->dims[i].name);
 }
 
-static char *read_file(const char *path, int *len) {
+char *driver_read_file(const char *path, int *len) {
     /* Only a regular file: a FIFO would block open() (and every read) until
      * a writer came, hanging `tgc check`. */
     RtError e;
@@ -214,15 +215,33 @@ static bool check_nul(Diag *d, const SrcFile *f) {
 
 Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file) {
     int len = 0;
-    char *text = read_file(o->file, &len);
+    char *text = driver_read_file(o->file, &len);
     if (!text) {
         d->errors++;
         return NULL;
     }
     file->path = o->file;
-    file->text = arena_strndup(a, text, (size_t)len);
-    file->len = len;
-    free(text);
+    if (onnx_is_model_path(o->file)) {
+        /* The model becomes .tg text, compiled like any other: messages
+         * about it name "MODEL.onnx (imported)" and a line of that text,
+         * whose comment names the ONNX node. */
+        OnnxImport im;
+        bool ok =
+            onnx_import(a, d, o->file, (const uint8_t *)text, (size_t)len, o->dims, o->ndims, &im);
+        free(text);
+        if (!ok) return NULL;
+        file->path = arena_printf(a, "%s (imported)", o->file);
+        file->text = arena_strndup(a, im.text, (size_t)im.len);
+        file->len = im.len;
+        if (o->onnx_out)
+            *o->onnx_out = im;
+        else
+            onnx_import_free(&im);
+    } else {
+        file->text = arena_strndup(a, text, (size_t)len);
+        file->len = len;
+        free(text);
+    }
     if (!check_nul(d, file)) return NULL;
     PrecisionPolicy pol = options_policy(o);
     Graph *g = tgc_frontend(a, d, file, o->dims, o->ndims, &pol);

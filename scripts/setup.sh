@@ -3,7 +3,8 @@
 # so it is cheap to call before every build.
 set -euo pipefail
 pkgs=(gcc libc6-dev pkg-config cmake ninja-build clang-14 libclang-rt-14-dev llvm-14-dev libopenblas-dev
-      libcjson-dev libdnnl-dev python3-torch python3-numpy chromium)
+      libcjson-dev libdnnl-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+      python3-torch python3-numpy python3-torchvision python3-onnx chromium)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,12 +11,20 @@ string(RANDOM LENGTH 8 suffix)
 set(dir ${WORK}/run-${suffix})
 file(REMOVE_RECURSE ${dir})
 file(MAKE_DIRECTORY ${dir}/corpus ${dir}/artifacts)
-file(GLOB seeds ${CORPUS}/*.tg)
+# PATTERN: the seed files (default *.tg); an empty DICT: no dictionary.
+if(NOT DEFINED PATTERN)
+  set(PATTERN "*.tg")
+endif()
+file(GLOB seeds ${CORPUS}/${PATTERN})
 file(COPY ${seeds} DESTINATION ${dir}/corpus)
 message(STATUS "fuzzing for ${SECONDS} s in ${dir}")
+set(dict_flag "")
+if(DICT)
+  set(dict_flag "-dict=${DICT}")
+endif()
 
 execute_process(
-  COMMAND ${FUZZER} -max_total_time=${SECONDS} -dict=${DICT} -timeout=5
+  COMMAND ${FUZZER} -max_total_time=${SECONDS} ${dict_flag} -timeout=5
           -rss_limit_mb=2048 -print_final_stats=1
           -artifact_prefix=${dir}/artifacts/ ${dir}/corpus
   RESULT_VARIABLE rc)

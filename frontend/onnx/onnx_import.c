@@ -1,0 +1,398 @@
+/* The importer's driver: checks the model's versions, registers the
+ * initializers and graph inputs (dynamic axes become symbolic dims), then
+ * walks the nodes in order: a fused group (ox_fuse.c), else a folded node
+ * (ox_fold.c), else one .tg statement (ox_ops*.c). The text is assembled
+ * from its three parts at the end. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "frontend/onnx/ox.h"
+
+Onnx__NodeProto *ox_cur(Ox *x) {
+    static Onnx__NodeProto none = ONNX__NODE_PROTO__INIT;
+    if (x->node < 0 || !x->g || (size_t)x->node >= x->g->n_node) return &none;
+    return x->g->node[x->node];
+}
+
+const char *ox_node_desc(Ox *x) {
+    Onnx__NodeProto *n = ox_cur(x);
+    if (!n->op_type) return NULL;
+    const char *out = n->n_output && n->output[0] ? n->output[0] : "?";
+    return arena_printf(x->a, "node '%s' (%s, opset %d)", n->name && *n->name ? n->name : out,
+                        n->op_type, x->opset);
+}
+
+void ox_fail(Ox *x, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *where = ox_node_desc(x);
+    if (where)
+        diag_plain_error(x->d, "%s: %s: %s", x->path, where, msg);
+    else
+        diag_plain_error(x->d, "%s: %s", x->path, msg);
+    longjmp(x->fail, 1);
+}
+
+bool onnx_is_model_path(const char *path) {
+    size_t n = path ? strlen(path) : 0;
+    return n > 5 && !strcasecmp(path + n - 5, ".onnx");
+}
+
+static void check_versions(Ox *x) {
+    Onnx__ModelProto *m = x->m;
+    if (!m->has_ir_version || m->ir_version < 3 || m->ir_version > 10)
+        ox_fail(x,
+                "IR version %lld is not supported (3 to 10 are; torch.onnx.export writes 7 or 8)",
+                (long long)(m->has_ir_version ? m->ir_version : 0));
+    x->opset = -1;
+    for (size_t k = 0; k < m->n_opset_import; k++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[k];
+        if (o && (!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) && o->has_version)
+            x->opset = (int)o->version;
+    }
+    if (x->opset < 0) ox_fail(x, "the model imports no version of the default operator set");
+    /* 13 to 17 are what PyTorch 1.13 exports and what is tested; the ops
+     * that changed since 11 (axes as inputs, Softmax's axis) are read
+     * either way, so 11, 12 and 18 are tried with a warning. */
+    if (x->opset < 11 || x->opset > 18)
+        ox_fail(x,
+                "opset %d is not supported (13 to 17 are; export with "
+                "torch.onnx.export(..., opset_version=17))",
+                x->opset);
+    if ((x->opset < 13 || x->opset > 17) && x->d->out) {
+        fprintf(x->d->out,
+                "tgc: warning: %s: opset %d: tgc is tested with opsets 13 to 17; "
+                "importing anyway\n",
+                x->path, x->opset);
+        x->d->warnings++;
+    }
+}
+
+static bool is_graph_output(Ox *x, const char *name) {
+    for (size_t k = 0; k < x->g->n_output; k++)
+        if (x->g->output[k] && x->g->output[k]->name && !strcmp(x->g->output[k]->name, name))
+            return true;
+    return false;
+}
+
+/* Graph inputs: dtype and shape; dim_param names become symbolic dims. */
+static void add_inputs(Ox *x) {
+    Onnx__GraphProto *g = x->g;
+    for (size_t k = 0; k < g->n_input; k++) {
+        const Onnx__ValueInfoProto *vi = g->input[k];
+        if (!vi || !vi->name) ox_fail(x, "graph input %zu has no name", k);
+        OxVal *iv = ox_val(x, vi->name);
+        if (iv && iv->is_init) continue; /* an initializer listed as input (IR < 4) */
+        const char *what = arena_printf(x->a, "graph input '%s'", vi->name);
+        if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+            !vi->type->tensor_type)
+            ox_fail(x, "%s is not a tensor", what);
+        const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+        DType dt = ox_dtype(x, tt->has_elem_type ? tt->elem_type : 0, what);
+        if (!tt->shape) ox_fail(x, "%s has no shape (its rank must be known)", what);
+        if (tt->shape->n_dim > OX_MAX_DIMS)
+            ox_fail(x, "%s has more than %d dims", what, OX_MAX_DIMS);
+        OxVal *v = ox_val_new(x, vi->name);
+        v->dt = dt;
+        v->ndim = (int)tt->shape->n_dim;
+        for (int d = 0; d < v->ndim; d++) {
+            const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[d];
+            if (dm && dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+                if (dm->dim_value < 1 || dm->dim_value > ((int64_t)1 << 40))
+                    ox_fail(x, "%s: dimension %d has size %lld", what, d, (long long)dm->dim_value);
+                v->dim[d] = ox_dim_c(dm->dim_value);
+                continue;
+            }
+            /* A dim_param, or an unnamed unknown size: a symbolic dim. */
+            const char *pn =
+                dm && dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                        dm->dim_param && *dm->dim_param
+                    ? dm->dim_param
+                    : arena_printf(x->a, "%s_dim%d", vi->name, d);
+            int s = 0;
+            while (s < x->ndims && strcmp(x->dims[s].onnx, pn))
+                s++;
+            if (s == x->ndims) {
+                struct OxSymDim sd = {pn, ox_ident(x, pn, NULL), 1, false};
+                for (int o = 0; o < x->nov; o++)
+                    if (!strcmp(x->ov[o].name, sd.tg) || !strcmp(x->ov[o].name, pn))
+                        sd.v = x->ov[o].value, sd.given = true;
+                if (sd.v < 1)
+                    ox_fail(x, "-D %s=%lld: a dimension must be at least 1", sd.tg,
+                            (long long)sd.v);
+                ARENA_PUSH(x->a, x->dims, x->ndims, x->capdims, sd);
+            }
+            v->dim[d] = (OxDim){x->dims[s].v, x->dims[s].tg};
+        }
+        v->tg = ox_ident(x, vi->name, NULL);
+        v->ready = true;
+        ox_emit(x, OX_HEAD, "input %s : %s%s", v->tg, dtype_name(dt),
+                ox_dims_text(x, v->dim, v->ndim));
+        if (strcmp(v->tg, vi->name)) ox_emit(x, OX_HEAD, "  # %s", vi->name);
+        ox_emit(x, OX_HEAD, "\n");
+    }
+    for (int o = 0; o < x->nov; o++) {
+        bool found = false;
+        for (int s = 0; s < x->ndims && !found; s++)
+            found =
+                !strcmp(x->ov[o].name, x->dims[s].tg) || !strcmp(x->ov[o].name, x->dims[s].onnx);
+        if (!found) {
+            char list[512] = "";
+            for (int s = 0; s < x->ndims; s++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", s ? ", " : "",
+                         x->dims[s].tg);
+            x->node = -1;
+            ox_fail(x, "-D %s: the model has no dynamic axis of that name (%s%s)", x->ov[o].name,
+                    x->ndims ? "it has: " : "it has none", list);
+        }
+    }
+}
+
+static void count_users(Ox *x) {
+    Onnx__GraphProto *g = x->g;
+    for (size_t k = 0; k < g->n_node; k++) {
+        Onnx__NodeProto *n = g->node[k];
+        for (size_t i = 0; i < n->n_input; i++) {
+            OxVal *v = ox_val(x, n->input[i]);
+            if (!v) continue;
+            int cap = v->nusers;
+            int *u = ARENA_ARRAY(x->a, int, cap + 1);
+            if (v->nusers) memcpy(u, v->users, sizeof(int) * (size_t)v->nusers);
+            u[v->nusers++] = (int)k;
+            v->users = u;
+        }
+    }
+}
+
+static void import_node(Ox *x, int k) {
+    Onnx__NodeProto *n = x->g->node[k];
+    x->node = k;
+    if (!n->op_type || !*n->op_type) ox_fail(x, "a node without an op_type");
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
+        ox_fail(x, "operators of domain '%s' are not supported (only the default ONNX domain)",
+                n->domain);
+    if (n->n_input > 64 || n->n_output > 64) ox_fail(x, "too many inputs or outputs");
+    OxVal *in[64], *out[64];
+    for (size_t i = 0; i < n->n_input; i++) {
+        in[i] = NULL;
+        if (!n->input[i] || !*n->input[i]) continue;
+        in[i] = ox_val(x, n->input[i]);
+        if (!in[i])
+            ox_fail(x,
+                    "input '%s' is not an initializer, a graph input or an earlier node's output "
+                    "(a missing initializer, or nodes out of order)",
+                    n->input[i]);
+        if (!in[i]->ready)
+            ox_fail(x, "input '%s' is computed by a later node (nodes must be in order)",
+                    n->input[i]);
+    }
+    for (size_t i = 0; i < n->n_output; i++)
+        out[i] = n->output[i] && *n->output[i] ? ox_val(x, n->output[i]) : NULL;
+    if (n->n_output < 1 || !out[0]) ox_fail(x, "the node has no output");
+    if (ox_fuse(x, k)) return;
+    int nin = (int)n->n_input;
+    if (!strcmp(n->op_type, "Constant")) {
+        const Onnx__AttributeProto *a = n->n_attribute == 1 ? n->attribute[0] : NULL;
+        if (!a || !a->name) ox_fail(x, "a Constant needs exactly one attribute");
+        OxConst *c;
+        if (!strcmp(a->name, "value")) {
+            c = ox_tensor_const(x, a->t, "attribute 'value'");
+        } else if (!strcmp(a->name, "value_float") || !strcmp(a->name, "value_int")) {
+            c = ox_const_new(x, a->name[6] == 'f' ? DT_F32 : DT_I64, 0, NULL);
+            ox_const_values(x, c);
+            if (c->f)
+                c->f[0] = a->f;
+            else
+                c->i[0] = a->i;
+        } else if (!strcmp(a->name, "value_floats") || !strcmp(a->name, "value_ints")) {
+            bool f = a->name[6] == 'f';
+            int64_t len = (int64_t)(f ? a->n_floats : a->n_ints);
+            c = ox_const_new(x, f ? DT_F32 : DT_I64, 1, &len);
+            ox_const_values(x, c);
+            for (int64_t i = 0; i < len; i++)
+                if (f)
+                    c->f[i] = a->floats[i];
+                else
+                    c->i[i] = a->ints[i];
+        } else {
+            ox_fail(x,
+                    "Constant attribute '%s' is not supported (value, value_float(s), value_int(s) "
+                    "are)",
+                    a->name);
+        }
+        OxVal *o = out[0];
+        o->c = c;
+        o->dt = c->dt;
+        o->ndim = c->ndim;
+        for (int d = 0; d < c->ndim; d++)
+            o->dim[d] = ox_dim_c(c->shape[d]);
+        return;
+    }
+    if (ox_fold(x, n, in, nin)) return;
+    if (ox_op_tensor(x, n, in, nin, out) || ox_op_nn(x, n, in, nin, out)) return;
+    ox_fail(x, "operator %s is not supported; supported: %s", n->op_type, ox_supported_ops);
+}
+
+static char *dirname_of(Arena *a, const char *path) {
+    const char *s = strrchr(path, '/');
+    if (!s) return arena_strdup(a, ".");
+    if (s == path) return arena_strdup(a, "/");
+    return arena_strndup(a, path, (size_t)(s - path));
+}
+
+static const char *graph_name(Ox *x) {
+    const char *p = x->path, *s = strrchr(p, '/');
+    p = s ? s + 1 : p;
+    size_t n = strlen(p);
+    if (n > 5 && !strcasecmp(p + n - 5, ".onnx")) n -= 5;
+    const char *id = ox_ident(x, arena_strndup(x->a, p, n), NULL);
+    x->nids--; /* the graph's name is no value's */
+    return id;
+}
+
+bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size_t n,
+                 const DimOverride *ov, int nov, OnnxImport *out) {
+    memset(out, 0, sizeof *out);
+    Ox *x = ARENA_NEW(a, Ox);
+    x->a = a;
+    x->d = d;
+    x->path = path ? path : "model.onnx";
+    x->dir = path ? dirname_of(a, path) : NULL;
+    x->ov = ov;
+    x->nov = nov;
+    x->node = -1;
+    if (setjmp(x->fail)) {
+        for (int k = 0; k < 3; k++)
+            free(x->buf[k]);
+        if (x->m) onnx__model_proto__free_unpacked(x->m, NULL);
+        return false;
+    }
+    ox_read_model(x, bytes, n);
+    check_versions(x);
+    Onnx__GraphProto *g = x->g;
+    size_t nv = g->n_initializer + g->n_input + 16;
+    for (size_t k = 0; k < g->n_node; k++) {
+        if (!g->node[k]) ox_fail(x, "an empty node");
+        nv += g->node[k]->n_output;
+    }
+    x->tabcap = 64;
+    while ((size_t)x->tabcap < 2 * nv) {
+        if (x->tabcap > (1 << 26)) ox_fail(x, "too many values");
+        x->tabcap *= 2;
+    }
+    x->tab = ARENA_ARRAY(a, OxVal *, x->tabcap);
+    x->done = ARENA_ARRAY(a, bool, g->n_node + 1);
+    if (g->n_sparse_initializer) ox_fail(x, "sparse initializers are not supported");
+    for (size_t k = 0; k < g->n_initializer; k++) {
+        const Onnx__TensorProto *t = g->initializer[k];
+        if (!t || !t->name || !*t->name) ox_fail(x, "initializer %zu has no name", k);
+        OxVal *v = ox_val_new(x, t->name);
+        v->c = ox_tensor_const(x, t, arena_printf(a, "initializer '%s'", t->name));
+        v->is_init = true;
+        v->dt = v->c->dt;
+        v->ndim = v->c->ndim;
+        for (int dd = 0; dd < v->ndim; dd++)
+            v->dim[dd] = ox_dim_c(v->c->shape[dd]);
+    }
+    for (size_t k = 0; k < g->n_initializer; k++)
+        ox_val(x, g->initializer[k]->name)->ready = true;
+    add_inputs(x);
+    if (!g->n_output) ox_fail(x, "the graph has no outputs");
+    /* Every node output exists before the walk: fused groups look ahead at
+     * their users. */
+    for (size_t k = 0; k < g->n_node; k++) {
+        Onnx__NodeProto *n = g->node[k];
+        x->node = (int)k;
+        for (size_t i = 0; i < n->n_output; i++) {
+            if (!n->output[i] || !*n->output[i]) continue;
+            OxVal *v = ox_val_new(x, n->output[i]);
+            v->is_output = is_graph_output(x, n->output[i]);
+            v->dt = DT_NONE;
+            v->producer = (int)k;
+        }
+    }
+    x->node = -1;
+    count_users(x);
+    /* Constants first (they have no inputs): a fused group looking ahead
+     * sees the numbers of Constant nodes placed after its first node. */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < g->n_node; k++) {
+            bool is_const = g->node[k]->op_type && !strcmp(g->node[k]->op_type, "Constant");
+            if (x->done[k] || is_const != (pass == 0)) continue;
+            import_node(x, (int)k);
+            x->done[k] = true;
+            for (size_t i = 0; i < g->node[k]->n_output; i++) {
+                OxVal *v = ox_val(x, g->node[k]->output[i]);
+                if (v) v->ready = true;
+            }
+        }
+    /* Outputs their node did not write (inputs, constants, aliases). */
+    x->node = -1;
+    for (size_t k = 0; k < g->n_output; k++) {
+        const char *on = g->output[k] ? g->output[k]->name : NULL;
+        OxVal *v = ox_val(x, on);
+        if (!v) ox_fail(x, "graph output '%s' is not computed by any node", on ? on : "");
+        if (v->is_init || (!v->tg && !v->c)) {
+            bool input = false;
+            for (size_t i = 0; i < g->n_input; i++)
+                input |= g->input[i] && g->input[i]->name && !strcmp(g->input[i]->name, on);
+            if (!input && !v->c) ox_fail(x, "graph output '%s' is not computed by any node", on);
+        }
+        bool written = false;
+        for (size_t i = 0; i < k; i++)
+            written |= g->output[i] && g->output[i]->name && !strcmp(g->output[i]->name, on);
+        if (written) ox_fail(x, "graph output '%s' is listed twice", on);
+        if (v->out_written) continue;
+        const char *ref = ox_ref(x, v, false);
+        if (!v->out_written) ox_emit(x, OX_BODY, "output %s = %s\n", ox_ident(x, on, NULL), ref);
+    }
+    const char *gname = graph_name(x);
+    char *head = x->buf[OX_HEAD];
+    x->buf[OX_HEAD] = NULL;
+    size_t hlen = x->len[OX_HEAD];
+    x->len[OX_HEAD] = x->cap[OX_HEAD] = 0;
+    Onnx__ModelProto *m = x->m;
+    ox_emit(x, OX_HEAD, "# Imported by tgc from %s (%s%s%s, opset %d, IR version %lld).\n", x->path,
+            m->producer_name && *m->producer_name ? m->producer_name : "unknown producer",
+            m->producer_version && *m->producer_version ? " " : "",
+            m->producer_version ? m->producer_version : "", x->opset, (long long)m->ir_version);
+    if (x->nparams)
+        ox_emit(x, OX_HEAD,
+                "# Params come from the weights file written beside it, keyed by these names.\n");
+    if (x->ndims)
+        ox_emit(x, OX_HEAD,
+                "# Dynamic axes are symbolic dims; defaults from -D at import, else 1.\n");
+    if (x->used_defaults)
+        ox_emit(x, OX_HEAD,
+                "# Some shape arithmetic was decided with these defaults: other -D values\n"
+                "# may need a new import.\n");
+    ox_emit(x, OX_HEAD, "graph %s", gname);
+    for (int s = 0; s < x->ndims; s++)
+        ox_emit(x, OX_HEAD, "%s%s = %lld", s ? ", " : "(", x->dims[s].tg, (long long)x->dims[s].v);
+    ox_emit(x, OX_HEAD, "%s\n\n", x->ndims ? ")" : "");
+    ox_emit(x, OX_HEAD, "%.*s", (int)hlen, head ? head : "");
+    free(head);
+    if (x->len[OX_PARAMS]) ox_emit(x, OX_HEAD, "\n%.*s", (int)x->len[OX_PARAMS], x->buf[OX_PARAMS]);
+    ox_emit(x, OX_HEAD, "\n%.*s", (int)x->len[OX_BODY], x->buf[OX_BODY] ? x->buf[OX_BODY] : "");
+    out->text = x->buf[OX_HEAD];
+    out->len = (int)x->len[OX_HEAD];
+    x->buf[OX_HEAD] = NULL;
+    free(x->buf[OX_PARAMS]);
+    free(x->buf[OX_BODY]);
+    out->params = x->params;
+    out->nparams = x->nparams;
+    out->model = x->m;
+    return true;
+}
+
+void onnx_import_free(OnnxImport *im) {
+    free(im->text);
+    if (im->model) onnx__model_proto__free_unpacked(im->model, NULL);
+    memset(im, 0, sizeof *im);
+}

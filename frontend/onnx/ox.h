@@ -1,0 +1,173 @@
+/* The ONNX importer's internal state, shared by its files:
+ *   ox_read.c    protobuf -> initializers, inputs, attributes (incl. external data)
+ *   ox_dims.c    constant tensors and symbolic dimension arithmetic
+ *   ox_fold.c    the import-time evaluator (shape arithmetic, constants)
+ *   ox_text.c    names, params, statements: the .tg being written
+ *   ox_ops*.c    one mapping per ONNX operator, ox_fuse.c the fused patterns
+ *   onnx_import.c  the driver of all of these.
+ * Errors longjmp out of the import (ox_fail): every path through a model
+ * must be able to stop anywhere without leaking, and the arena owns all. */
+#ifndef TGC_OX_H
+#define TGC_OX_H
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frontend/onnx/onnx_import.h"
+#include "onnx.pb-c.h"
+
+#define OX_MAX_DIMS 12
+
+/* One dimension: its value under the defaults, and the .tg integer
+ * expression over the graph's symbolic dims it stands for (NULL: the
+ * constant v). */
+typedef struct OxDim {
+    int64_t v;
+    const char *sym;
+} OxDim;
+
+/* A tensor whose data is known at import time. Floating values live in f,
+ * integers and bools in i; sym[k] is element k's symbolic expression
+ * (integer tensors holding shapes). raw is an initializer's bytes in dt,
+ * from which f/i are made on demand. */
+typedef struct OxConst {
+    DType dt;
+    int ndim;
+    int64_t shape[OX_MAX_DIMS];
+    int64_t n;
+    double *f;
+    int64_t *i;
+    const char **sym;
+    const uint8_t *raw;
+    const char *param;   /* its .tg param name, once declared */
+    const char *param_t; /* the same, stored transposed (a linear weight) */
+    const char *hint;    /* a name to derive the param's from */
+} OxConst;
+
+typedef struct OxVal {
+    const char *name; /* the ONNX name */
+    DType dt;
+    int ndim;
+    OxDim dim[OX_MAX_DIMS];
+    OxConst *c;       /* known data, or NULL */
+    const char *tg;   /* the .tg name it is bound to, once emitted */
+    bool is_init;     /* an initializer (its name is a weight's name) */
+    bool is_output;   /* a graph output */
+    bool out_written; /* as `output NAME = ...` by its node */
+    bool ready;       /* computed: later nodes may read it */
+    int producer;     /* the node computing it; -1 for inputs and initializers */
+    int nusers;
+    int *users; /* node indices reading it */
+} OxVal;
+
+typedef struct Ox {
+    Arena *a;
+    Diag *d;
+    jmp_buf fail;
+    const char *path; /* the model, for messages */
+    char *dir;        /* its directory, for external data; NULL: refused */
+    Onnx__ModelProto *m;
+    Onnx__GraphProto *g;
+    int opset;
+    /* every value by ONNX name (open addressing) */
+    OxVal **tab;
+    int tabcap;
+    /* the node being imported, for messages */
+    int node;
+    /* nodes already written as part of a fused group */
+    bool *done;
+    /* the .tg: header, params, statements (malloc'd buffers) */
+    char *buf[3];
+    size_t len[3], cap[3];
+    /* identifiers in use */
+    const char **ids;
+    int nids, capids;
+    /* symbolic dims: ONNX dim_param, .tg name, default */
+    struct OxSymDim {
+        const char *onnx, *tg;
+        int64_t v;
+        bool given;
+    } * dims;
+    int ndims, capdims;
+    const DimOverride *ov;
+    int nov;
+    bool used_defaults; /* a symbolic size decided with its default */
+    OnnxParam *params;
+    int nparams, capparams;
+} Ox;
+
+enum { OX_HEAD, OX_PARAMS, OX_BODY };
+
+_Noreturn void ox_fail(Ox *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The node being imported, as messages name it: "node '/conv1/Conv' (Conv)". */
+const char *ox_node_desc(Ox *x);
+Onnx__NodeProto *ox_cur(Ox *x);
+
+/* ox_read.c */
+void ox_read_model(Ox *x, const uint8_t *bytes, size_t n);
+OxConst *ox_tensor_const(Ox *x, const Onnx__TensorProto *t, const char *what);
+DType ox_dtype(Ox *x, int onnx_type, const char *what);
+const Onnx__AttributeProto *ox_attr(Ox *x, const char *name);
+int64_t ox_attr_i(Ox *x, const char *name, int64_t def);
+float ox_attr_f(Ox *x, const char *name, float def);
+const char *ox_attr_s(Ox *x, const char *name, const char *def);
+/* An int list attribute: count in *n (0 when absent). */
+const int64_t *ox_attr_ints(Ox *x, const char *name, int *n);
+/* Fails naming each attribute of the node not in the NULL-terminated list. */
+void ox_check_attrs(Ox *x, const char *const *known);
+
+/* ox_dims.c */
+OxDim ox_dim_c(int64_t v);
+OxDim ox_dim_op(Ox *x, char op, OxDim a, OxDim b); /* + - * / (floor) % */
+bool ox_dim_eq(OxDim a, OxDim b);
+const char *ox_dim_text(Ox *x, OxDim d);
+/* "[a, b, c]" of dims */
+const char *ox_dims_text(Ox *x, const OxDim *d, int n);
+OxConst *ox_const_new(Ox *x, DType dt, int ndim, const int64_t *shape);
+void ox_const_values(Ox *x, OxConst *c); /* makes f or i from raw */
+double ox_const_get(Ox *x, OxConst *c, int64_t k);
+/* Element k as an integer; a float that fits no int64 fails (x NULL: 0). */
+int64_t ox_const_int(Ox *x, OxConst *c, int64_t k);
+int64_t ox_f2i(Ox *x, double v);
+/* Integer element k as a dim (with its expression). */
+OxDim ox_const_dim(Ox *x, OxConst *c, int64_t k);
+/* The value's data as int64s: fails naming the input when it is not known. */
+OxConst *ox_need_const(Ox *x, OxVal *v, const char *what);
+int64_t ox_numel(const OxConst *c);
+/* Normalises axis into [0, rank), failing with the node named. */
+int ox_axis(Ox *x, int64_t axis, int rank);
+/* The broadcast of two shapes (numpy rule). */
+int ox_broadcast(Ox *x, const OxDim *a, int na, const OxDim *b, int nb, OxDim *out);
+
+/* ox_fold.c: evaluates the current node when its inputs are known;
+ * false when the op is not one the evaluator computes. */
+bool ox_fold(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin);
+
+/* ox_text.c */
+void ox_emit(Ox *x, int part, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *ox_ident(Ox *x, const char *onnx_name, const char *suffix);
+/* How the .tg refers to v: its name, a param, or a literal for a scalar
+ * constant when scalar_ok. */
+const char *ox_ref(Ox *x, OxVal *v, bool scalar_ok);
+/* The param holding c, declared on first use (transposed: a 2-d weight
+ * stored [out, in] for linear). */
+const char *ox_param(Ox *x, OxConst *c, bool transposed);
+/* Binds the current node's output k to expr; out gets its dtype/shape. */
+void ox_bind(Ox *x, OxVal *out, const char *expr);
+/* A number as the .tg writes it: "1e-05", "2.0", "-inf". */
+const char *ox_num(Ox *x, double v, bool is_float);
+/* The value as a literal when it is a 1-element constant, else NULL. */
+const char *ox_scalar(Ox *x, OxVal *v);
+OxVal *ox_val(Ox *x, const char *name);     /* NULL when absent */
+OxVal *ox_val_new(Ox *x, const char *name); /* fails on a duplicate */
+void ox_set_shape(OxVal *v, DType dt, int ndim, const OxDim *d);
+
+/* ox_ops.c / ox_ops_nn.c: the mapping of one node; false when op_type is
+ * not one of theirs. */
+bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+extern const char *const ox_supported_ops;
+/* ox_fuse.c: a fused group starting at node k (gelu, layer_norm, linear);
+ * true when written. */
+bool ox_fuse(Ox *x, int k);
+#endif

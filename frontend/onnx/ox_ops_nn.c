@@ -1,0 +1,572 @@
+/* ONNX operators with torch.nn.functional counterparts: convolutions,
+ * pools, norms, Gemm/MatMul (linear where the weight is known), softmax,
+ * reductions, Resize (interpolate), Clip. Defaults differ between the two
+ * (a pool's stride, AveragePool's count_include_pad), so arguments that
+ * matter are always written. */
+#include <math.h>
+#include <string.h>
+
+#include "frontend/onnx/ox.h"
+
+static bool is(const Onnx__NodeProto *n, const char *op) {
+    return !strcmp(n->op_type, op);
+}
+
+static void need(Ox *x, OxVal **in, int nin, int k) {
+    if (nin < k) ox_fail(x, "%d inputs, expected at least %d", nin, k);
+    for (int i = 0; i < k; i++)
+        if (!in[i]) ox_fail(x, "input %d is missing", i);
+}
+
+/* A weight: named after the node's module path when the initializer's
+ * own name is torch's anonymous "onnx::Conv_193". */
+static const char *wref(Ox *x, OxVal *v, const char *role, bool transposed) {
+    if (!v) return "None";
+    if (v->c && !v->tg && !v->c->hint) {
+        Onnx__NodeProto *n = ox_cur(x);
+        const char *nn = n->name ? n->name : "", *slash = strrchr(nn, '/');
+        if (v->is_init && strncmp(v->name, "onnx::", 6))
+            v->c->hint = v->name;
+        else if (slash && slash != nn)
+            v->c->hint = arena_printf(x->a, "%.*s/%s", (int)(slash - nn), nn, role);
+        else
+            v->c->hint = arena_printf(x->a, "%s_%s", v->name, role);
+    }
+    if (transposed && v->c && !v->tg) return ox_param(x, v->c, true);
+    return ox_ref(x, v, false);
+}
+
+/* "2" when every value is the same, else "[2, 1]". */
+static const char *ilist(Ox *x, const int64_t *v, int n) {
+    bool same = true;
+    for (int k = 1; k < n; k++)
+        same &= v[k] == v[0];
+    if (same && n) return arena_printf(x->a, "%lld", (long long)v[0]);
+    char *s = arena_strdup(x->a, "[");
+    for (int k = 0; k < n; k++)
+        s = arena_printf(x->a, "%s%s%lld", s, k ? ", " : "", (long long)v[k]);
+    return arena_printf(x->a, "%s]", s);
+}
+
+typedef struct Win {
+    int ns; /* spatial dims */
+    int64_t k[2], s[2], d[2], pb[2], pe[2];
+} Win;
+
+/* kernel_shape, strides, dilations, pads, auto_pad of a conv or pool. */
+static void window(Ox *x, OxVal *in, const int64_t *kernel, int ns, Win *w) {
+    if (ns < 1 || ns > 2 || in->ndim != ns + 2)
+        ox_fail(x, "only 1-d and 2-d windows over [N, C, ...] inputs are supported (rank %d)",
+                in->ndim);
+    w->ns = ns;
+    int n;
+    const int64_t *s = ox_attr_ints(x, "strides", &n);
+    if (s && n != ns) ox_fail(x, "strides has %d values for %d spatial dims", n, ns);
+    const int64_t *dl = ox_attr_ints(x, "dilations", &n);
+    if (dl && n != ns) ox_fail(x, "dilations has %d values for %d spatial dims", n, ns);
+    const int64_t *p = ox_attr_ints(x, "pads", &n);
+    if (p && n != 2 * ns) ox_fail(x, "pads has %d values for %d spatial dims", n, ns);
+    const char *ap = ox_attr_s(x, "auto_pad", "NOTSET");
+    for (int i = 0; i < ns; i++) {
+        w->k[i] = kernel[i];
+        w->s[i] = s ? s[i] : 1;
+        w->d[i] = dl ? dl[i] : 1;
+        w->pb[i] = p ? p[i] : 0;
+        w->pe[i] = p ? p[i + ns] : 0;
+        const int64_t big = (int64_t)1 << 31;
+        if (w->k[i] > big || w->s[i] > big || w->d[i] > big || w->pb[i] > big || w->pe[i] > big)
+            ox_fail(x, "kernel, strides, dilations and pads must be below 2^31");
+        if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0)
+            ox_fail(x, "kernel, strides and dilations must be positive, pads non-negative");
+        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+            int64_t in_sz = in->dim[2 + i].v, out = (in_sz + w->s[i] - 1) / w->s[i];
+            int64_t tot = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in_sz;
+            tot = tot < 0 ? 0 : tot;
+            if (in->dim[2 + i].sym) x->used_defaults = true;
+            w->pb[i] = ap[5] == 'U' ? tot / 2 : tot - tot / 2;
+            w->pe[i] = tot - w->pb[i];
+        } else if (!strcmp(ap, "VALID")) {
+            w->pb[i] = w->pe[i] = 0;
+        } else if (strcmp(ap, "NOTSET")) {
+            ox_fail(x, "auto_pad '%s' is not supported", ap);
+        }
+    }
+}
+
+static bool symmetric(const Win *w) {
+    for (int i = 0; i < w->ns; i++)
+        if (w->pb[i] != w->pe[i]) return false;
+    return true;
+}
+
+/* An input padded explicitly where the pads are not symmetric. */
+static const char *padded(Ox *x, const char *src, Win *w, const char *value) {
+    if (symmetric(w)) return src;
+    int64_t tp[4];
+    for (int i = 0; i < w->ns; i++) {
+        tp[2 * (w->ns - 1 - i)] = w->pb[i];
+        tp[2 * (w->ns - 1 - i) + 1] = w->pe[i];
+        w->pb[i] = w->pe[i] = 0;
+    }
+    char *s = arena_printf(x->a, "pad(%s, [%lld, %lld", src, (long long)tp[0], (long long)tp[1]);
+    if (w->ns == 2) s = arena_printf(x->a, "%s, %lld, %lld", s, (long long)tp[2], (long long)tp[3]);
+    return arena_printf(x->a, "%s]%s%s)", s, value ? ", value=" : "", value ? value : "");
+}
+
+static OxDim out_size(Ox *x, OxDim in, const Win *w, int i, bool ceil_mode) {
+    int64_t eff = w->d[i] * (w->k[i] - 1) + 1, num = in.v + w->pb[i] + w->pe[i] - eff;
+    if (num < 0)
+        ox_fail(x, "the window (%lld) is larger than the padded input (%lld)", (long long)eff,
+                (long long)(in.v + w->pb[i] + w->pe[i]));
+    int64_t o = (ceil_mode ? (num + w->s[i] - 1) / w->s[i] : num / w->s[i]) + 1;
+    if (ceil_mode && (o - 1) * w->s[i] >= in.v + w->pb[i]) o--; /* torch's rule */
+    if (in.sym) x->used_defaults = true;
+    return ox_dim_c(o);
+}
+
+static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    bool tr = is(n, "ConvTranspose");
+    if (!tr && !is(n, "Conv")) return false;
+    static const char *const known[] = {"auto_pad", "dilations", "group",          "kernel_shape",
+                                        "pads",     "strides",   "output_padding", NULL};
+    ox_check_attrs(x, known);
+    need(x, in, nin, 2);
+    OxVal *w = in[1];
+    int ns = w->ndim - 2;
+    if (ns < 1 || ns > 2)
+        ox_fail(x, "%dd convolutions are not supported (1-d and 2-d are)", ns < 1 ? 0 : ns);
+    int64_t kernel[2] = {w->dim[2].v, ns == 2 ? w->dim[3].v : 1};
+    int np;
+    const int64_t *op = ox_attr_ints(x, "output_padding", &np);
+    if (op && np != ns) ox_fail(x, "output_padding has %d values for %d spatial dims", np, ns);
+    Win win;
+    window(x, in[0], kernel, ns, &win);
+    int64_t g = ox_attr_i(x, "group", 1);
+    if (g < 1 || g > ((int64_t)1 << 31)) ox_fail(x, "group %lld", (long long)g);
+    for (int i = 0; op && i < np && i < ns; i++)
+        if (op[i] < 0 || op[i] > ((int64_t)1 << 31))
+            ox_fail(x, "output_padding %lld", (long long)op[i]);
+    OxDim d[OX_MAX_DIMS];
+    d[0] = in[0]->dim[0];
+    d[1] = tr ? ox_dim_c(w->dim[1].v * g) : w->dim[0];
+    const char *src = ox_ref(x, in[0], false);
+    if (tr) {
+        if (!symmetric(&win)) ox_fail(x, "ConvTranspose with asymmetric pads is not supported");
+        if (ox_attr(x, "output_shape"))
+            ox_fail(x,
+                    "ConvTranspose's output_shape is not supported (use pads and output_padding)");
+        for (int i = 0; i < ns; i++) {
+            int64_t o = (in[0]->dim[2 + i].v - 1) * win.s[i] - 2 * win.pb[i] +
+                        win.d[i] * (win.k[i] - 1) + (op ? op[i] : 0) + 1;
+            d[2 + i] = ox_dim_c(o);
+        }
+    } else {
+        src = padded(x, src, &win, NULL);
+        for (int i = 0; i < ns; i++)
+            d[2 + i] = out_size(x, in[0]->dim[2 + i], &win, i, false);
+    }
+    char *e = arena_printf(x->a, "%s%dd(%s, %s", tr ? "conv_transpose" : "conv", ns, src,
+                           wref(x, w, "weight", false));
+    if (nin > 2 && in[2]) e = arena_printf(x->a, "%s, %s", e, wref(x, in[2], "bias", false));
+    bool one = true;
+    for (int i = 0; i < ns; i++)
+        one &= win.s[i] == 1;
+    if (!one) e = arena_printf(x->a, "%s, stride=%s", e, ilist(x, win.s, ns));
+    if (win.pb[0] || (ns == 2 && win.pb[1]))
+        e = arena_printf(x->a, "%s, padding=%s", e, ilist(x, win.pb, ns));
+    if (tr && op) {
+        if (np != ns) ox_fail(x, "output_padding has %d values", np);
+        e = arena_printf(x->a, "%s, output_padding=%s", e, ilist(x, op, ns));
+    }
+    if (win.d[0] != 1 || (ns == 2 && win.d[1] != 1))
+        e = arena_printf(x->a, "%s, dilation=%s", e, ilist(x, win.d, ns));
+    if (g != 1) e = arena_printf(x->a, "%s, groups=%lld", e, (long long)g);
+    ox_bind(x, out[0], arena_printf(x->a, "%s)", e));
+    ox_set_shape(out[0], in[0]->dt, ns + 2, d);
+    return true;
+}
+
+static bool pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    bool mx = is(n, "MaxPool");
+    if (!mx && !is(n, "AveragePool")) return false;
+    need(x, in, nin, 1);
+    if (n->n_output > 1 && out[1]) ox_fail(x, "MaxPool's indices output is not supported");
+    int nk;
+    const int64_t *k = ox_attr_ints(x, "kernel_shape", &nk);
+    if (!k) ox_fail(x, "kernel_shape is required");
+    Win w;
+    window(x, in[0], k, nk, &w);
+    bool ceil_mode = ox_attr_i(x, "ceil_mode", 0) != 0;
+    bool cip = ox_attr_i(x, "count_include_pad", 0) != 0;
+    const char *src = ox_ref(x, in[0], false);
+    if (!symmetric(&w)) {
+        if (!mx && !cip)
+            ox_fail(x, "AveragePool with asymmetric pads and count_include_pad=0 is not supported");
+        src = padded(x, src, &w, mx ? "-inf" : NULL);
+    }
+    for (int i = 0; i < w.ns; i++)
+        if (w.pb[i] * 2 > w.k[i]) ox_fail(x, "pads larger than half the kernel are not supported");
+    OxDim d[OX_MAX_DIMS];
+    d[0] = in[0]->dim[0], d[1] = in[0]->dim[1];
+    for (int i = 0; i < w.ns; i++)
+        d[2 + i] = out_size(x, in[0]->dim[2 + i], &w, i, ceil_mode);
+    char *e = arena_printf(x->a, "%s_pool%dd(%s, %s, stride=%s", mx ? "max" : "avg", w.ns, src,
+                           ilist(x, w.k, w.ns), ilist(x, w.s, w.ns));
+    bool pad = w.pb[0] || (w.ns == 2 && w.pb[1]);
+    if (pad) e = arena_printf(x->a, "%s, padding=%s", e, ilist(x, w.pb, w.ns));
+    if (mx && (w.d[0] != 1 || (w.ns == 2 && w.d[1] != 1)))
+        e = arena_printf(x->a, "%s, dilation=%s", e, ilist(x, w.d, w.ns));
+    if (!mx && ox_attr(x, "dilations")) {
+        for (int i = 0; i < w.ns; i++)
+            if (w.d[i] != 1) ox_fail(x, "AveragePool with dilations is not supported");
+    }
+    if (ceil_mode) e = arena_printf(x->a, "%s, ceil_mode=true", e);
+    if (!mx && pad && !cip) e = arena_printf(x->a, "%s, count_include_pad=false", e);
+    ox_bind(x, out[0], arena_printf(x->a, "%s)", e));
+    ox_set_shape(out[0], in[0]->dt, w.ns + 2, d);
+    return true;
+}
+
+static bool global_pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    bool avg = is(n, "GlobalAveragePool");
+    if (!avg && !is(n, "GlobalMaxPool")) return false;
+    need(x, in, nin, 1);
+    int r = in[0]->ndim;
+    if (r < 3) ox_fail(x, "the input must be [N, C, ...]");
+    OxDim d[OX_MAX_DIMS];
+    for (int k = 0; k < r; k++)
+        d[k] = k < 2 ? in[0]->dim[k] : ox_dim_c(1);
+    const char *src = ox_ref(x, in[0], false), *e;
+    if (avg && (r == 3 || r == 4)) {
+        e = arena_printf(x->a, "adaptive_avg_pool%dd(%s, 1)", r - 2, src);
+    } else {
+        char *dims = arena_strdup(x->a, "[");
+        for (int k = 2; k < r; k++)
+            dims = arena_printf(x->a, "%s%s%d", dims, k > 2 ? ", " : "", k);
+        e = arena_printf(x->a, "%s(%s, dim=%s], keepdim=true)", avg ? "mean" : "amax", src, dims);
+    }
+    ox_bind(x, out[0], e);
+    ox_set_shape(out[0], in[0]->dt, r, d);
+    return true;
+}
+
+static bool norm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    const char *e;
+    OxVal *o = out[0];
+    if (is(n, "BatchNormalization")) {
+        need(x, in, nin, 5);
+        if (ox_attr_i(x, "training_mode", 0))
+            ox_fail(x, "training_mode=1 is not supported (tgc compiles inference graphs)");
+        for (size_t k = 1; k < n->n_output; k++)
+            if (out[k])
+                ox_fail(x, "BatchNormalization's running statistics outputs are not supported");
+        e = arena_printf(x->a, "batch_norm(%s, %s, %s, %s, %s, eps=%s)", ox_ref(x, in[0], false),
+                         wref(x, in[3], "running_mean", false),
+                         wref(x, in[4], "running_var", false), wref(x, in[1], "weight", false),
+                         wref(x, in[2], "bias", false),
+                         ox_num(x, ox_attr_f(x, "epsilon", 1e-5f), true));
+    } else if (is(n, "LayerNormalization")) {
+        need(x, in, nin, 2);
+        for (size_t k = 1; k < n->n_output; k++)
+            if (out[k] && out[k]->nusers)
+                ox_fail(x, "LayerNormalization's Mean and InvStdDev outputs are not supported");
+        int r = in[0]->ndim, a = ox_axis(x, ox_attr_i(x, "axis", -1), r);
+        if (ox_attr_i(x, "stash_type", 1) != 1)
+            ox_fail(x, "stash_type other than float is not supported");
+        e = arena_printf(x->a, "layer_norm(%s, %s, %s, %s, eps=%s)", ox_ref(x, in[0], false),
+                         ox_dims_text(x, in[0]->dim + a, r - a), wref(x, in[1], "weight", false),
+                         nin > 2 && in[2] ? wref(x, in[2], "bias", false) : "None",
+                         ox_num(x, ox_attr_f(x, "epsilon", 1e-5f), true));
+    } else if (is(n, "InstanceNormalization")) {
+        need(x, in, nin, 3);
+        e = arena_printf(x->a, "instance_norm(%s, weight=%s, bias=%s, eps=%s)",
+                         ox_ref(x, in[0], false), wref(x, in[1], "weight", false),
+                         wref(x, in[2], "bias", false),
+                         ox_num(x, ox_attr_f(x, "epsilon", 1e-5f), true));
+    } else {
+        return false;
+    }
+    ox_bind(x, o, e);
+    ox_set_shape(o, in[0]->dt, in[0]->ndim, in[0]->dim);
+    return true;
+}
+
+static bool flatten(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    if (!is(n, "Flatten")) return false;
+    need(x, in, nin, 1);
+    int r = in[0]->ndim, a = (int)ox_attr_i(x, "axis", 1);
+    a = a < 0 ? a + r : a;
+    if (a < 0 || a > r) ox_fail(x, "axis %d is out of range for rank %d", a, r);
+    OxDim d[2] = {ox_dim_c(1), ox_dim_c(1)};
+    for (int k = 0; k < r; k++)
+        d[k >= a] = ox_dim_op(x, '*', d[k >= a], in[0]->dim[k]);
+    const char *src = ox_ref(x, in[0], false);
+    const char *e = a == 1 && r >= 2
+                        ? arena_printf(x->a, "flatten(%s, 1)", src)
+                        : arena_printf(x->a, "reshape(%s, [%s, -1])", src, ox_dim_text(x, d[0]));
+    ox_bind(x, out[0], e);
+    ox_set_shape(out[0], in[0]->dt, 2, d);
+    return true;
+}
+
+static bool gemm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    bool mm = is(n, "MatMul");
+    if (!mm && !is(n, "Gemm")) return false;
+    need(x, in, nin, 2);
+    OxVal *A = in[0], *B = in[1], *C = nin > 2 ? in[2] : NULL;
+    OxDim d[OX_MAX_DIMS];
+    int nd;
+    const char *e;
+    if (mm) {
+        if (A->ndim < 1 || B->ndim < 1) ox_fail(x, "MatMul of a 0-d tensor");
+        bool lin = B->c && !B->tg && B->ndim == 2 && dtype_is_float(B->dt) && A->ndim >= 1;
+        /* torch's matmul shape rule, for the shape kept here */
+        if (A->ndim == 1 && B->ndim == 1) {
+            nd = 0;
+        } else if (B->ndim == 1) {
+            nd = A->ndim - 1;
+            memcpy(d, A->dim, sizeof(OxDim) * (size_t)nd);
+        } else if (A->ndim == 1) {
+            nd = B->ndim - 1;
+            memcpy(d, B->dim, sizeof(OxDim) * (size_t)(nd - 1));
+            d[nd - 1] = B->dim[B->ndim - 1];
+        } else {
+            OxDim ba[OX_MAX_DIMS];
+            nd = ox_broadcast(x, A->dim, A->ndim - 2, B->dim, B->ndim - 2, ba);
+            memcpy(d, ba, sizeof(OxDim) * (size_t)nd);
+            d[nd++] = A->dim[A->ndim - 2];
+            d[nd++] = B->dim[B->ndim - 1];
+        }
+        if (A->ndim >= 1 && B->ndim >= 2 && A->dim[A->ndim - 1].v != B->dim[B->ndim - 2].v)
+            ox_fail(x, "MatMul of [..., %lld] and [%lld, ...]", (long long)A->dim[A->ndim - 1].v,
+                    (long long)B->dim[B->ndim - 2].v);
+        e = lin ? arena_printf(x->a, "linear(%s, %s)", ox_ref(x, A, false),
+                               wref(x, B, "weight", true))
+                : arena_printf(x->a, "%s @ %s", ox_ref(x, A, false), ox_ref(x, B, false));
+    } else {
+        static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
+        ox_check_attrs(x, known);
+        float al = ox_attr_f(x, "alpha", 1), be = ox_attr_f(x, "beta", 1);
+        bool ta = ox_attr_i(x, "transA", 0), tb = ox_attr_i(x, "transB", 0);
+        if (A->ndim != 2 || B->ndim != 2) ox_fail(x, "Gemm needs 2-d inputs");
+        nd = 2;
+        d[0] = A->dim[ta ? 1 : 0];
+        d[1] = B->dim[tb ? 0 : 1];
+        bool bconst = B->c && !B->tg;
+        bool bias_ok = !C || (be == 1 && C->ndim == 1 && C->dim[0].v == d[1].v);
+        if (!ta && al == 1 && bias_ok && (tb || bconst)) {
+            e = arena_printf(x->a, "linear(%s, %s%s%s)", ox_ref(x, A, false),
+                             wref(x, B, "weight", !tb), C ? ", " : "",
+                             C ? wref(x, C, "bias", false) : "");
+        } else {
+            const char *a = ox_ref(x, A, false), *b = wref(x, B, "weight", false);
+            char *s = arena_printf(x->a, "%s%s @ %s%s", a, ta ? ".T" : "", b, tb ? ".T" : "");
+            if (al != 1) s = arena_printf(x->a, "(%s) * %s", s, ox_num(x, al, true));
+            if (C)
+                s = be == 1 ? arena_printf(x->a, "%s + %s", s, wref(x, C, "bias", false))
+                            : arena_printf(x->a, "%s + %s * %s", s, wref(x, C, "bias", false),
+                                           ox_num(x, be, true));
+            e = s;
+        }
+    }
+    ox_bind(x, out[0], e);
+    ox_set_shape(out[0], A->dt, nd, d);
+    return true;
+}
+
+static bool softmax(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    bool lg = is(n, "LogSoftmax");
+    if (!lg && !is(n, "Softmax")) return false;
+    need(x, in, nin, 1);
+    int r = in[0]->ndim;
+    const char *fn = lg ? "log_softmax" : "softmax", *src = ox_ref(x, in[0], false), *e;
+    if (x->opset >= 13) {
+        int a = ox_axis(x, ox_attr_i(x, "axis", -1), r);
+        e = arena_printf(x->a, "%s(%s, dim=%d)", fn, src, a == r - 1 ? -1 : a);
+    } else {
+        /* before opset 13: over the input flattened to 2-d at axis */
+        int a = ox_axis(x, ox_attr_i(x, "axis", 1), r);
+        if (a == r - 1) {
+            e = arena_printf(x->a, "%s(%s, dim=-1)", fn, src);
+        } else {
+            OxDim p = ox_dim_c(1);
+            for (int k = 0; k < a; k++)
+                p = ox_dim_op(x, '*', p, in[0]->dim[k]);
+            e = arena_printf(x->a, "%s(reshape(%s, [%s, -1]), dim=-1).reshape(%s)", fn, src,
+                             ox_dim_text(x, p), ox_dims_text(x, in[0]->dim, r));
+        }
+    }
+    ox_bind(x, out[0], e);
+    ox_set_shape(out[0], in[0]->dt, r, in[0]->dim);
+    return true;
+}
+
+static bool reduce(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    static const char *const t[][2] = {
+        {"ReduceMean", "mean"}, {"ReduceSum", "sum"}, {"ReduceMax", "amax"}, {"ReduceMin", "amin"},
+        {"ReduceProd", "prod"}, {"ArgMax", "argmax"}, {"ArgMin", "argmin"}};
+    int k = 0;
+    while (k < 7 && !is(n, t[k][0]))
+        k++;
+    if (k == 7) return false;
+    need(x, in, nin, 1);
+    int r = in[0]->ndim;
+    bool keep = ox_attr_i(x, "keepdims", 1) != 0, arg = k >= 5;
+    bool red[OX_MAX_DIMS] = {0};
+    int64_t axes[OX_MAX_DIMS] = {0};
+    int na = 0;
+    if (arg) {
+        if (ox_attr_i(x, "select_last_index", 0))
+            ox_fail(x, "select_last_index=1 is not supported");
+        axes[na++] = ox_axis(x, ox_attr_i(x, "axis", 0), r);
+    } else if (nin > 1 && in[1]) {
+        OxConst *c = ox_need_const(x, in[1], "axes");
+        if (c->n > r) ox_fail(x, "too many axes");
+        for (int64_t i = 0; i < c->n; i++)
+            axes[na++] = ox_axis(x, ox_const_int(x, c, i), r);
+    } else {
+        int nat;
+        const int64_t *at = ox_attr_ints(x, "axes", &nat);
+        if (nat > r) ox_fail(x, "too many axes");
+        for (int i = 0; i < nat; i++)
+            axes[na++] = ox_axis(x, at[i], r);
+    }
+    if (!na && !arg) {
+        if (ox_attr_i(x, "noop_with_empty_axes", 0)) {
+            ox_bind(x, out[0], ox_ref(x, in[0], false));
+            ox_set_shape(out[0], in[0]->dt, r, in[0]->dim);
+            return true;
+        }
+        for (int i = 0; i < r; i++)
+            axes[na++] = i;
+    }
+    for (int i = 0; i < na; i++)
+        red[axes[i]] = true;
+    OxDim d[OX_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < r; i++)
+        if (!red[i])
+            d[nd++] = in[0]->dim[i];
+        else if (keep)
+            d[nd++] = ox_dim_c(1);
+    const char *dims =
+        arg || na == 1 ? arena_printf(x->a, "%lld", (long long)axes[0]) : ilist(x, axes, na);
+    if (!arg && na > 1 && dims[0] != '[') dims = arena_printf(x->a, "[%s]", dims);
+    ox_bind(x, out[0],
+            arena_printf(x->a, "%s(%s, dim=%s%s)", t[k][1], ox_ref(x, in[0], false), dims,
+                         keep ? ", keepdim=true" : ""));
+    ox_set_shape(out[0], arg ? DT_I64 : in[0]->dt, nd, d);
+    return true;
+}
+
+static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    if (!is(n, "Resize") && !is(n, "Upsample")) return false;
+    need(x, in, nin, 1);
+    int r = in[0]->ndim, ns = r - 2;
+    if (ns < 1 || ns > 2)
+        ox_fail(x, "only 1-d and 2-d resizing of [N, C, ...] inputs is supported");
+    const char *mode = ox_attr_s(x, "mode", "nearest");
+    const char *ct = ox_attr_s(x, "coordinate_transformation_mode", "half_pixel");
+    const char *nm = ox_attr_s(x, "nearest_mode", "round_prefer_floor");
+    const char *tm, *ac = NULL;
+    if (!strcmp(mode, "nearest")) {
+        if (strcmp(ct, "asymmetric") || strcmp(nm, "floor"))
+            ox_fail(x,
+                    "nearest resizing needs coordinate_transformation_mode 'asymmetric' and "
+                    "nearest_mode "
+                    "'floor' (torch's 'nearest'); found '%s' and '%s'",
+                    ct, nm);
+        tm = "nearest";
+    } else if (!strcmp(mode, "linear")) {
+        tm = ns == 2 ? "bilinear" : "linear";
+        if (!strcmp(ct, "align_corners"))
+            ac = "true";
+        else if (!strcmp(ct, "half_pixel") || !strcmp(ct, "pytorch_half_pixel"))
+            ac = "false";
+        else
+            ox_fail(x, "linear resizing with coordinate_transformation_mode '%s' is not supported",
+                    ct);
+    } else {
+        ox_fail(x, "Resize mode '%s' is not supported (nearest and linear are)", mode);
+    }
+    OxDim d[OX_MAX_DIMS];
+    memcpy(d, in[0]->dim, sizeof d);
+    const char *arg;
+    OxConst *sizes = nin > 3 && in[3] ? ox_need_const(x, in[3], "sizes") : NULL;
+    OxConst *scales = nin > 2 && in[2] && !sizes ? ox_need_const(x, in[2], "scales") : NULL;
+    if (scales && scales->n == 0) scales = NULL;
+    if (sizes && sizes->n) {
+        if (sizes->n != r) ox_fail(x, "%lld sizes for rank %d", (long long)sizes->n, r);
+        for (int k = 0; k < r; k++)
+            d[k] = ox_const_dim(x, sizes, k);
+        if (!ox_dim_eq(d[0], in[0]->dim[0]) && d[0].v != in[0]->dim[0].v)
+            ox_fail(x, "resizing the batch dimension is not supported");
+        if (d[1].v != in[0]->dim[1].v)
+            ox_fail(x, "resizing the channel dimension is not supported");
+        d[0] = in[0]->dim[0], d[1] = in[0]->dim[1];
+        arg = arena_printf(x->a, "size=%s", ox_dims_text(x, d + 2, ns));
+    } else if (scales) {
+        if (scales->n != r) ox_fail(x, "%lld scales for rank %d", (long long)scales->n, r);
+        if (ox_const_get(x, scales, 0) != 1 || ox_const_get(x, scales, 1) != 1)
+            ox_fail(x, "scaling the batch or channel dimension is not supported");
+        char *s = arena_strdup(x->a, "scale_factor=[");
+        for (int k = 0; k < ns; k++) {
+            double f = ox_const_get(x, scales, 2 + k);
+            if (!(f > 0)) ox_fail(x, "scale %g", f);
+            d[2 + k] = ox_dim_c(ox_f2i(x, floor((double)in[0]->dim[2 + k].v * f)));
+            s = arena_printf(x->a, "%s%s%s", s, k ? ", " : "", ox_num(x, f, true));
+        }
+        arg = arena_printf(x->a, "%s]", s);
+    } else {
+        ox_fail(x, "Resize needs scales or sizes known at import time");
+    }
+    ox_bind(x, out[0],
+            arena_printf(x->a, "interpolate(%s, %s, mode=\"%s\"%s%s)", ox_ref(x, in[0], false), arg,
+                         tm, ac ? ", align_corners=" : "", ac ? ac : ""));
+    ox_set_shape(out[0], in[0]->dt, r, d);
+    return true;
+}
+
+static bool clip(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    const char *src, *e;
+    if (is(n, "Clip")) {
+        need(x, in, nin, 1);
+        src = ox_ref(x, in[0], false);
+        const char *lo = NULL, *hi = NULL;
+        if (nin > 1 && in[1] && !(lo = ox_scalar(x, in[1])))
+            ox_fail(x, "Clip's min must be a known scalar");
+        if (nin > 2 && in[2] && !(hi = ox_scalar(x, in[2])))
+            ox_fail(x, "Clip's max must be a known scalar");
+        if (x->opset < 11) {
+            if (ox_attr(x, "min")) lo = ox_num(x, ox_attr_f(x, "min", 0), true);
+            if (ox_attr(x, "max")) hi = ox_num(x, ox_attr_f(x, "max", 0), true);
+        }
+        bool fl = dtype_is_float(in[0]->dt);
+        if (fl && lo && hi && !strcmp(lo, "0.0") && !strcmp(hi, "6.0"))
+            e = arena_printf(x->a, "relu6(%s)", src);
+        else if (fl && lo && hi && !strcmp(lo, "-1.0") && !strcmp(hi, "1.0"))
+            e = arena_printf(x->a, "hardtanh(%s)", src);
+        else if (fl && lo && !hi && !strcmp(lo, "0.0"))
+            e = arena_printf(x->a, "relu(%s)", src);
+        else
+            e = arena_printf(x->a, "clamp(%s%s%s%s%s)", src, lo ? ", min=" : "", lo ? lo : "",
+                             hi ? ", max=" : "", hi ? hi : "");
+    } else if (is(n, "PRelu")) {
+        need(x, in, nin, 2);
+        src = ox_ref(x, in[0], false);
+        e = arena_printf(x->a, "where(%s >= 0, %s, %s * %s)", src, src, src,
+                         wref(x, in[1], "weight", false));
+    } else {
+        return false;
+    }
+    ox_bind(x, out[0], e);
+    ox_set_shape(out[0], in[0]->dt, in[0]->ndim, in[0]->dim);
+    return true;
+}
+
+bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    return conv(x, n, in, nin, out) || pool(x, n, in, nin, out) ||
+           global_pool(x, n, in, nin, out) || norm(x, n, in, nin, out) ||
+           flatten(x, n, in, nin, out) || gemm(x, n, in, nin, out) || softmax(x, n, in, nin, out) ||
+           reduce(x, n, in, nin, out) || resize(x, n, in, nin, out) || clip(x, n, in, nin, out);
+}
