@@ -14,7 +14,7 @@
     X(infer_flip) X(infer_tri) X(infer_add_sub) X(infer_arith) X(infer_div) X(infer_compare) \
     X(infer_bitwise) X(infer_where) X(infer_masked_fill) X(infer_clamp) \
     X(infer_unary_keep_nobool) X(infer_unary_keep) X(infer_square) X(infer_unary_float) \
-    X(infer_gelu) X(infer_float_only) X(infer_logical_not) X(infer_bitwise_not) \
+    X(infer_gelu) X(infer_float_only) X(infer_clip_activation) X(infer_logical_not) X(infer_bitwise_not) \
     X(infer_sum_prod) X(infer_mean) X(infer_amax) X(infer_argmax) X(infer_var) \
     X(infer_logsumexp) X(infer_all_any) X(infer_max_min) X(infer_softmax) X(infer_layer_norm) \
     X(infer_rms_norm) X(infer_linear) X(infer_qmatmul) X(infer_matmul) X(infer_mm) X(infer_bmm) X(infer_mv) \

@@ -2,6 +2,7 @@
  * Number literals are weak (wrapped numbers) and 0-d tensors rank below
  * tensors with dims, as in c10's result_type. */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "ir/infer.h"
@@ -207,6 +208,20 @@ bool infer_float_only(InferCtx *c, Value *v) {
     if (!dtype_is_float(v->dtype))
         return infer_error(c, v->loc, "%s needs a floating-point tensor, found %s",
                            op_info(v->op)->name, dtype_name(v->dtype));
+    return true;
+}
+
+/* hardtanh and relu6: PyTorch takes integer tensors too (the bounds
+ * truncated toward zero), but not bool; unsigned ones only with a lower
+ * bound that truncates to 0 or more, as ATen checks. */
+bool infer_clip_activation(InferCtx *c, Value *v) {
+    unary(c, v);
+    if (v->dtype == DT_BOOL)
+        return infer_error(c, v->loc, "%s needs a floating-point or integer tensor, found bool",
+                           op_info(v->op)->name);
+    if (v->op == OP_HARDTANH && v->dtype == DT_U8 && trunc(ARG(v, 1)->f) < 0)
+        return infer_error(c, ARG(v, 1)->loc,
+                           "cannot do hardtanh on an unsigned type with negative limits");
     return true;
 }
 

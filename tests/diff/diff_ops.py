@@ -789,9 +789,10 @@ def nan_cases(Case):
 # --------------------------------------------------------------------------
 # Activations (torch.nn.functional's): every float dtype. Not a dtype sweep:
 # PyTorch 1.13 takes integer tensors for hardtanh/relu6 (not u8 with
-# negative limits, not bool) with messages the sweep pruning does not know;
-# tgc takes floating tensors only (tests/errors/cases/*_of_int.tg). f16 (no
-# CPU kernel in 1.13) is referenced in f32, rounded once (diff.py).
+# negative limits, not bool) with messages the sweep pruning does not know,
+# so those are separate cases (act_int_*); the other activations take
+# floating tensors only (tests/errors/cases/*_of_int.tg). f16 (no CPU
+# kernel in 1.13) is referenced in f32, rounded once (diff.py).
 # --------------------------------------------------------------------------
 
 ACT_BODY = """
@@ -824,8 +825,28 @@ ACT_EDGES = ("vals:-inf,inf,nan,-3,3,-1.5,0,-0,6,6.5,-6,20,20.5,19.5,2.5,2.75,-1
              "90,1e-6,-1e-6,-1e-30,1e-40,-88,-20,-1.1924,1,-1,0.5,-0.5,2,-2,5,-5")
 
 
+# hardtanh and relu6 of integer tensors: the bounds truncated toward zero
+# (-1.7 -> -1, 5.9 -> 5); u8 only with a lower bound that truncates to 0.
+ACT_INT_BODY = """
+input x : {dt}[5, 7]
+a_ht = hardtanh(x, -1.7, 5.9)
+a_ht2 = hardtanh(x, min_val = -0.5, max_val = 2)
+a_r6 = relu6(x)
+a_r6b = relu6(x * 2 + 1)
+"""
+
+
 def activation_cases(Case):
     out = []
+    for dt in ("i64", "i32", "i16", "i8"):
+        out.append(Case("act_int_%s" % dt, ACT_INT_BODY.replace("{dt}", dt),
+                        inputs={"x": "ints:-9:12"}, tol="exact", asan=dt == "i32",
+                        group="act"))
+    out.append(Case("act_int_u8", """
+input x : u8[5, 7]
+a_ht = hardtanh(x, -0.5, 5.9)
+a_r6 = relu6(x)
+""", inputs={"x": "ints:0:12"}, tol="exact", group="act"))
     for dt in FLOATS:
         out.append(Case("act_%s" % dt, ACT_BODY.replace("{dt}", dt),
                         inputs={"x": "randn:3", "w": "wide"}, tol="transcendental",
