@@ -459,32 +459,38 @@ static void batch_strides(const Value *t, int nmat, int nb, int64_t *out) {
 }
 
 /* The rows of x [..., k] in a product with a 2-D weight, whose output has
- * contiguous strides cs: leading dims fold into the row count (returned)
- * when they are evenly strided, else the last one is the rows and the
- * others are batch dims (at most TG_MAX_DIMS - 2, within MAXB). Sets the
- * row stride, the batch sizes and x's and the output's batch strides. */
+ * contiguous strides cs: the innermost leading dims that are evenly
+ * strided fold into the row count (returned), the others are batch dims
+ * (at most TG_MAX_DIMS - 2, within MAXB). Dims of size 1 are skipped: their
+ * strides are arbitrary (a transpose(0, 1) of [1, s, d] gives [s, 1, d]
+ * with strides (d, s * d, 1), whose s rows must stay one product, not s
+ * products of one row that each pack the whole weight). Sets the row
+ * stride, the batch sizes and x's and the output's batch strides. */
 _Static_assert(TG_MAX_DIMS - 2 <= MAXB, "lead_rows' batch dims fit the descriptors");
 int64_t kd_lead_rows(const Value *x, const int64_t *cs, int64_t *rs, int64_t *nbatch,
                      int64_t *batch, int64_t *x_bs, int64_t *y_bs) {
-    int lead = x->ndim - 1;
-    bool fold = true;
-    for (int d = 0; d + 1 < lead; d++)
-        if (x->strides[d] != x->strides[d + 1] * x->shape[d + 1]) fold = false;
-    if (fold || lead <= 1) {
-        int64_t m = 1;
-        for (int d = 0; d < lead; d++)
-            m *= x->shape[d];
+    int lead = x->ndim - 1, dims[TG_MAX_DIMS], nd = 0;
+    for (int d = 0; d < lead; d++)
+        if (x->shape[d] != 1) dims[nd++] = d;
+    if (nd == 0) {
         *rs = lead ? x->strides[lead - 1] : 0;
-        return m;
+        return 1;
     }
-    *rs = x->strides[lead - 1];
-    *nbatch = lead - 1;
-    for (int j = 0; j < lead - 1; j++) {
-        batch[j] = x->shape[j];
-        x_bs[j] = x->strides[j];
-        y_bs[j] = cs[j];
+    int first = nd - 1; /* the outermost dim folded into the rows */
+    while (first > 0 &&
+           x->strides[dims[first - 1]] == x->strides[dims[first]] * x->shape[dims[first]])
+        first--;
+    int64_t m = 1;
+    for (int i = first; i < nd; i++)
+        m *= x->shape[dims[i]];
+    *rs = x->strides[dims[nd - 1]];
+    for (int j = 0; j < first; j++) {
+        batch[j] = x->shape[dims[j]];
+        x_bs[j] = x->strides[dims[j]];
+        y_bs[j] = cs[dims[j]];
     }
-    return x->shape[lead - 1];
+    *nbatch = first;
+    return m;
 }
 
 bool kd_matmul(const CgProgram *p, const Value *v, MM *mm, const Value **bias, char *err,

@@ -1097,6 +1097,24 @@ input j : i32[50, 30]
 m7 = i @ i.T
 m8 = j.T @ j
 """, inputs={"i": "small", "j": "small"}, tol="long", group="misc"))
+    # linear of views whose leading dims fold into one product's rows only
+    # when the size-1 dims are skipped (ViT's q/k/v projection after
+    # transpose(0, 1) of [1, s, d]), fold partly (the innermost evenly
+    # strided dims are the rows, the rest batch dims), or not at
+    # all; f32, and quantized products take the same path.
+    out.append(Case("linear_lead_views", """
+input x : f32[1, 37, 24]
+input y : f32[3, 5, 1, 4, 24]
+input z : f32[6, 24, 5]
+param w : f32[40, 24]
+param b : f32[40]
+l1 = linear(x.transpose(0, 1), w, b)
+l2 = linear(y.permute([2, 0, 3, 1, 4]), w)
+l3 = linear(y.transpose(0, 1), w, b)
+l4 = linear(z.transpose(1, 2), w)
+l5 = linear(z.permute([2, 0, 1])[:, :, 3:], w[:, 3:])
+l6 = linear(y[:, :, 0].transpose(1, 2), w, b)
+""", inputs={"w": "randn:0.2"}, tol="reduction", asan=True, group="misc"))
     return out
 
 
