@@ -231,8 +231,8 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
         asm_path(f, o->embed_path);
         fprintf(f, "\\\"\\n.previous\\n\");\nextern const unsigned char tgc_weights[];\n");
     }
+    write_convs(f, p); /* before the CUDA steps, which point into it */
     if (o->cuda_decl) fprintf(f, "\n%s", o->cuda_decl);
-    write_convs(f, p);
     fputs("\nstatic const RtProgram tgc_program = {", f);
     c_string(f, g);
     fprintf(f, ", %d, %d, %d, tgc_inputs, tgc_params, tgc_outputs, %" PRId64 ", %d, ", it->ninputs,
@@ -243,7 +243,8 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
         fprintf(f, "%s__forward", g);
     fprintf(f, ", %s, %lld, %s", o->embed_path ? "tgc_weights" : "NULL", embed_len,
             o->cuda_decl ? "&tgc_cuda" : "NULL");
-    if (p->nconvs)
+    /* A CUDA program's convolutions are its steps' (cuDNN): no oneDNN. */
+    if (p->nconvs && !o->cuda_decl)
         fprintf(f, ", tgc_convs, %d, %d, rt_conv_context_setup, rt_conv_context_free};\n\n",
                 p->nconvs, p->iface.conv_slot);
     else

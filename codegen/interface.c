@@ -8,6 +8,10 @@
 #include "passes/precision.h"
 
 void cg_program_plan(Arena *a, const Graph *g, CgProgram *p) {
+    cg_program_plan_target(a, g, p, false);
+}
+
+void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda) {
     memset(p, 0, sizeof *p);
     p->g = g;
     pass_conv_epilogue((Graph *)g);
@@ -18,6 +22,7 @@ void cg_program_plan(Arena *a, const Graph *g, CgProgram *p) {
     p->plan = plan;
     cg_interface_init(a, p);
     cg_conv_plan(a, p, plan);
+    if (cuda) cg_cuda_conv_plan(p, plan); /* cuDNN's scratch instead of oneDNN's */
 }
 
 void cg_interface_init(Arena *a, CgProgram *p) {

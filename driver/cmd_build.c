@@ -432,7 +432,7 @@ static int drive(Mode mode, int argc, char **argv) {
         goto out;
     }
     CgProgram p;
-    cg_program_plan(&a, g, &p);
+    cg_program_plan_target(&a, g, &p, cuda);
     if (b.weights && !b.o.quant_bits && !check_weights(&b, &p)) goto out;
 
     char lib[PATH_MAX], inc[PATH_MAX];
@@ -573,7 +573,7 @@ static int drive(Mode mode, int argc, char **argv) {
     if (mode == MODE_COMPILE) {
         if (build_cc_link_object(b.cmd, tmp, !cuda, dest, b.out) || !write_header(&b, &hdrf, &p))
             goto out;
-    } else if (build_cc_link_exe(b.cmd, lib, tmp, !cuda, b.static_rt, p.nconvs > 0, dest,
+    } else if (build_cc_link_exe(b.cmd, lib, tmp, !cuda, b.static_rt, p.nconvs > 0 && !cuda, dest,
                                  mode == MODE_BUILD ? b.out : prog)) {
         goto out;
     }

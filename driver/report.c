@@ -97,7 +97,7 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
     /* The plan tgc build makes: conv epilogues fused, the convs' scratch
      * at the arena's tail, so the report's arena is the executable's. */
     CgProgram cp;
-    cg_program_plan(a, g, &cp);
+    cg_program_plan_target(a, g, &cp, t == TARGET_CUDA);
     r->dt = cp.dt;
     r->kernels = (struct KernelPlan *)cp.kp;
     r->sched = (Schedule *)cp.sched;

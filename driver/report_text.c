@@ -104,14 +104,16 @@ static void print_summary(FILE *out, const Report *r) {
     fprintf(out, "  %-14s %12s   planned (%s), %.3f x lower bound, %d in place%s\n", "arena",
             B(b, p->arena_bytes), p->strategy, ratio, p->ninplace,
             r->conv_scratch_bytes ? " (scratch included)" : "");
+    bool gpu = r->target == TARGET_CUDA;
     if (r->conv_scratch_bytes)
-        fprintf(out, "  %-14s %12s   oneDNN's scratchpad at the arena's tail (largest conv)\n",
-                "conv scratch", B(b, r->conv_scratch_bytes));
+        fprintf(out, "  %-14s %12s   %s at the arena's tail (largest conv)\n", "conv scratch",
+                B(b, r->conv_scratch_bytes),
+                gpu ? "cuDNN's workspace (and staging)" : "oneDNN's scratchpad");
     if (r->conv_prepared_bytes)
-        fprintf(out,
-                "  %-14s %12s   weights and biases with batch norms folded in, in oneDNN's "
-                "layout, made at load\n",
-                "conv weights", B(b, r->conv_prepared_bytes));
+        fprintf(out, "  %-14s %12s   %s, made at load\n", "conv weights",
+                B(b, r->conv_prepared_bytes),
+                gpu ? "weights with batch norms folded in, and their shifts, on the GPU"
+                    : "weights and biases with batch norms folded in, in oneDNN's layout");
     fprintf(out, "  %-14s %12s   largest sum live at one step\n", "lower bound",
             B(b, p->lower_bound_bytes));
     fprintf(out, "  %-14s %12s   every intermediate allocated once\n", "unplanned sum",

@@ -1,7 +1,8 @@
 /* CUDA contexts: creation and destruction. A context holds, on one GPU, the
  * loaded module, one stream, every device buffer (arena, inputs, params,
  * outputs, the error cell and the table of their addresses the kernels
- * get), pinned staging for inputs and outputs, and a cuBLAS handle. The
+ * get), pinned staging for inputs and outputs, a cuBLAS handle and, with
+ * convolutions, a cuDNN handle (cuda_conv.c). The
  * driver's context is the device's primary context (the one the CUDA
  * runtime, and so cuBLAS, uses), made current only for the duration of
  * each call (push/pop), so a host program's own CUDA state is left as it
@@ -190,6 +191,7 @@ static RtStatus build(RtCudaCtx *c, void *const *host_params, RtError *err) {
         return rt_cuda_fail(c, err, r, "cuStreamCreate", "");
     }
     if ((s = alloc_buffers(c, host_params, err))) return s;
+    if ((s = rt_cuda_conv_setup(c, host_params, err))) return s;
     return rt_cuda_plan_steps(c, err);
 }
 
@@ -205,18 +207,21 @@ RtStatus rt_cuda_create(const RtProgram *p, void *const *host_params, RtCudaCtx 
         c->nbufs = (int)nbufs;
         c->fn = calloc((size_t)p->cuda->nsteps + 1, sizeof *c->fn);
         c->mm = calloc((size_t)p->cuda->nsteps + 1, sizeof *c->mm);
+        c->cv = calloc((size_t)p->cuda->nsteps + 1, sizeof *c->cv);
         c->dev = calloc(nbufs, sizeof *c->dev);
         c->bytes = calloc(nbufs, sizeof *c->bytes);
         c->in_pin = calloc((size_t)p->ninputs + 1, sizeof *c->in_pin);
         c->out_pin = calloc((size_t)p->noutputs + 1, sizeof *c->out_pin);
     }
-    if (!c || !c->fn || !c->mm || !c->dev || !c->bytes || !c->in_pin || !c->out_pin) {
+    if (!c || !c->fn || !c->mm || !c->cv || !c->dev || !c->bytes || !c->in_pin || !c->out_pin) {
         rt_cuda_destroy(c);
         return rt_error_set(err, TGCRT_ERR_NOMEM, "out of memory creating a CUDA context");
     }
     rt_cuda_slot_sizes(p, c->bytes);
 
-    if (!(c->cu = rt_cuda_driver(err)) || (s = open_device(c, err))) {
+    /* cuDNN before the GPU is touched: a machine without it fails at once. */
+    if (!(c->cu = rt_cuda_driver(err)) || (s = rt_cuda_conv_load(c, err)) ||
+        (s = open_device(c, err))) {
         rt_cuda_destroy(c);
         return err && err->status ? err->status : TGCRT_ERR_DEVICE;
     }
@@ -245,6 +250,7 @@ void rt_cuda_destroy(RtCudaCtx *c) {
         if (c->stream) cu->cuStreamSynchronize(c->stream); /* nothing may still use a buffer */
         if (c->graph) cu->cuGraphExecDestroy(c->graph);
         if (c->blas_h) c->blas.cublasDestroy_v2(c->blas_h);
+        rt_cuda_conv_free(c);
         if (c->workspace) cu->cuMemFree_v2(c->workspace);
         if (c->bufs) cu->cuMemFree_v2(c->bufs);
         for (int i = 0; c->dev && i < c->nbufs; i++)
@@ -262,6 +268,7 @@ void rt_cuda_destroy(RtCudaCtx *c) {
     if (cu && c->ctx) cu->cuDevicePrimaryCtxRelease_v2(c->device);
     free(c->fn);
     free(c->mm);
+    free(c->cv);
     free(c->dev);
     free(c->bytes);
     free(c->in_pin);

@@ -5,6 +5,7 @@
 #ifndef TGCRT_CUDA_INTERNAL_H
 #define TGCRT_CUDA_INTERNAL_H
 #include "cuda_blas.h"
+#include "cuda_dnn.h"
 
 typedef struct RtCudaCtx RtCudaCtx;
 
@@ -44,6 +45,23 @@ typedef struct RtCudaMatmul {
     unsigned grid[3];    /* tg_matmul's grid */
 } RtCudaMatmul;
 
+/* One RT_CUDA_CONV step, set up at creation (cuda_conv.c). A transposed
+ * convolution is cuDNN's backward data: x is then its dy (the conv's
+ * source) and y its dx (the result). */
+typedef struct RtCudaConv {
+    bool skip; /* an empty result: nothing to compute */
+    RtCudaConvGeom geom;
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    int algo;
+    size_t algo_bytes;            /* the workspace the algorithm asked for */
+    CUdeviceptr src, weight, raw; /* cuDNN's operands (raw: dst or the staging) */
+    CUdeviceptr ws;               /* the workspace, in the arena after the staging */
+    size_t ws_bytes;              /* the rest of the planned scratch */
+    CUdeviceptr prepared, shift;  /* folded weights and shift (a constant batch norm), or 0 */
+} RtCudaConv;
+
 struct RtCudaCtx {
     const RtProgram *p;
     const CuDriver *cu;
@@ -67,6 +85,9 @@ struct RtCudaCtx {
     cublasHandle_t blas_h; /* NULL: every product runs on tg_matmul */
     CUdeviceptr workspace; /* cuBLAS's, fixed so that graph capture allocates nothing */
     CUgraphExec graph;     /* cuda_graph: the steps, captured at the first run */
+    RtCudaConv *cv;        /* per step (CONV steps only) */
+    CuDnn dnn;
+    cudnnHandle_t dnn_h; /* NULL: the program has no convolution to compute */
 };
 
 /* cuda_steps.c: checks the CUDA part of a program (images, steps, the
@@ -81,6 +102,20 @@ RtStatus rt_cuda_plan_steps(RtCudaCtx *c, RtError *err);
 /* cuda_module.c: picks the image for the GPU, loads the module and fetches
  * every LAUNCH step's kernel. */
 RtStatus rt_cuda_load_module(RtCudaCtx *c, RtError *err);
+
+/* cuda_conv.c: the convolutions. rt_cuda_conv_load loads cuDNN when the
+ * program has a convolution to compute (TGCRT_ERR_DEVICE saying what to
+ * install when it cannot); rt_cuda_conv_setup (after the buffers exist and
+ * the params are uploaded) makes the descriptors, folds constant batch
+ * norms into the weights and picks each algorithm; rt_cuda_conv_run
+ * enqueues step s; rt_cuda_conv_free releases what setup made. */
+RtStatus rt_cuda_conv_load(RtCudaCtx *c, RtError *err);
+RtStatus rt_cuda_conv_setup(RtCudaCtx *c, void *const *host_params, RtError *err);
+RtStatus rt_cuda_conv_run(RtCudaCtx *c, int s, RtError *err);
+void rt_cuda_conv_free(RtCudaCtx *c);
+/* cuda_conv_plan.c: NULL when d is well formed for a context whose slots
+ * have the given byte sizes (slot 0 the arena), else what is wrong. */
+const char *rt_cuda_conv_check(const RtConvDesc *d, const size_t *bytes, int nslots);
 
 /* A failed driver call as an RtError: TGCRT_ERR_NOMEM for
  * CUDA_ERROR_OUT_OF_MEMORY, else TGCRT_ERR_DEVICE; the message names the

@@ -124,7 +124,8 @@ RtStatus rt_cuda_load_module(RtCudaCtx *c, RtError *err) {
 
     for (int s = 0; s < cp->nsteps; s++) {
         const RtCudaStep *st = &cp->steps[s];
-        if (st->kind != RT_CUDA_LAUNCH) continue;
+        /* Launches, and the convolutions' epilogues. */
+        if (st->kind == RT_CUDA_MATMUL || !st->kernel) continue;
         r = c->cu->cuModuleGetFunction(&c->fn[s], c->mod, st->kernel);
         if (r == CUDA_ERROR_NOT_FOUND)
             return rt_error_set(err, TGCRT_ERR_INTERNAL,

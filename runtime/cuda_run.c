@@ -3,7 +3,8 @@
  *   inputs  -> pinned staging (converted to the storage dtype on the pool)
  *           -> device (async copies)
  *   error cell = 0
- *   the steps: kernel launches, products on cuBLAS or tg_matmul; with
+ *   the steps: kernel launches, products on cuBLAS or tg_matmul,
+ *           convolutions on cuDNN (then their epilogue kernels); with
  *           cuda_graph, captured once at the first run and replayed
  *   outputs, error cell -> pinned staging (async copies)
  *   synchronise; an index out of range fails the run; pinned -> caller's
@@ -39,6 +40,7 @@ static RtStatus launch_step(RtCudaCtx *c, int s, RtError *err) {
         snprintf(what, sizeof what, "(step %d, kernel '%s')", s, st->kernel);
         return rt_cuda_fail(c, err, r, "cuLaunchKernel", what);
     }
+    if (st->kind == RT_CUDA_CONV) return rt_cuda_conv_run(c, s, err);
     const RtCudaMatmul *m = &c->mm[s];
     if (m->skip) return TGCRT_OK;
     CUdeviceptr a = c->dev[st->a.slot] + (CUdeviceptr)st->a.offset;

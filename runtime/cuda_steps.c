@@ -139,6 +139,12 @@ RtStatus rt_cuda_check_program(const RtProgram *p, RtError *err) {
                 s = bad(&k, "malformed kernel launch");
         } else if (st->kind == RT_CUDA_MATMUL) {
             s = check_matmul(&k, st);
+        } else if (st->kind == RT_CUDA_CONV) {
+            const char *why = rt_cuda_conv_check(st->conv, bytes, (int)nbufs - 1);
+            if (why)
+                s = bad(&k, why);
+            else if (st->kernel && (!*st->kernel || st->block < 1 || st->block > 1024))
+                s = bad(&k, "malformed convolution epilogue launch");
         } else {
             s = bad(&k, "unknown step kind");
         }

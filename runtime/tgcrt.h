@@ -525,6 +525,7 @@ void rt_qmatmul(const RtQMatmulDesc *d, const void *x, const void *q, const floa
 typedef enum RtCudaStepKind {
     RT_CUDA_LAUNCH, /* kernel<<<grid, block, smem>>>(bufs) */
     RT_CUDA_MATMUL, /* C (+)= A @ B with RtMatmulDesc: cuBLAS, else the module's tg_matmul */
+    RT_CUDA_CONV,   /* a convolution (RtConvDesc) through cuDNN, then its epilogue kernel */
 } RtCudaStepKind;
 /* A device address: bufs[slot] + offset bytes. */
 typedef struct RtCudaRef {
@@ -538,6 +539,13 @@ typedef struct RtCudaStep {
     uint32_t smem;          /* LAUNCH: dynamic shared memory, bytes */
     const RtMatmulDesc *mm; /* MATMUL: sizes and element strides, as on the CPU */
     RtCudaRef a, b, c;      /* MATMUL: element 0 of batch 0 of each operand */
+    /* CONV: the descriptor (scratch_offset/bytes: rt_cuda_conv_scratch_bytes's
+     * plan). kernel, when not NULL, is its epilogue, launched after cuDNN as
+     * kernel<<<grid, block>>>(bufs, prepared): bias, batch norm, post-ops
+     * and the staged result's window (RtCudaConvGeom); prepared is the
+     * context's folded per-channel shift (rt_cuda_conv_prepared_bytes), or
+     * NULL. */
+    const struct RtConvDesc *conv;
 } RtCudaStep;
 /* One compiled image of the module: a CUBIN for sm (80 for sm_80...), or
  * PTX (ptx = 1) for compute capability sm and newer, JIT-compiled by the
@@ -557,6 +565,41 @@ typedef struct RtCudaProgram {
     int nerror_names;
     int cuda_graph; /* tgc build --cuda-graph: the steps are captured once and replayed */
 } RtCudaProgram;
+
+/* ---- convolutions of CUDA programs (cuda_conv_plan.c: pure, no GPU) ----
+ *
+ * cuDNN's legacy API takes a symmetric padding and, for a transposed
+ * convolution (cudnnConvolutionBackwardData), an output whose size the
+ * forward convolution maps back onto the input. Geometries outside that
+ * (a "same" padding with an odd total, an output_padding of at least the
+ * stride) compute the raw result into a staging tensor at the scratch's
+ * start and let the epilogue kernel copy the window dst needs: dst[h][w]
+ * = raw[h + shift[0]][w + shift[1]], 0 where that is outside raw (a
+ * transposed convolution's extra rows that no input reaches). */
+typedef struct RtCudaConvGeom {
+    int32_t staged;      /* 1: cuDNN writes a dense NCHW staging tensor, not dst */
+    int64_t pad[2];      /* the symmetric padding cuDNN gets */
+    int64_t raw[2];      /* the raw result's spatial size (out when not staged) */
+    int64_t shift[2];    /* where dst's first row and column are in raw */
+    int64_t stage_bytes; /* the staging tensor, a multiple of 256 (0: not staged) */
+    int32_t epilogue;    /* 1: the result needs the epilogue kernel (bias, batch norm,
+                          * post-ops or staged) */
+} RtCudaConvGeom;
+/* false, with why (one line) in why[cap], when cuDNN cannot compute d. */
+bool rt_cuda_conv_geom(const RtConvDesc *d, RtCudaConvGeom *g, char *why, size_t cap);
+/* The workspace a convolution's cuDNN algorithm may use (its "cap"):
+ * src + dst bytes, at least 8 MiB and at most 256 MiB, a multiple of 256.
+ * The context picks the fastest algorithm whose workspace fits. */
+size_t rt_cuda_conv_workspace_cap(const RtConvDesc *d);
+/* The arena scratch a convolution is planned with: its staging tensor (if
+ * any) then its workspace cap; 0 for a descriptor cuDNN cannot take. Every
+ * convolution gets the largest of these (the arena's shared tail), and its
+ * algorithm may use all of it after its staging. */
+size_t rt_cuda_conv_scratch_bytes(const RtConvDesc *d);
+/* Device bytes a context keeps for a convolution outside the arena: with a
+ * batch norm folded into constant weights, the folded weights and the
+ * per-channel shift (f32, f64 for f64), each a multiple of 256; else 0. */
+size_t rt_cuda_conv_prepared_bytes(const RtConvDesc *d);
 
 /* ---- printing (print.c) ---- */
 

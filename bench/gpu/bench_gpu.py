@@ -30,6 +30,13 @@ What is timed
   column says n/a and why.
 - torch: PyTorch eager on the GPU, compute only: inputs already on the
   device, CUDA events around N calls after a warm-up, the median per call.
+  TF32 is off for matrix products and cuDNN (PyTorch's f32 semantics, which
+  tgc keeps); torch.backends.cudnn.benchmark keeps its default (False)
+  unless `run --cudnn-benchmark`. The resnet50 rows are torchvision's
+  ResNet-50 (examples/vision_torch.py, built on the GPU machine) in eval
+  mode, at batch 1 and 64, 224 x 224; tgc's executable computes its
+  convolutions with cuDNN (algorithms measured at context creation, batch
+  norms folded, bias/ReLU/residual in one epilogue kernel per conv).
 - torch.compile: the same function compiled (default mode), timed the same
   way; "n/a: REASON" when it cannot compile here.
 - copy: the device's copy bandwidth measured in the same run,
@@ -74,7 +81,14 @@ CASES = [
      "transformer", True),
     ("transformer_b8_s512", "examples/transformer_block.tg", {"batch": 8, "seq": 512}, "f32",
      "transformer", True),
+    # Convolutions through cuDNN (issue 13): torchvision's ResNet-50 with the
+    # weights of examples/vision_torch.py (seed 0, random batch norms).
+    ("resnet50_b1", "examples/resnet50.tg", {"batch": 1, "size": 224}, "f32", "resnet50", True),
+    ("resnet50_b64", "examples/resnet50.tg", {"batch": 64, "size": 224}, "f32", "resnet50", False),
 ]
+# Python files the "resnet50" rows need on the GPU machine (the module and
+# its weights are made there: 100 MB of weights do not travel).
+MODEL_FILES = ["examples/vision_torch.py", "examples/gpt2_torch.py"]
 SYSTEM_LIBS = re.compile(r"^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|"
                          r"librt\.so|libgcc_s\.so|libstdc\+\+\.so|libresolv\.so|libutil\.so)")
 
@@ -136,6 +150,8 @@ def prepare(args):
         for _, graph, _, _, _, _ in CASES:
             shutil.copy2(os.path.join(root, graph), os.path.join(stage, "graphs"))
         shutil.copy2(os.path.abspath(__file__), os.path.join(stage, "bench_gpu.py"))
+        for f in MODEL_FILES:
+            shutil.copy2(os.path.join(root, f), stage)
         _, ver, _ = sh([tgc, "--version"], check=False)
         with open(os.path.join(stage, "manifest.json"), "w") as f:
             json.dump({"tgc": ver.strip(), "archs": args.archs if cuda else None,
@@ -265,6 +281,19 @@ class Case:
                 return x1 + F.linear(up, p["w_proj"], p["b_proj"])
             self.fn = block
             self.tol = 1e-3
+        elif kind == "resnet50":
+            # vision_torch.py sits beside this script in the bundle.
+            sys.path.insert(0, HERE)
+            import vision_torch as V
+            model = V.build("resnet50", seed=0)
+            self.params = {k: v.detach().clone() for k, v in model.state_dict().items()
+                           if v.is_floating_point()}
+            self.inputs = {"x": V.make_input("resnet50", defines["batch"], defines["size"], seed=0)}
+            model = model.to(dev)
+            self.fn = model
+            # f32 without TF32 on both sides; cuDNN's sums against tgc's
+            # cuDNN algorithms and folded batch norms: rounding only.
+            self.tol = 1e-3
         else:
             raise ValueError(kind)
 
@@ -367,6 +396,7 @@ def run(args):
         return 1
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = bool(args.cudnn_benchmark)
     dev = torch.device(DEV)
     bundle = os.path.abspath(args.dir)
     with open(os.path.join(bundle, "manifest.json")) as f:
@@ -575,6 +605,8 @@ def main():
     r.add_argument("--no-ncu", action="store_true")
     r.add_argument("--no-compile", action="store_true")
     r.add_argument("--json")
+    r.add_argument("--cudnn-benchmark", action="store_true",
+                   help="torch.backends.cudnn.benchmark = True for PyTorch (tgc always measures)")
     r.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                    help="cpu: check this script with a --target cpu bundle (no GPU)")
     args = ap.parse_args()

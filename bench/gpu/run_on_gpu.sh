@@ -29,6 +29,13 @@ cublas=$("$py" -c 'import os, nvidia.cublas as m; print(os.path.join(list(m.__pa
 for d in "$cublas" /usr/local/cuda/lib64; do
     if [[ -n $d ]] && compgen -G "$d/libcublas.so*" >/dev/null; then libpath=$libpath:$d; fi
 done
+# cuDNN 9 for the convolutions (dlopen("libcudnn.so.9")): PyTorch's wheel
+# ships it as nvidia-cudnn (or in torch/lib), the toolkit may have one.
+cudnn=$("$py" -c 'import os, nvidia.cudnn as m; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
+torchlib=$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)
+for d in "$cudnn" "$torchlib" /usr/local/cuda/lib64; do
+    if [[ -n $d ]] && compgen -G "$d/libcudnn.so.9*" >/dev/null; then libpath=$libpath:$d; break; fi
+done
 export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
 "$py" "$work/gpu-bench/bench_gpu.py" run --dir "$work/gpu-bench" "$@"

@@ -24,7 +24,7 @@ void sb_printf(Sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 void sb_vprintf(Sb *b, const char *fmt, va_list ap);
 void sb_free(Sb *b);
 
-enum { CU_LAUNCH, CU_MATMUL }; /* RtCudaStepKind's values */
+enum { CU_LAUNCH, CU_MATMUL, CU_CONV }; /* RtCudaStepKind's values */
 
 /* One step of a run, in order (the glue writes them as RtCudaStep). */
 typedef struct CuStep {
@@ -35,6 +35,7 @@ typedef struct CuStep {
     MM mm;
     int slot[3]; /* MATMUL: a, b, c */
     int64_t off[3];
+    int conv; /* CONV: the index in p->convs (kernel: its epilogue, or NULL) */
 } CuStep;
 
 typedef struct Cu {
@@ -169,4 +170,8 @@ void cu_k_gather(Cu *cu, const Value *v); /* cu_gather.c */
 void cu_k_matmul(Cu *cu, const Value *v); /* cu_matmul.c */
 void cu_k_einsum(Cu *cu, const Value *v); /* cu_einsum.c */
 void cu_add_matmul(Cu *cu, const MM *mm, const Value *a, const Value *b, const Value *c);
+void cu_k_conv(Cu *cu, const Value *v); /* cu_conv.c */
+/* Why cuDNN cannot take one of p's convolutions (a user-facing message,
+ * naming the op and its line), or NULL. */
+const char *cu_conv_unsupported(const CgProgram *p);
 #endif

@@ -2,7 +2,8 @@
  * as CUDA C after the prelude and the generic product kernel, compiled by
  * NVRTC (cu_nvrtc.c) to a CUBIN per architecture and PTX for the highest,
  * and the C declarations the glue embeds: the images (.incbin of the
- * files), the steps of one run and the index tensors' names. */
+ * files), the steps of one run (convolutions point into the glue's
+ * tgc_convs) and the index tensors' names. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,6 +22,10 @@ static void emit_kernel(Cu *cu, const Kernel *kn) {
     }
     if (fusion_is_expression(v)) {
         cu_k_elementwise(cu, v);
+        return;
+    }
+    if (op_info(v->op)->flags & OPF_CONV) {
+        cu_k_conv(cu, v);
         return;
     }
     if (op_info(v->op)->flags & OPF_REDUCTION) {
@@ -141,16 +146,27 @@ static void write_decl(Sb *d, const Cu *cu, const CudaOptions *o, const size_t *
         if (s->kind == CU_LAUNCH)
             sb_printf(d,
                       "    {RT_CUDA_LAUNCH, \"%s\", %" PRId64
-                      "u, %du, %du, NULL, {0, 0}, {0, 0}, {0, 0}},\n",
+                      "u, %du, %du, NULL, {0, 0}, {0, 0}, {0, 0}, NULL},\n",
                       s->kernel, s->grid, s->block, s->smem);
+        else if (s->kind == CU_CONV && s->kernel)
+            /* tgc_convs: the glue's descriptors (codegen/glue.c), before this. */
+            sb_printf(d,
+                      "    {RT_CUDA_CONV, \"%s\", %" PRId64
+                      "u, %du, 0, NULL, {0, 0}, {0, 0}, {0, 0}, &tgc_convs[%d]},\n",
+                      s->kernel, s->grid, s->block, s->conv);
+        else if (s->kind == CU_CONV)
+            sb_printf(d,
+                      "    {RT_CUDA_CONV, NULL, 0, 0, 0, NULL, {0, 0}, {0, 0}, {0, 0}, "
+                      "&tgc_convs[%d]},\n",
+                      s->conv);
         else
             sb_printf(d,
                       "    {RT_CUDA_MATMUL, NULL, 0, 0, 0, &tgc_cuda_mm%d, {%d, %" PRId64
-                      "}, {%d, %" PRId64 "}, {%d, %" PRId64 "}},\n",
+                      "}, {%d, %" PRId64 "}, {%d, %" PRId64 "}, NULL},\n",
                       i, s->slot[0], s->off[0], s->slot[1], s->off[1], s->slot[2], s->off[2]);
     }
     if (!cu->nsteps)
-        sb_printf(d, "    {RT_CUDA_LAUNCH, NULL, 0, 0, 0, NULL, {0, 0}, {0, 0}, {0, 0}},\n");
+        sb_printf(d, "    {RT_CUDA_LAUNCH, NULL, 0, 0, 0, NULL, {0, 0}, {0, 0}, {0, 0}, NULL},\n");
     sb_printf(d, "};\nstatic const char *const tgc_cuda_errors[] = {");
     for (int i = 0; i < cu->nerror_names; i++) {
         c_string(d, cu->error_names[i]);
@@ -163,16 +179,13 @@ static void write_decl(Sb *d, const Cu *cu, const CudaOptions *o, const size_t *
               ni, cu->nsteps, cu->nerror_names, o->cuda_graph ? 1 : 0);
 }
 
-static const char *unsupported(const Graph *g) {
+static const char *unsupported(const CgProgram *p) {
+    const Graph *g = p->g;
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i]->op == OP_QMATMUL)
             return "--quantize is not supported with --target cuda yet (quantized products run on "
                    "the CPU backend only)";
-        else if (op_info(g->values[i]->op)->flags & OPF_CONV && !g->values[i]->dead)
-            return "convolutions are not supported with --target cuda yet (they run through "
-                   "oneDNN on the CPU backend; cuDNN is planned); pools, norms, pad and "
-                   "interpolate do run on CUDA";
-    return NULL;
+    return cu_conv_unsupported(p);
 }
 
 int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *err, size_t nerr) {
@@ -183,7 +196,7 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
                  "rebuild it where /usr/local/cuda exists, or use --target cpu");
         return 1;
     }
-    const char *why = unsupported(p->g);
+    const char *why = unsupported(p);
     if (why) {
         snprintf(err, nerr, "error: %s", why);
         return 1;

@@ -25,6 +25,9 @@ TGC_SANITIZE build), in parallel (--jobs):
   - the executable embeds exactly one CUBIN per architecture and one PTX
     (found by cudabin.py: ELF images with e_machine 190, NUL-terminated PTX
     text), byte-identical to the emitted files;
+  - a graph with convolutions builds like the rest (cuDNN steps, their
+    epilogue kernels in the module) and its executable links neither
+    oneDNN nor cuDNN (`ldd`: cuDNN is loaded with dlopen at run time);
   - run with the case's inputs and weights on a machine where libcuda.so.1
     cannot be loaded (checked with ctypes.CDLL), the executable exits 1 with
     one line naming libcuda.so.1 and suggesting --target cpu, and prints
@@ -38,6 +41,10 @@ Plus, once each:
   - `tgc compile --target cuda` gives an object and a header; cuda_main.c
     (C11, -Wall -Wextra -Werror -Wpedantic) includes the header and links
     the object with libtgcrt (and OpenBLAS, cJSON, pthreads, libm, libdl);
+  - `tgc report --target cuda` of a graph with convolutions (CONV_PLAN)
+    gives the cuDNN workspace and folded weights derived here from the
+    documented formula, and its arena is the compiled program's; one whose
+    tensor exceeds cuDNN's 2^31 elements is exit 1 naming the op and line;
     without a driver NAME_create and NAME_create_from_memory return nonzero,
     set *out to a context whose NAME_error names the driver (libcuda.so.1),
     and NAME_destroy frees it (under ASan, with leak detection: no leak);
@@ -58,6 +65,7 @@ counts once); exit status 1 if M > 0, 77 when skipped.
 
 import argparse
 import ctypes
+import json
 import multiprocessing
 import os
 import re
@@ -281,6 +289,121 @@ def driver_message(err):
     return None
 
 
+# The workspace plan of convolutions (runtime/cuda_conv_plan.c), derived
+# here independently: each conv may use max(8 MiB, min(256 MiB, src + dst
+# bytes)) rounded to 256, plus a staging tensor when cuDNN cannot write dst
+# itself (padding="same" with an even kernel: total 3 = (1, 2)); a batch
+# norm of params folds into the weights, kept on the GPU with a shift per
+# channel, each rounded up to 256 bytes.
+CONV_PLAN = """# the CUDA suite's convolution plan check
+graph convplan(batch = 2)
+input  x  : f32[batch, 3, 16, 16]
+param  w1 : f32[8, 3, 3, 3] = randn(std = 0.2, seed = 1)
+param  m  : f32[8] = zeros
+param  v  : f32[8] = ones
+param  g  : f32[8] = ones
+param  b  : f32[8] = zeros
+param  w2 : f32[8, 8, 4, 4] = randn(std = 0.1, seed = 2)
+param  w3 : f32[8, 4, 3, 3] = randn(std = 0.1, seed = 3)
+h = relu(batch_norm(conv2d(x, w1, padding = 1), m, v, g, b))
+output same = conv2d(h, w2, padding = "same")
+output up = conv_transpose2d(h, w3, stride = 2, padding = 1, output_padding = 1)
+"""
+MIB = 1 << 20
+
+
+def up256(n):
+    return (n + 255) // 256 * 256
+
+
+def conv_plan_expected():
+    """(conv scratch, conv weights) bytes the CONV_PLAN graph must report."""
+    def cap(src, dst):
+        return up256(max(8 * MIB, min(256 * MIB, 4 * (src + dst))))
+    c1 = cap(2 * 3 * 16 * 16, 2 * 8 * 16 * 16)
+    # "same", kernel 4: cuDNN pads 2 on both sides, raw 17 x 17, shifted by 1
+    c2 = up256(2 * 8 * 17 * 17 * 4) + cap(2 * 8 * 16 * 16, 2 * 8 * 16 * 16)
+    c3 = cap(2 * 8 * 16 * 16, 2 * 4 * 32 * 32)
+    return max(c1, c2, c3), up256(8 * 3 * 9 * 4) + up256(8 * 4)
+
+
+def conv_plan_check(R, args, tgc, d, no_driver):
+    """`tgc report --target cuda` of a graph with convolutions states the
+    workspace and folded weights the runtime allocates, and the arena the
+    compiled program asks for (cuda_main's QUERY arena_bytes) is the
+    report's; the program's conv steps pass the runtime's checks (without a
+    driver, creating a context then fails on libcuda.so.1, not on them)."""
+    tg = os.path.join(d, "convplan.tg")
+    with open(tg, "w") as f:
+        f.write(CONV_PLAN)
+    msgs = []
+    reps = {}
+    for target in ("cuda", "cpu"):
+        rc, out, err = run([tgc, "report", tg, "--target", target, "--json"])
+        if rc != 0:
+            R.fail("tgc report --target %s of a conv graph" % target, "%s: %s" % (rcs(rc), oneline(err)))
+            return
+        reps[target] = json.loads(out)
+    cu, cpu = reps["cuda"], reps["cpu"]
+    scratch, prepared = conv_plan_expected()
+    got = cu["activations"]["conv_scratch_bytes"]
+    if got != scratch:
+        msgs.append("conv scratch %d, expected %d (8 MiB workspace + 18688 staging)" % (got, scratch))
+    if cu["conv_prepared_bytes"] != prepared:
+        msgs.append("conv weights %d, expected %d" % (cu["conv_prepared_bytes"], prepared))
+    acts = cpu["activations"]["arena_bytes"] - cpu["activations"]["conv_scratch_bytes"]
+    if cu["activations"]["arena_bytes"] != up256(acts) + scratch:
+        msgs.append("arena %d, expected the activations' %d (256-aligned) + %d" % (
+            cu["activations"]["arena_bytes"], acts, scratch))
+    rc, out, err = run([tgc, "report", tg, "--target", "cuda"])
+    if "cuDNN's workspace" not in out:
+        msgs.append("the text report does not name cuDNN's workspace: %s" % oneline(out, 300))
+    obj, hdr = os.path.join(d, "convplan.o"), os.path.join(d, "convplan.h")
+    rc, _, err = run([tgc, "compile", tg, "-o", obj, "--header", hdr, "--target", "cuda",
+                      "--gpu-arch", "sm_90"])
+    prog = os.path.join(d, "convplan_main")
+    if rc == 0:
+        san = shlex.split(args.sanitize_flags or "")
+        rc, o2, err = run([args.cc] + CFLAGS + san + ['-DTGC_HEADER="convplan.h"',
+                          "-DTGC_GRAPH=convplan", "-I", d, "-I", args.rtinc,
+                          os.path.join(HERE, "cuda_main.c"), obj, args.rtlib] + LIBS + ["-o", prog])
+        err = o2 + err
+    if rc != 0:
+        msgs.append("tgc compile / cuda_main: %s: %s" % (rcs(rc), oneline(err)))
+    else:
+        w = os.path.join(d, "convplan.safetensors")
+        tensorio.write_safetensors(w, [])
+        rc, out, err = run([prog, w])
+        q = re.search(r"^QUERY arena_bytes (\d+)$", out, re.M)
+        if not q or int(q.group(1)) != cu["activations"]["arena_bytes"]:
+            msgs.append("the program's arena is %s, the report's %d" % (
+                q.group(1) if q else "?", cu["activations"]["arena_bytes"]))
+        if no_driver:
+            for how, code, ctx, msg in re.findall(r"^CREATE (\w+) (-?\d+) (\w+) (.*)$", out, re.M):
+                if "libcuda.so.1" not in msg:
+                    msgs.append("create from %s: expected the driver error, got %r" % (how, msg))
+    R.check("tgc report --target cuda of convolutions: cuDNN workspace %d, folded weights %d, "
+            "arena = the program's" % (scratch, prepared), msgs)
+
+    # A convolution cuDNN's descriptors cannot hold (2.5e9 elements): exit
+    # 1 naming the op and its line, nothing at -o.
+    big = os.path.join(d, "bigconv.tg")
+    with open(big, "w") as f:
+        f.write("graph bigconv\ninput x : f32[1, 1, 50000, 50000]\nparam w : f32[1, 1, 3, 3]\n"
+                "output y = conv2d(x, w)\n")
+    exe = os.path.join(d, "bigconv.exe")
+    rc, out, err = run([tgc, "build", big, "-o", exe, "--target", "cuda"])
+    msgs = []
+    if rc != 1:
+        msgs.append("%s (expected 1): %s" % (rcs(rc), oneline(err)))
+    for w in ("conv2d at line 4", "cuDNN", "2^31", "--target cpu"):
+        if w not in err:
+            msgs.append("the message lacks %r: %s" % (w, oneline(err)))
+    if os.path.exists(exe):
+        msgs.append("a file was left at -o")
+    R.check("error: a convolution cuDNN cannot take (over 2^31 elements)", msgs)
+
+
 # --------------------------------------------------------------------------
 # One corpus case
 # --------------------------------------------------------------------------
@@ -298,19 +421,15 @@ def check_case(case, tgc, workdir, archs, no_driver):
     cmd = [tgc, "build", m.tg, "-o", exe, "--target", "cuda", "--gpu-arch", ",".join(archs),
            "--emit", "cuda", emit] + m.dflags + m.build_weights
     rc, out, err = run(cmd)
-    if RE_CONV.search(m.src):
-        # Convolutions have no CUDA path yet (issue 13: cuDNN): the build
-        # must refuse them with exit 1 and the message saying so.
-        if rc == 1 and "convolutions are not supported with --target cuda" in err:
-            return "refused", []
-        return "fail", ["a graph with convolutions: expected exit 1 and the not-yet-supported "
-                        "message, got %s: %s" % (rcs(rc), oneline(err))]
     if rc != 0:
         return "fail", ["tgc build --target cuda %s: %s" % (rcs(rc), oneline(err))]
     msgs, cubins, ptx = check_emit_dir(emit, name, archs)
     if not os.path.exists(exe):
         return "fail", msgs + ["tgc build exited 0 but wrote no executable"]
     msgs += check_embedded(exe, archs, cubins, ptx, m.dir)
+    conv = bool(RE_CONV.search(m.src))
+    if conv:
+        msgs += check_conv_exe(exe)
     if no_driver:
         od = os.path.join(m.dir, "out")
         os.makedirs(od, exist_ok=True)
@@ -323,7 +442,20 @@ def check_case(case, tgc, workdir, archs, no_driver):
                 msgs.append("executable without a driver: %s: %s" % (why, oneline(err)))
         if out.strip():
             msgs.append("executable without a driver printed on stdout: %s" % oneline(out, 200))
-    return ("fail" if msgs else "pass"), msgs
+    return ("fail" if msgs else ("pass_conv" if conv else "pass")), msgs
+
+
+def check_conv_exe(exe):
+    """A CUDA executable with convolutions computes them with cuDNN, loaded
+    at run time: it must not link oneDNN (libdnnl) nor cuDNN itself."""
+    rc, out, err = run(["ldd", exe])
+    if rc != 0:
+        return ["ldd %s: %s" % (rcs(rc), oneline(err))]
+    linked = [l.split()[0] for l in out.splitlines() if re.search(r"lib(dnnl|cudnn)", l)]
+    if linked:
+        return ["a --target cuda executable links %s (convolutions must go through "
+                "cuDNN, loaded with dlopen)" % ", ".join(linked)]
+    return []
 
 
 def _work(job):
@@ -606,6 +738,7 @@ def main():
         comp = os.path.join(workdir, "compile")
         os.makedirs(comp, exist_ok=True)
         compile_check(R, args, tgc, comp, no_driver, why_driver)
+        conv_plan_check(R, args, tgc, comp, no_driver)
 
         cases = diff.select_cases(args.subset, args.pattern)
         print("corpus: %d cases%s, --gpu-arch %s, %d jobs" % (
@@ -613,17 +746,16 @@ def main():
         sys.stdout.flush()
         jobs = [(c, tgc, os.path.join(workdir, "cases"), archs, no_driver) for c in cases]
         times = []
-        npass = nfail = nskip = nrefused = 0
+        npass = nfail = nskip = nconv = 0
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(max(1, args.jobs), initializer=diff._worker_init) as pool:
             for name, status, msgs, secs in pool.imap_unordered(_work, jobs):
                 times.append((secs, name))
-                if status == "pass":
+                if status in ("pass", "pass_conv"):
                     npass += 1
+                    nconv += status == "pass_conv"
                 elif status == "skip":
                     nskip += 1
-                elif status == "refused":
-                    nrefused += 1
                 else:
                     nfail += 1
                     more = " (and %d more)" % (len(msgs) - 1) if len(msgs) > 1 else ""
@@ -631,9 +763,8 @@ def main():
                     for extra in msgs[1:3]:
                         print("     %s" % extra.splitlines()[0])
                     sys.stdout.flush()
-        print("corpus: %d passed, %d failed, %d skipped (PyTorch rejects every statement), "
-              "%d refused as expected (convolutions: no CUDA path yet)" % (npass, nfail, nskip,
-                                                                           nrefused))
+        print("corpus: %d passed (%d with convolutions: cuDNN steps), %d failed, %d skipped "
+              "(PyTorch rejects every statement)" % (npass, nconv, nfail, nskip))
         for secs, name in sorted(times, reverse=True)[:3]:
             print("  slowest: %6.2f s %s" % (secs, name))
         R.passed += npass

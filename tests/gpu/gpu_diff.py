@@ -23,7 +23,7 @@ The reference on the GPU
   (`--upcast` uses that for every call, as diff.py does on the CPU; it is
   the default with --device cpu).
 - TF32 is off (torch.backends.cuda.matmul.allow_tf32 and cudnn.allow_tf32
-  False) and f16/bf16 matrix products may not reduce in reduced precision
+  False: tgc's cuDNN convolutions run f32 without TF32 too) and f16/bf16 matrix products may not reduce in reduced precision
   (allow_fp16/bf16_reduced_precision_reduction False): PyTorch's f32
   semantics, which tgc must meet.
 - Factory calls (zeros, arange...) land on the GPU through

@@ -3,7 +3,8 @@
 #   bash tests/gpu/run_on_gpu.sh DATA_DIR [gpu_diff.py flags]
 # DATA_DIR holds gpu-cases.tar.xz (or an unpacked gpu-cases/ folder). The
 # bundle is unpacked into a temporary folder, LD_LIBRARY_PATH gets its lib/
-# (and the cuBLAS that PyTorch ships, for the executables' matrix products),
+# (and the cuBLAS and cuDNN that PyTorch ships, for the executables' matrix
+# products and convolutions),
 # and the bundle's own copy of gpu_diff.py runs every case. Prints
 # `gpu-diff: N passed, M failed`; exit 1 on any failure. Where the device
 # tool's $OUT folder exists, the failing cases' graphs and outputs go to
@@ -47,6 +48,13 @@ libpath=$bundle/lib
 cublas=$("$py" -c 'import os, nvidia.cublas as m; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
 for d in "$cublas" /usr/local/cuda/lib64; do
     if [[ -n $d ]] && compgen -G "$d/libcublas.so*" >/dev/null; then libpath=$libpath:$d; fi
+done
+# cuDNN 9 for the convolutions (dlopen("libcudnn.so.9")): PyTorch's wheel
+# ships it as nvidia-cudnn (or in torch/lib), the toolkit may have one.
+cudnn=$("$py" -c 'import os, nvidia.cudnn as m; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
+torchlib=$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)
+for d in "$cudnn" "$torchlib" /usr/local/cuda/lib64; do
+    if [[ -n $d ]] && compgen -G "$d/libcudnn.so.9*" >/dev/null; then libpath=$libpath:$d; break; fi
 done
 export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 

@@ -46,10 +46,10 @@ static RtCudaImage IMAGES[] = {{80, 0, "FAKECUBIN sm_80", 16},
                                {90, 1, "FAKEPTX compute_90", 18}};
 /* slots: 0 arena, 1 x, 2 w, 3 y, 4 e, 5 the error cell */
 static const RtCudaStep STEPS[] = {
-    {RT_CUDA_MATMUL, NULL, 0, 0, 0, &MM, {1, 0}, {2, 0}, {3, 0}},
-    {RT_CUDA_LAUNCH, "k_relu", 1, 32, 0, NULL, {0, 0}, {0, 0}, {0, 0}},
-    {RT_CUDA_LAUNCH, "k_check", 1, 32, 0, NULL, {0, 0}, {0, 0}, {0, 0}},
-    {RT_CUDA_LAUNCH, "k_empty", 0, 32, 0, NULL, {0, 0}, {0, 0}, {0, 0}}, /* grid 0: skipped */
+    {RT_CUDA_MATMUL, NULL, 0, 0, 0, &MM, {1, 0}, {2, 0}, {3, 0}, NULL},
+    {RT_CUDA_LAUNCH, "k_relu", 1, 32, 0, NULL, {0, 0}, {0, 0}, {0, 0}, NULL},
+    {RT_CUDA_LAUNCH, "k_check", 1, 32, 0, NULL, {0, 0}, {0, 0}, {0, 0}, NULL},
+    {RT_CUDA_LAUNCH, "k_empty", 0, 32, 0, NULL, {0, 0}, {0, 0}, {0, 0}, NULL}, /* grid 0: skipped */
 };
 static const char *const ERRS[] = {"idx"};
 static RtCudaProgram CUDA = {IMAGES, 3, STEPS, 4, ERRS, 1, 0};

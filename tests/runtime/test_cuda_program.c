@@ -37,8 +37,8 @@ static const char PTX[] = "// not really PTX\n";
 static RtCudaImage IMAGES[] = {{10, 0, CUBIN, sizeof CUBIN}, {999, 1, PTX, sizeof PTX}};
 /* slots: 0 arena, 1 x, 2 w, 3 y, 4 the error cell */
 static RtCudaStep STEPS[] = {
-    {RT_CUDA_MATMUL, NULL, 0, 0, 0, &MM, {1, 0}, {2, 0}, {3, 0}},
-    {RT_CUDA_LAUNCH, "k_relu", 1, 64, 0, NULL, {0, 0}, {0, 0}, {0, 0}},
+    {RT_CUDA_MATMUL, NULL, 0, 0, 0, &MM, {1, 0}, {2, 0}, {3, 0}, NULL},
+    {RT_CUDA_LAUNCH, "k_relu", 1, 64, 0, NULL, {0, 0}, {0, 0}, {0, 0}, NULL},
 };
 static const char *const ERRS[] = {"idx"};
 static RtCudaProgram CUDA = {IMAGES, 2, STEPS, 2, ERRS, 1, 1};
