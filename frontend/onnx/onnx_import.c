@@ -1,6 +1,7 @@
 /* The importer's driver: checks the model's versions, registers the
  * initializers and graph inputs (dynamic axes become symbolic dims), then
- * walks the nodes in order: a fused group (ox_fuse.c), else a folded node
+ * walks the nodes in order, each node's attributes checked first
+ * (ox_attrs.c): a fused group (ox_fuse.c), else a folded node
  * (ox_fold.c), else one .tg statement (ox_ops*.c). The text is assembled
  * from its three parts at the end. */
 #include <stdarg.h>
@@ -71,6 +72,49 @@ static void check_versions(Ox *x) {
                 "importing anyway\n",
                 x->path, x->opset);
         x->d->warnings++;
+    }
+}
+
+/* Proto strings are UTF-8, but protobuf-c does not check: other bytes
+ * would reach the .tg text (whose lexer refuses them) and the messages. */
+static bool utf8_ok(const char *s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        int n = *p < 0x80             ? 0
+                : (*p & 0xE0) == 0xC0 ? 1
+                : (*p & 0xF0) == 0xE0 ? 2
+                : (*p & 0xF8) == 0xF0 ? 3
+                                      : -1;
+        if (n < 0 || (n == 1 && *p < 0xC2)) return false; /* overlong 2-byte forms */
+        for (int k = 1; k <= n; k++)
+            if ((p[k] & 0xC0) != 0x80) return false;
+        p += n + 1;
+    }
+    return true;
+}
+
+static void check_names(Ox *x) {
+    Onnx__GraphProto *g = x->g;
+    for (size_t k = 0; k < g->n_initializer; k++)
+        if (g->initializer[k] && !utf8_ok(g->initializer[k]->name))
+            ox_fail(x, "initializer %zu's name is not valid UTF-8", k);
+    for (size_t k = 0; k < g->n_input; k++)
+        if (g->input[k] && !utf8_ok(g->input[k]->name))
+            ox_fail(x, "graph input %zu's name is not valid UTF-8", k);
+    for (size_t k = 0; k < g->n_output; k++)
+        if (g->output[k] && !utf8_ok(g->output[k]->name))
+            ox_fail(x, "graph output %zu's name is not valid UTF-8", k);
+    for (size_t k = 0; k < g->n_node; k++) {
+        Onnx__NodeProto *n = g->node[k];
+        if (!n) continue;
+        if (!utf8_ok(n->name) || !utf8_ok(n->op_type))
+            ox_fail(x, "node %zu's name or op type is not valid UTF-8", k);
+        x->node = (int)k;
+        for (size_t i = 0; i < n->n_input; i++)
+            if (!utf8_ok(n->input[i])) ox_fail(x, "input %zu's name is not valid UTF-8", i);
+        for (size_t i = 0; i < n->n_output; i++)
+            if (!utf8_ok(n->output[i])) ox_fail(x, "output %zu's name is not valid UTF-8", i);
+        x->node = -1;
     }
 }
 
@@ -195,6 +239,7 @@ static void import_node(Ox *x, int k) {
     for (size_t i = 0; i < n->n_output; i++)
         out[i] = n->output[i] && *n->output[i] ? ox_val(x, n->output[i]) : NULL;
     if (n->n_output < 1 || !out[0]) ox_fail(x, "the node has no output");
+    ox_check_node_attrs(x);
     if (ox_fuse(x, k)) return;
     int nin = (int)n->n_input;
     if (!strcmp(n->op_type, "Constant")) {
@@ -236,7 +281,7 @@ static void import_node(Ox *x, int k) {
     }
     if (ox_fold(x, n, in, nin)) return;
     if (ox_op_tensor(x, n, in, nin, out) || ox_op_nn(x, n, in, nin, out)) return;
-    ox_fail(x, "operator %s is not supported; supported: %s", n->op_type, ox_supported_ops);
+    ox_fail(x, "operator %s is not supported; supported: %s", n->op_type, ox_supported_ops(x));
 }
 
 static char *dirname_of(Arena *a, const char *path) {
@@ -275,6 +320,7 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
     }
     ox_read_model(x, bytes, n);
     check_versions(x);
+    check_names(x);
     Onnx__GraphProto *g = x->g;
     size_t nv = g->n_initializer + g->n_input + 16;
     for (size_t k = 0; k < g->n_node; k++) {

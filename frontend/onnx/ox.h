@@ -3,6 +3,7 @@
  *   ox_dims.c    constant tensors and symbolic dimension arithmetic
  *   ox_fold.c    the import-time evaluator (shape arithmetic, constants)
  *   ox_text.c    names, params, statements: the .tg being written
+ *   ox_attrs.c   the supported operators and the attributes each understands
  *   ox_ops*.c    one mapping per ONNX operator, ox_fuse.c the fused patterns
  *   onnx_import.c  the driver of all of these.
  * Errors longjmp out of the import (ox_fail): every path through a model
@@ -166,7 +167,11 @@ void ox_set_shape(OxVal *v, DType dt, int ndim, const OxDim *d);
  * not one of theirs. */
 bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
-extern const char *const ox_supported_ops;
+/* ox_attrs.c: "Abs, Add, ..." for the "not supported" message. */
+const char *ox_supported_ops(Ox *x);
+/* Fails naming an attribute of the current node that its op's mapping
+ * does not understand (nothing for an op not supported at all). */
+void ox_check_node_attrs(Ox *x);
 /* ox_fuse.c: a fused group starting at node k (gelu, layer_norm, linear);
  * true when written. */
 bool ox_fuse(Ox *x, int k);

@@ -96,13 +96,17 @@ static OxConst *binary(Ox *x, const char *op, OxConst *a, OxConst *b) {
                !strcmp(op, "LessOrEqual") || !strcmp(op, "GreaterOrEqual");
     bool logic = !strcmp(op, "And") || !strcmp(op, "Or") || !strcmp(op, "Xor");
     DType dt = cmp || logic ? DT_BOOL : a->dt;
+    bool fa = dtype_is_float(a->dt), fb = dtype_is_float(b->dt), fl = fa || fb;
+    /* ONNX gives both inputs one type, except Pow's exponent */
+    if (fa != fb && strcmp(op, "Pow"))
+        ox_fail(x, "%s of %s and %s: the inputs must have one element type", op, dtype_name(a->dt),
+                dtype_name(b->dt));
     OxConst *r = like(x, dt, nd, shape);
-    bool fl = dtype_is_float(a->dt);
     for (int64_t k = 0; k < r->n; k++) {
         int64_t ia = bidx(shape, nd, k, a->shape, a->ndim),
                 ib = bidx(shape, nd, k, b->shape, b->ndim);
         if (fl) {
-            double p = a->f[ia], q = dtype_is_float(b->dt) ? b->f[ib] : (double)b->i[ib], v;
+            double p = fa ? a->f[ia] : (double)a->i[ia], q = fb ? b->f[ib] : (double)b->i[ib], v;
             if (cmp) {
                 r->i[k] = op[0] == 'E'   ? p == q
                           : op[0] == 'L' ? (op[4] ? p <= q : p < q)
@@ -121,7 +125,10 @@ static OxConst *binary(Ox *x, const char *op, OxConst *a, OxConst *b) {
             case 'D': v = p / q; break;
             default: v = pow(p, q); break;
             }
-            r->f[k] = round_to(dt, v);
+            if (fa)
+                r->f[k] = round_to(dt, v);
+            else
+                r->i[k] = ox_f2i(x, trunc(v)); /* an integer base, a float exponent */
             continue;
         }
         OxDim p = {a->i[ia], a->sym ? a->sym[ia] : NULL};

@@ -2,6 +2,8 @@
  * call, written back as that call.
  *   MatMul(x, W) -> Add(., b)          linear(x, W^T, b)   (W an initializer)
  *   Div(x, sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5)   gelu(x)
+ *   x^3 -> Mul(0.044715) -> Add(x) -> Mul(sqrt(2/pi)) -> Tanh -> Add(1)
+ *     -> Mul(x) -> Mul(0.5)             gelu(x, approximate="tanh")
  *   ReduceMean -> Sub -> Pow 2 -> ReduceMean -> Add eps -> Sqrt -> Div
  *     [-> Mul w -> Add b]               layer_norm (opset 13's export)
  * Every intermediate must have its group as its only user (and not be a
@@ -49,6 +51,11 @@ static void finish(Ox *x, const int *ks, int nk, const char *expr, OxVal *src) {
     int last = ks[nk - 1];
     OxVal *o = out_of(x, last);
     int keep = x->node;
+    /* the group's other nodes: their attributes as if imported one by one */
+    for (int k = 0; k < nk; k++) {
+        x->node = ks[k];
+        ox_check_node_attrs(x);
+    }
     x->node = last;
     ox_bind(x, o, expr);
     x->node = keep;
@@ -106,6 +113,91 @@ static bool gelu(Ox *x, int k) {
     if (half < 0 || !scalar_is(x, other(x, half, out_of(x, mul)), 0.5, 0)) return false;
     int ks[5] = {k, erf, add, mul, half};
     finish(x, ks, 5, arena_printf(x->a, "gelu(%s)", ox_ref(x, v, false)), v);
+    return true;
+}
+
+/* The tanh core of gelu(x, approximate="tanh") from the node computing
+ * x^3 (Mul(x, x) -> Mul(x, .), or Pow(x, 3)):
+ *   Mul(0.044715) -> Add(x) -> Mul(sqrt(2/pi)) -> Tanh -> Add(1)
+ * Fills ks (the core's nodes, in order) and returns the Add(1) node's
+ * index, or -1. Constants are compared at f32 precision, as exported. */
+static int tanh_core(Ox *x, int k, OxVal *v, int *ks, int *nk) {
+    Onnx__NodeProto *n = N(x, k);
+    int cube;
+    *nk = 0;
+    /* a known x is folded instead */
+    if (x->done[k] || n->n_output != 1 || !dtype_is_float(v->dt) || v->c) return -1;
+    if (!strcmp(n->op_type, "Pow")) {
+        if (in_of(x, k, 0) != v || !scalar_is(x, in_of(x, k, 1), 3.0, 0)) return -1;
+        cube = k;
+        ks[(*nk)++] = k;
+    } else if (!strcmp(n->op_type, "Mul") && n->n_input == 2 && in_of(x, k, 0) == v &&
+               in_of(x, k, 1) == v) {
+        cube = sole(x, out_of(x, k), "Mul");
+        if (cube < 0 || other(x, cube, out_of(x, k)) != v) return -1;
+        ks[(*nk)++] = k;
+        ks[(*nk)++] = cube;
+    } else {
+        return -1;
+    }
+    int m1 = sole(x, out_of(x, cube), "Mul");
+    if (m1 < 0 || !scalar_is(x, other(x, m1, out_of(x, cube)), 0.044715, 1e-7)) return -1;
+    int add = sole(x, out_of(x, m1), "Add");
+    if (add < 0 || other(x, add, out_of(x, m1)) != v) return -1;
+    int m2 = sole(x, out_of(x, add), "Mul");
+    /* sqrt(2 / pi) */
+    if (m2 < 0 || !scalar_is(x, other(x, m2, out_of(x, add)), 0.7978845608028654, 1e-6)) return -1;
+    int th = sole(x, out_of(x, m2), "Tanh");
+    int one = th < 0 ? -1 : sole(x, out_of(x, th), "Add");
+    if (one < 0 || !scalar_is(x, other(x, one, out_of(x, th)), 1.0, 0)) return -1;
+    int t[5] = {m1, add, m2, th, one};
+    memcpy(ks + *nk, t, sizeof t);
+    *nk += 5;
+    return one;
+}
+
+/* gelu(x, approximate="tanh"), 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))),
+ * in the two orders exports write it:
+ *   F.gelu's export: the x^3 node first, ... Add(1) -> Mul(x) -> Mul(0.5);
+ *   written out by hand (GPT-2's NewGELU): Mul(x, 0.5) first, its product
+ *   with the Add(1) last. */
+static bool gelu_tanh(Ox *x, int k) {
+    Onnx__NodeProto *n = N(x, k);
+    if (n->n_input < 1 || n->n_output != 1) return false;
+    OxVal *v = in_of(x, k, 0);
+    if (!v || !v->ready) return false;
+    int ks[12], nk, one;
+    if ((one = tanh_core(x, k, v, ks, &nk)) >= 0) {
+        int mx = sole(x, out_of(x, one), "Mul");
+        if (mx < 0 || other(x, mx, out_of(x, one)) != v) return false;
+        int half = sole(x, out_of(x, mx), "Mul");
+        if (half < 0 || !scalar_is(x, other(x, half, out_of(x, mx)), 0.5, 0)) return false;
+        ks[nk++] = mx;
+        ks[nk++] = half;
+    } else if (!strcmp(n->op_type, "Mul") && n->n_input == 2) {
+        OxVal *h = out_of(x, k), *c = other(x, k, in_of(x, k, 0));
+        if (!scalar_is(x, c, 0.5, 0)) {
+            v = in_of(x, k, 1); /* 0.5 * x */
+            if (!v || !v->ready || !scalar_is(x, in_of(x, k, 0), 0.5, 0)) return false;
+        }
+        /* a known x is folded instead */
+        if (!dtype_is_float(v->dt) || v->c) return false;
+        int last = sole(x, h, "Mul");
+        if (last < 0) return false;
+        /* the x^3 node: another reader of x */
+        one = -1;
+        for (int u = 0; u < v->nusers && one < 0; u++)
+            if (v->users[u] != k) {
+                ks[0] = k;
+                one = tanh_core(x, v->users[u], v, ks + 1, &nk);
+            }
+        if (one < 0 || other(x, last, h) != out_of(x, one)) return false;
+        nk++;
+        ks[nk++] = last;
+    } else {
+        return false;
+    }
+    finish(x, ks, nk, arena_printf(x->a, "gelu(%s, approximate=\"tanh\")", ox_ref(x, v, false)), v);
     return true;
 }
 
@@ -192,5 +284,5 @@ static bool layer_norm(Ox *x, int k) {
 }
 
 bool ox_fuse(Ox *x, int k) {
-    return linear(x, k) || gelu(x, k) || layer_norm(x, k);
+    return linear(x, k) || gelu(x, k) || gelu_tanh(x, k) || layer_norm(x, k);
 }

@@ -7,17 +7,6 @@
 
 #include "frontend/onnx/ox.h"
 
-const char *const ox_supported_ops =
-    "Abs, Add, And, ArgMax, ArgMin, AveragePool, BatchNormalization, Cast, Ceil, Clip, Concat, "
-    "Constant, ConstantOfShape, Conv, ConvTranspose, Cos, Div, Dropout, Einsum, Elu, Equal, Erf, "
-    "Exp, Expand, Flatten, Floor, Gather, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, "
-    "GreaterOrEqual, HardSigmoid, HardSwish, Identity, InstanceNormalization, "
-    "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, MaxPool, "
-    "Min, Mish, Mod, Mul, Neg, Not, Or, Pad, Pow, PRelu, Range, Reciprocal, ReduceMax, "
-    "ReduceMean, ReduceMin, ReduceProd, ReduceSum, Relu, Reshape, Resize, ScatterND (constant), "
-    "Shape, Sigmoid, Sign, Sin, Size, Slice, Softmax, Softplus, Split, Sqrt, Squeeze, Sub, Sum, "
-    "Tanh, Tile, Transpose, Trilu, Unsqueeze, Where, Xor";
-
 static bool is(const Onnx__NodeProto *n, const char *op) {
     return !strcmp(n->op_type, op);
 }
@@ -140,6 +129,15 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         need_inputs(x, in, nin, 1);
         if (n->n_output > 1 && out[1] && out[1]->nusers)
             ox_fail(x, "Dropout's mask output is used: not supported (inference graphs only)");
+        /* opset 12's training_mode input: dropping at random is not
+         * inference, unless the ratio is 0 (torchvision's swin calls
+         * F.dropout(attn, p=0.0) without training=, which exports true) */
+        OxVal *tmode = is(n, "Dropout") && nin > 2 ? in[2] : NULL;
+        OxVal *ratio = nin > 1 ? in[1] : NULL;
+        bool zero = ratio && ratio->c && ratio->c->n == 1 && ox_const_get(x, ratio->c, 0) == 0;
+        if (tmode && !zero && (!tmode->c || tmode->c->n != 1 || ox_const_int(x, tmode->c, 0)))
+            ox_fail(x, "Dropout with training_mode true (or not known at import) and a ratio "
+                       "other than 0 is not supported (inference graphs only)");
         same_shape(out[0], in[0], in[0]->dt);
         if (!out[0]->is_output) {
             out[0]->tg = ox_ref(x, in[0], false); /* an alias: no statement */
@@ -376,6 +374,12 @@ static bool slice(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         last = a > last ? a : last;
     }
     const char *e = ox_ref(x, in[0], false);
+    if (last < 0 && !out[0]->is_output) {
+        /* the whole tensor (Swin's crop after unpadded windows): an alias */
+        out[0]->tg = e;
+        ox_set_shape(out[0], in[0]->dt, r, d);
+        return true;
+    }
     if (last >= 0) {
         char *s = arena_printf(x->a, "%s[", e);
         for (int k = 0; k <= last; k++)
@@ -577,6 +581,10 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
                                                     : NULL;
         if (!tm)
             ox_fail(x, "Pad mode '%s' is not supported (constant, reflect, edge, wrap are)", mode);
+        if (!strcmp(mode, "wrap") && x->opset < 19)
+            ox_fail(x,
+                    "Pad mode 'wrap' is opset 19's, not opset %d's (constant, reflect, edge are)",
+                    x->opset);
         int64_t tp[OX_MAX_DIMS * 2];
         int first = nd; /* outermost padded dim */
         for (int k = 0; k < nd; k++) {

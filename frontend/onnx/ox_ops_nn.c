@@ -136,7 +136,17 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     if (ns < 1 || ns > 2)
         ox_fail(x, "%dd convolutions are not supported (1-d and 2-d are)", ns < 1 ? 0 : ns);
     int64_t kernel[2] = {w->dim[2].v, ns == 2 ? w->dim[3].v : 1};
-    int np;
+    int np, nk;
+    const int64_t *ks = ox_attr_ints(x, "kernel_shape", &nk);
+    for (int i = 0; ks && i < ns; i++)
+        if (nk != ns || ks[i] != kernel[i]) {
+            char *t = arena_strdup(x->a, "");
+            for (int j = 0; j < nk; j++)
+                t = arena_printf(x->a, "%s%s%lld", t, j ? ", " : "", (long long)ks[j]);
+            ox_fail(x, "kernel_shape [%s] disagrees with the weight's %lld%s%s", t,
+                    (long long)kernel[0], ns == 2 ? "x" : "",
+                    ns == 2 ? arena_printf(x->a, "%lld", (long long)kernel[1]) : "");
+        }
     const int64_t *op = ox_attr_ints(x, "output_padding", &np);
     if (op && np != ns) ox_fail(x, "output_padding has %d values for %d spatial dims", np, ns);
     Win win;
@@ -469,6 +479,14 @@ static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     const char *ct = ox_attr_s(x, "coordinate_transformation_mode", "half_pixel");
     const char *nm = ox_attr_s(x, "nearest_mode", "round_prefer_floor");
     const char *tm, *ac = NULL;
+    if (ox_attr_i(x, "antialias", 0))
+        ox_fail(x, "Resize with antialias=1 is not supported (antialias=0 is)");
+    if (ox_attr_i(x, "exclude_outside", 0))
+        ox_fail(x, "Resize with exclude_outside=1 is not supported (exclude_outside=0 is)");
+    if (ox_attr(x, "axes")) ox_fail(x, "Resize's axes attribute is not supported (all axes are)");
+    if (strcmp(ox_attr_s(x, "keep_aspect_ratio_policy", "stretch"), "stretch"))
+        ox_fail(x, "Resize's keep_aspect_ratio_policy '%s' is not supported ('stretch' is)",
+                ox_attr_s(x, "keep_aspect_ratio_policy", ""));
     if (!strcmp(mode, "nearest")) {
         if (strcmp(ct, "asymmetric") || strcmp(nm, "floor"))
             ox_fail(x,

@@ -251,6 +251,9 @@ const int64_t *ox_attr_ints(Ox *x, const char *name, int *n) {
     const Onnx__AttributeProto *a = ox_attr(x, name);
     *n = 0;
     if (!a) return NULL;
+    if ((a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) || a->n_floats ||
+        a->n_strings)
+        ox_fail(x, "attribute '%s' should be a list of integers", name);
     if (a->n_ints > OX_MAX_DIMS * 2)
         ox_fail(x, "attribute '%s' has %zu values: too many", name, a->n_ints);
     *n = (int)a->n_ints;
