@@ -1,0 +1,505 @@
+#!/usr/bin/python3
+"""Malformed and unsupported ONNX files for `tgc import` (and every command
+that takes a .onnx): each must be refused with exit 1 and a message naming
+the node or tensor at fault, never a crash, a signal or a hang.
+
+Files are written with the onnx package (onnx.helper) from a small valid
+model, then edited: fields set to invalid values, or bytes of the
+serialised protobuf cut, overwritten or replaced (for what the package
+refuses to write: invalid UTF-8, wrong wire types, lengths past the end).
+The valid model itself is case `control` (it must import: exit 0), so that
+no other case is refused for a reason shared with it.
+
+The base model (opset 17, IR version 8):
+    img_in : f32[1, 3, 8, 8]
+    conv_a : Conv(img_in, conv_w[4,3,3,3], conv_b[4], pads 1) -> conv_out
+    relu_a : Relu -> relu_out
+    reshape_a : Reshape(relu_out, shape_c = [1, 256]) -> flat
+    gemm_a : Gemm(flat, fc_w[10,256], fc_b[10], transB=1) -> logits
+Other cases build a small graph of their own around one node.
+
+Each case: (name, file bytes, expected substrings: any one must appear on
+stderr, description, extra files {relative path: bytes}). The expected
+substrings are the names (node, tensor, external file, or the file's own
+name where nothing inside can be named), never the wording.
+
+    /usr/bin/python3 tests/onnx/make_malformed.py --out DIR   # writes DIR/NAME.onnx and DIR/cases.json
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR = 8
+
+
+def f32(name, shape, seed=0):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return numpy_helper.from_array(a, name)
+
+
+def i64(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=OPSET, ir=IR, domains=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    ops = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
+    m = helper.make_model(g, opset_imports=ops, producer_name="tgc-tests")
+    m.ir_version = ir
+    return m
+
+
+def base_parts():
+    nodes = [
+        helper.make_node("Conv", ["img_in", "conv_w", "conv_b"], ["conv_out"], name="conv_a",
+                         pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["conv_out"], ["relu_out"], name="relu_a"),
+        helper.make_node("Reshape", ["relu_out", "shape_c"], ["flat"], name="reshape_a"),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], name="gemm_a", transB=1),
+    ]
+    inits = [f32("conv_w", (4, 3, 3, 3), 1), f32("conv_b", (4,), 2), i64("shape_c", [1, 256]),
+             f32("fc_w", (10, 256), 3), f32("fc_b", (10,), 4)]
+    return nodes, [vi("img_in", [1, 3, 8, 8])], [vi("logits", [1, 10])], inits
+
+
+def base(edit=None, **kw):
+    nodes, ins, outs, inits = base_parts()
+    if edit:
+        edit(nodes, ins, outs, inits)
+    return model(nodes, ins, outs, inits, **kw)
+
+
+def init(inits, name):
+    return next(t for t in inits if t.name == name)
+
+
+def set_attr(node, attr, drop=None):
+    """Sets (replaces or adds) attr on node; removes attribute `drop`."""
+    keep = [a for a in node.attribute if a.name not in (attr.name, drop)]
+    del node.attribute[:]
+    node.attribute.extend(keep + [attr])
+
+
+def one_node(node, ins, outs, inits=(), **kw):
+    return model([node], ins, outs, inits, **kw)
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def replace_once(data, old, new):
+    assert len(old) == len(new) and data.count(old) >= 1, old
+    return data.replace(old, new)
+
+
+def external(tensor, location, offset=None, length=None):
+    """Marks tensor as stored externally at location (its data moved out)."""
+    tensor.data_location = TensorProto.EXTERNAL
+    del tensor.external_data[:]
+    for k, v in (("location", location), ("offset", offset), ("length", length)):
+        if v is not None:
+            e = tensor.external_data.add()
+            e.key, e.value = k, str(v)
+    raw = tensor.raw_data
+    tensor.ClearField("raw_data")
+    return raw
+
+
+def cases():
+    out = []
+
+    def add(name, m, expect, what, files=None):
+        data = m if isinstance(m, bytes) else m.SerializeToString()
+        out.append((name, data, list(expect), what, files or {}))
+
+    good = base().SerializeToString()
+    add("control", good, [], "the valid base model (must import)")
+
+    # ---- the protobuf itself ------------------------------------------------
+    add("empty", b"", ["empty.onnx"], "an empty file")
+    add("truncated_half", good[:len(good) // 2], ["truncated_half.onnx"], "the first half of the file")
+    add("truncated_last_byte", good[:-1], ["truncated_last_byte.onnx", "fc_b", "logits"],
+        "the file less its last byte")
+    add("garbage", bytes(range(256)) * 4, ["garbage.onnx"], "bytes that are no protobuf")
+    add("text_file", b"graph mlp(batch = 64)\ninput x : f32[batch, 784]\n", ["text_file.onnx"],
+        "a .tg source named .onnx")
+    add("length_past_end", varint(1 << 3 | 0) + varint(IR) + varint(7 << 3 | 2) + varint(1 << 40) + b"\0" * 16,
+        ["length_past_end.onnx"], "the graph field's length runs 1 TiB past the end")
+    opset_field = varint(8 << 3 | 2) + varint(2) + varint(2 << 3 | 0) + varint(OPSET)
+    add("wrong_wire_type", varint(1 << 3 | 0) + varint(IR) + varint(7 << 3 | 0) + varint(5) + opset_field,
+        ["wrong_wire_type.onnx"], "the graph field encoded as a varint")
+    m = base()
+    m.ClearField("graph")
+    add("no_graph", m, ["no_graph.onnx"], "a model with no graph")
+
+    # ---- versions -----------------------------------------------------------
+    add("opset_7", base(opset=7), ["7"], "default-domain opset 7 (below 13)")
+    add("opset_99", base(opset=99), ["99"], "default-domain opset 99 (in the future)")
+    add("ir_version_99", base(ir=99), ["99"], "IR version 99")
+    m = base()
+    m.ClearField("opset_import")
+    add("no_opset_import", m, ["no_opset_import.onnx", "opset"], "no opset_import at all")
+
+    # ---- initializers -------------------------------------------------------
+    def raw_short(nodes, ins, outs, inits):
+        t = init(inits, "conv_w")
+        t.raw_data = t.raw_data[:100]
+    add("raw_data_short", base(raw_short), ["conv_w"], "conv_w's raw_data is 100 bytes, not 432")
+
+    def raw_long(nodes, ins, outs, inits):
+        t = init(inits, "fc_b")
+        t.raw_data = t.raw_data + b"\0" * 4
+    add("raw_data_long", base(raw_long), ["fc_b"], "fc_b's raw_data holds 11 floats for dims [10]")
+
+    def float_data_count(nodes, ins, outs, inits):
+        t = helper.make_tensor("conv_b", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])
+        t.dims[0] = 4
+        inits[1].CopyFrom(t)
+    add("float_data_count", base(float_data_count), ["conv_b"], "conv_b: 3 float_data for dims [4]")
+
+    def undefined_type(nodes, ins, outs, inits):
+        init(inits, "conv_w").data_type = TensorProto.UNDEFINED
+    add("tensor_type_undefined", base(undefined_type), ["conv_w"], "conv_w's data_type is UNDEFINED")
+
+    def string_type(nodes, ins, outs, inits):
+        t = init(inits, "fc_w")
+        t.data_type = TensorProto.STRING
+    add("tensor_type_string", base(string_type), ["fc_w"], "fc_w's data_type is STRING")
+
+    def bad_type_num(nodes, ins, outs, inits):
+        init(inits, "conv_b").data_type = 77
+    add("tensor_type_77", base(bad_type_num), ["conv_b"], "conv_b's data_type is 77 (no such type)")
+
+    def int_weight(nodes, ins, outs, inits):
+        inits[0].CopyFrom(numpy_helper.from_array(np.ones((4, 3, 3, 3), np.int64), "conv_w"))
+    add("conv_weight_int64", base(int_weight), ["conv_a", "conv_w"], "Conv with an int64 weight")
+
+    def shape_raw_odd(nodes, ins, outs, inits):
+        t = init(inits, "shape_c")
+        t.raw_data = t.raw_data[:-3]
+    add("int64_raw_data_odd", base(shape_raw_odd), ["shape_c"], "shape_c's raw_data is 13 bytes")
+
+    def missing_init(nodes, ins, outs, inits):
+        nodes[0].input[1] = "conv_w_missing"
+    add("missing_initializer", base(missing_init), ["conv_w_missing"],
+        "conv_a's weight names no initializer, input or node output")
+
+    def neg_dim_init(nodes, ins, outs, inits):
+        t = init(inits, "conv_w")
+        t.dims[0] = -4
+    add("negative_dim_initializer", base(neg_dim_init), ["conv_w"], "conv_w's dims [-4, 3, 3, 3]")
+
+    def huge_init(nodes, ins, outs, inits):
+        t = init(inits, "fc_w")
+        del t.dims[:]
+        t.dims.extend([1 << 40, 1 << 40, 1 << 40])
+    add("huge_dims_initializer", base(huge_init), ["fc_w"],
+        "fc_w's dims [2^40, 2^40, 2^40]: the element count overflows 64 bits")
+
+    # ---- external data ------------------------------------------------------
+    def ext_missing(nodes, ins, outs, inits):
+        external(init(inits, "conv_w"), "weights_missing.bin")
+    add("external_missing_file", base(ext_missing), ["weights_missing.bin", "conv_w"],
+        "conv_w's external data file does not exist")
+
+    conv_w_raw = f32("conv_w", (4, 3, 3, 3), 1).raw_data
+
+    def ext_offset(nodes, ins, outs, inits):
+        external(init(inits, "conv_w"), "ext_offset.bin", offset=4096)
+    add("external_offset_past_end", base(ext_offset), ["conv_w"],
+        "conv_w's external data at offset 4096 of a 432-byte file",
+        {"ext_offset.bin": conv_w_raw})
+
+    def ext_length(nodes, ins, outs, inits):
+        external(init(inits, "conv_w"), "ext_length.bin", offset=0, length=432)
+    add("external_file_short", base(ext_length), ["conv_w"],
+        "conv_w's external data file holds 200 of its 432 bytes", {"ext_length.bin": conv_w_raw[:200]})
+
+    def ext_length_mismatch(nodes, ins, outs, inits):
+        external(init(inits, "conv_w"), "ext_len2.bin", offset=0, length=400)
+    add("external_length_mismatch", base(ext_length_mismatch), ["conv_w"],
+        "conv_w's external length 400 is not its 432 bytes", {"ext_len2.bin": conv_w_raw})
+
+    def ext_no_location(nodes, ins, outs, inits):
+        t = init(inits, "conv_w")
+        external(t, "unused.bin")
+        del t.external_data[:]
+    add("external_no_location", base(ext_no_location), ["conv_w"],
+        "conv_w marked EXTERNAL with no location key")
+
+    def ext_outside(nodes, ins, outs, inits):
+        external(init(inits, "conv_w"), "../outside.bin", offset=0, length=432)
+    add("external_outside_dir", base(ext_outside), ["conv_w", "outside.bin"],
+        "conv_w's external data ../outside.bin lies outside the model's directory "
+        "(the file exists and is the right size: CVE-2022-25882's path traversal)",
+        {"../outside.bin": conv_w_raw})
+
+    # ---- graph structure ----------------------------------------------------
+    def ghost(nodes, ins, outs, inits):
+        nodes[1].input[0] = "ghost_tensor"
+    add("input_names_nothing", base(ghost), ["ghost_tensor"], "relu_a reads ghost_tensor, which nothing defines")
+
+    def dup_out(nodes, ins, outs, inits):
+        nodes.insert(2, helper.make_node("Relu", ["conv_out"], ["relu_out"], name="relu_dup"))
+    add("duplicate_output_name", base(dup_out), ["relu_out"], "relu_a and relu_dup both write relu_out")
+
+    def out_nowhere(nodes, ins, outs, inits):
+        outs.append(vi("nowhere_out", [1, 10]))
+    add("graph_output_undefined", base(out_nowhere), ["nowhere_out"], "graph output nowhere_out is never written")
+
+    add("cycle", model([helper.make_node("Relu", ["cyc_t2"], ["cyc_t1"], name="cyc_a"),
+                        helper.make_node("Add", ["cyc_t1", "img_in"], ["cyc_t2"], name="cyc_b")],
+                       [vi("img_in", [2, 3])], [vi("cyc_t2", [2, 3])]),
+        ["cyc_a", "cyc_b", "cyc_t1", "cyc_t2"], "cyc_a reads cyc_b's output and cyc_b cyc_a's")
+
+    def neg_dim_input(nodes, ins, outs, inits):
+        ins[0].CopyFrom(vi("img_in", [1, 3, -8, 8]))
+    add("negative_dim_input", base(neg_dim_input), ["img_in"], "img_in's shape [1, 3, -8, 8]")
+
+    def huge_dim_input(nodes, ins, outs, inits):
+        ins[0].CopyFrom(vi("img_in", [1 << 62, 3, 1 << 62, 8]))
+    add("huge_dims_input", base(huge_dim_input), ["img_in"],
+        "img_in's shape [2^62, 3, 2^62, 8]: the element count overflows")
+
+    def no_type_input(nodes, ins, outs, inits):
+        ins[0].ClearField("type")
+    add("input_without_type", base(no_type_input), ["img_in"], "img_in has no type")
+
+    def seq_input(nodes, ins, outs, inits):
+        ins[0].CopyFrom(helper.make_tensor_sequence_value_info("img_in", TensorProto.FLOAT, [1, 3, 8, 8]))
+    add("input_sequence_type", base(seq_input), ["img_in"], "img_in is a sequence, not a tensor")
+
+    def complex_input(nodes, ins, outs, inits):
+        ins[0].CopyFrom(vi("img_in", [1, 3, 8, 8], TensorProto.COMPLEX128))
+    add("input_complex128", base(complex_input), ["img_in"], "img_in is complex128")
+
+    # Invalid UTF-8 in a tensor name: serialised with a placeholder of the
+    # same length, replaced in the bytes (the onnx package refuses to write it).
+    def utf8(nodes, ins, outs, inits):
+        nodes[1].output[0] = "relu_QQQQ_out"
+        nodes[2].input[0] = "relu_QQQQ_out"
+    add("name_not_utf8", replace_once(base(utf8).SerializeToString(), b"relu_QQQQ_out", b"relu_\xff\xfe\xc0\x80_out"),
+        ["relu_a", "reshape_a", "relu_"], "relu_a's output is named with bytes that are not UTF-8")
+
+    # ---- operators and attributes -------------------------------------------
+    x4 = [vi("img_in", [1, 3, 8, 8])]
+    add("unknown_op", one_node(helper.make_node("FrobnicateOp", ["img_in"], ["y"], name="frob_node"),
+                               x4, [vi("y", [1, 3, 8, 8])]), ["frob_node"], "op type FrobnicateOp")
+    add("unknown_domain", one_node(helper.make_node("Relu", ["img_in"], ["y"], name="custom_relu",
+                                                    domain="com.example"),
+                                   x4, [vi("y", [1, 3, 8, 8])], domains=["com.example"]),
+        ["custom_relu"], "a Relu in domain com.example")
+    then_g = helper.make_graph([helper.make_node("Identity", ["img_in"], ["t"])], "then", [],
+                               [vi("t", [1, 3, 8, 8])])
+    add("control_flow_if", one_node(helper.make_node("If", ["cond"], ["y"], name="if_node",
+                                                     then_branch=then_g, else_branch=then_g),
+                                    x4 + [vi("cond", [], TensorProto.BOOL)], [vi("y", [1, 3, 8, 8])]),
+        ["if_node"], "an If node (control flow)")
+
+    def auto_pad(nodes, ins, outs, inits):
+        set_attr(nodes[0], helper.make_attribute("auto_pad", "WEIRD_PAD"), drop="pads")
+    add("conv_auto_pad_weird", base(auto_pad), ["conv_a"], "conv_a's auto_pad is WEIRD_PAD")
+
+    def strides_float(nodes, ins, outs, inits):
+        set_attr(nodes[0], helper.make_attribute("strides", [1.5, 1.5]))
+    add("conv_strides_float", base(strides_float), ["conv_a"], "conv_a's strides are floats")
+
+    def kernel_mismatch(nodes, ins, outs, inits):
+        set_attr(nodes[0], helper.make_attribute("kernel_shape", [5, 5]))
+    add("conv_kernel_shape_mismatch", base(kernel_mismatch), ["conv_a"],
+        "conv_a's kernel_shape [5, 5] against a 3x3 weight")
+
+    def conv_channels(nodes, ins, outs, inits):
+        ins[0].CopyFrom(vi("img_in", [1, 5, 8, 8]))
+    add("conv_channel_mismatch", base(conv_channels), ["conv_a"], "5 input channels into conv_a's 3")
+
+    def conv_no_inputs(nodes, ins, outs, inits):
+        del nodes[0].input[:]
+    add("conv_no_inputs", base(conv_no_inputs), ["conv_a"], "conv_a has no inputs")
+
+    roi, scales = f32("roi_e", (0,)), numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales_c")
+    add("resize_cubic", one_node(helper.make_node("Resize", ["img_in", "roi_e", "scales_c"], ["y"],
+                                                  name="resize_a", mode="cubic"),
+                                 x4, [vi("y", [1, 3, 16, 16])], [roi, scales]),
+        ["resize_a"], "Resize mode cubic")
+    add("resize_tf_crop", one_node(helper.make_node("Resize", ["img_in", "roi_e", "scales_c"], ["y"],
+                                                    name="resize_b", mode="linear",
+                                                    coordinate_transformation_mode="tf_crop_and_resize"),
+                                   x4, [vi("y", [1, 3, 16, 16])], [roi, scales]),
+        ["resize_b"], "Resize coordinate_transformation_mode tf_crop_and_resize")
+    add("pad_mode_symmetric",
+        one_node(helper.make_node("Pad", ["img_in", "pads_c"], ["y"], name="pad_a", mode="symmetric"),
+                 x4, [vi("y", [1, 3, 10, 10])], [i64("pads_c", [0, 0, 1, 1, 0, 0, 1, 1])]),
+        ["pad_a"], "Pad mode symmetric (numpy's; ONNX has constant, reflect, edge, and wrap from opset 19)")
+    bn = [f32("bn_%s" % k, (3,), i) for i, k in enumerate(("s", "b", "m", "v"))]
+    bn[3] = numpy_helper.from_array(np.ones(3, np.float32), "bn_v")
+    add("batchnorm_training", one_node(helper.make_node("BatchNormalization",
+                                                        ["img_in", "bn_s", "bn_b", "bn_m", "bn_v"], ["y"],
+                                                        name="bn_train", training_mode=1),
+                                       x4, [vi("y", [1, 3, 8, 8])], bn),
+        ["bn_train"], "BatchNormalization with training_mode=1")
+
+    def reshape_bad(nodes, ins, outs, inits):
+        inits[2].CopyFrom(i64("shape_c", [5, 7]))
+    add("reshape_bad_shape", base(reshape_bad), ["reshape_a"], "reshape_a: 256 elements into [5, 7]")
+
+    def reshape_two_minus1(nodes, ins, outs, inits):
+        inits[2].CopyFrom(i64("shape_c", [-1, -1]))
+    add("reshape_two_minus_one", base(reshape_two_minus1), ["reshape_a"], "reshape_a's shape [-1, -1]")
+
+    def reshape_huge(nodes, ins, outs, inits):
+        inits[2].CopyFrom(i64("shape_c", [1 << 62, 1 << 62]))
+    add("reshape_huge", base(reshape_huge), ["reshape_a"], "reshape_a's shape [2^62, 2^62]")
+
+    def gemm_mismatch(nodes, ins, outs, inits):
+        inits[3].CopyFrom(f32("fc_w", (10, 200), 3))
+    add("gemm_inner_mismatch", base(gemm_mismatch), ["gemm_a"], "gemm_a: [1, 256] by fc_w [10, 200]^T")
+
+    add("concat_axis_out_of_range",
+        one_node(helper.make_node("Concat", ["img_in", "img_in"], ["y"], name="concat_bad", axis=7),
+                 x4, [vi("y", [2, 3, 8, 8])]), ["concat_bad"], "concat_bad's axis 7 of a 4-d input")
+    add("transpose_perm_repeated",
+        one_node(helper.make_node("Transpose", ["img_in"], ["y"], name="transpose_bad", perm=[0, 1, 1, 2]),
+                 x4, [vi("y", [1, 3, 3, 8])]), ["transpose_bad"], "transpose_bad's perm [0, 1, 1, 2]")
+    add("split_sizes_wrong",
+        one_node(helper.make_node("Split", ["img_in", "split_c"], ["y1", "y2"], name="split_bad", axis=1),
+                 x4, [vi("y1", [1, 1, 8, 8]), vi("y2", [1, 1, 8, 8])], [i64("split_c", [1, 1])]),
+        ["split_bad"], "split_bad splits 3 channels into [1, 1]")
+    add("squeeze_non_one",
+        one_node(helper.make_node("Squeeze", ["img_in", "axes_c"], ["y"], name="squeeze_bad"),
+                 x4, [vi("y", [1, 8, 8])], [i64("axes_c", [1])]), ["squeeze_bad"],
+        "squeeze_bad squeezes the axis of size 3")
+    add("gather_index_out_of_range",
+        model([helper.make_node("Shape", ["img_in"], ["shp"], name="shape_a"),
+               helper.make_node("Gather", ["shp", "idx_c"], ["g"], name="gather_oob", axis=0),
+               helper.make_node("Reshape", ["img_in", "g"], ["y"], name="reshape_g")],
+              x4, [vi("y", [192])], [i64("idx_c", [10])]),
+        ["gather_oob"], "gather_oob takes index 10 of a 4-element shape (folded at import)")
+    add("constant_without_value",
+        model([helper.make_node("Constant", [], ["c"], name="const_empty"),
+               helper.make_node("Add", ["img_in", "c"], ["y"], name="add_c")],
+              x4, [vi("y", [1, 3, 8, 8])]), ["const_empty"], "a Constant node with no value attribute")
+    add("constant_of_shape_huge",
+        model([helper.make_node("ConstantOfShape", ["big_shape"], ["c"], name="cos_huge"),
+               helper.make_node("Add", ["img_in", "c"], ["y"], name="add_huge")],
+              x4, [vi("y", [1, 3, 8, 8])], [i64("big_shape", [1 << 20, 1 << 20, 1 << 20])]),
+        ["cos_huge", "add_huge"], "ConstantOfShape [2^20, 2^20, 2^20] (folding it would need 2^62 bytes)")
+    add("matmul_rank_mismatch",
+        one_node(helper.make_node("MatMul", ["img_in", "mm_w"], ["y"], name="matmul_bad"),
+                 x4, [vi("y", [1, 3, 8, 5])], [f32("mm_w", (7, 5))]),
+        ["matmul_bad"], "matmul_bad: [.., 8] @ [7, 5]")
+
+    # ---- what could divide by zero, loop forever or overrun a fixed array ----
+    def empty_weight_name(nodes, ins, outs, inits):
+        nodes[0].input[1] = ""
+    add("conv_weight_name_empty", base(empty_weight_name), ["conv_a"],
+        "conv_a's weight input is \"\" (an omitted optional input)")
+
+    def dup_init(nodes, ins, outs, inits):
+        inits.append(f32("conv_w", (4, 3, 3, 3), 9))
+    add("duplicate_initializer", base(dup_init), ["conv_w"], "two initializers named conv_w")
+    deep = [1] * 13
+    add("rank_13_initializer",
+        one_node(helper.make_node("Add", ["img_in", "deep_t"], ["y"], name="add_deep"),
+                 x4, [vi("y", deep)], [numpy_helper.from_array(np.ones(deep, np.float32), "deep_t")]),
+        ["deep_t", "add_deep"], "initializer deep_t has 13 dimensions")
+    add("rank_13_input", one_node(helper.make_node("Relu", ["deep_in"], ["y"], name="relu_deep"),
+                                  [vi("deep_in", deep)], [vi("y", deep)]),
+        ["deep_in", "relu_deep"], "graph input deep_in has 13 dimensions")
+
+    def group_zero(nodes, ins, outs, inits):
+        set_attr(nodes[0], helper.make_attribute("group", 0))
+    add("conv_group_zero", base(group_zero), ["conv_a"], "conv_a's group is 0")
+
+    def stride_zero(nodes, ins, outs, inits):
+        set_attr(nodes[0], helper.make_attribute("strides", [0, 0]))
+    add("conv_stride_zero", base(stride_zero), ["conv_a"], "conv_a's strides are [0, 0]")
+    add("maxpool_kernel_zero",
+        one_node(helper.make_node("MaxPool", ["img_in"], ["y"], name="pool_zero", kernel_shape=[0, 0]),
+                 x4, [vi("y", [1, 3, 8, 8])]), ["pool_zero"], "pool_zero's kernel_shape is [0, 0]")
+    add("slice_step_zero",
+        one_node(helper.make_node("Slice", ["img_in", "st_c", "en_c", "ax_c", "sp_c"], ["y"], name="slice_zero"),
+                 x4, [vi("y", [1, 3, 4, 8])], [i64("st_c", [0]), i64("en_c", [8]), i64("ax_c", [2]),
+                                               i64("sp_c", [0])]),
+        ["slice_zero"], "slice_zero's step is 0")
+    add("range_delta_zero",
+        model([helper.make_node("Range", ["r0", "r1", "rd"], ["r"], name="range_zero"),
+               helper.make_node("Reshape", ["img_in", "r"], ["y"], name="reshape_r")],
+              x4, [vi("y", [192])], [i64("r0", 0), i64("r1", 5), i64("rd", 0)]),
+        ["range_zero"], "range_zero's delta is 0 (folded at import: must not loop forever)")
+    shape_div = [helper.make_node("Shape", ["img_in"], ["shp"], name="shape_d"),
+                 None,
+                 helper.make_node("Reshape", ["img_in", "q"], ["y"], name="reshape_q")]
+    shape_div[1] = helper.make_node("Div", ["shp", "zero_c"], ["q"], name="div_zero")
+    add("int_div_by_zero_folded", model(shape_div, x4, [vi("y", [1, 3, 8, 8])], [i64("zero_c", [0, 1, 1, 1])]),
+        ["div_zero"], "div_zero divides the int64 shape by [0, 1, 1, 1] (folded at import)")
+    shape_mod = list(shape_div)
+    shape_mod[1] = helper.make_node("Mod", ["shp", "zero_c"], ["q"], name="mod_zero")
+    add("int_mod_by_zero_folded", model(shape_mod, x4, [vi("y", [1, 3, 8, 8])], [i64("zero_c", [0, 1, 1, 1])]),
+        ["mod_zero"], "mod_zero: the int64 shape modulo [0, 1, 1, 1] (folded at import)")
+    add("cast_to_string",
+        one_node(helper.make_node("Cast", ["img_in"], ["y"], name="cast_str", to=TensorProto.STRING),
+                 x4, [vi("y", [1, 3, 8, 8], TensorProto.STRING)]), ["cast_str"], "cast_str casts to STRING")
+    add("transpose_perm_out_of_range",
+        one_node(helper.make_node("Transpose", ["img_in"], ["y"], name="transpose_far", perm=[0, 1, 2, 9]),
+                 x4, [vi("y", [1, 3, 8, 8])]), ["transpose_far"], "transpose_far's perm names axis 9 of 4")
+    neg_scales = numpy_helper.from_array(np.array([1, 1, -2, 2], np.float32), "neg_scales")
+    add("resize_scale_negative",
+        one_node(helper.make_node("Resize", ["img_in", "", "neg_scales"], ["y"], name="resize_neg", mode="nearest",
+                                  coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+                 x4, [vi("y", [1, 3, 16, 16])], [neg_scales]), ["resize_neg"], "resize_neg's scales [1, 1, -2, 2]")
+    return out
+
+
+def write(out_dir):
+    """Writes every case under out_dir (each in a directory of its own, so that
+    external files resolve next to it); returns the list of dicts written to
+    cases.json: name, path, expect, what."""
+    listing = []
+    for name, data, expect, what, files in cases():
+        d = os.path.join(out_dir, name, "model")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, name + ".onnx")
+        with open(path, "wb") as f:
+            f.write(data)
+        for rel, blob in files.items():
+            with open(os.path.normpath(os.path.join(d, rel)), "wb") as f:
+                f.write(blob)
+        listing.append(dict(name=name, path=path, expect=expect, what=what))
+    with open(os.path.join(out_dir, "cases.json"), "w") as f:
+        json.dump(listing, f, indent=1)
+    return listing
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    listing = write(a.out)
+    for c in listing:
+        print("%-28s %s" % (c["name"], c["what"]))
+    print("%d files (%d malformed or unsupported)" % (len(listing), len(listing) - 1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
