@@ -167,6 +167,11 @@ typedef struct ConvPlan {
      * kernel for the real strides. The copies are NHWC when the source is
      * channels-last, else NCHW. */
     bool staged;
+    /* Staged f32 whose real source (destination) already has the copy's
+     * layout: the primitive reads (writes) the real tensor, no copy (a
+     * depthwise conv reading a channels-last map and writing an NCHW one
+     * copies only its destination). */
+    bool src_direct, dst_direct;
     int64_t src_str[4], dst_str[4]; /* the strides the primitive sees */
     int post_arg[RT_CONV_MAX_POST]; /* oneDNN's post-op index of each ADD */
     /* An ADD operand laid out otherwise than the primitive's destination
@@ -252,11 +257,18 @@ static void try_plan(const RtConvDesc *d, dnnl_engine_t eng, int threads, Stage 
         /* Both copies in one order, the source's: oneDNN's fast kernels
          * want the same layout on both sides. */
         if (stage == STAGE_NHWC) scl = true;
+        dnnl_dims_t real_s, real_d;
+        memcpy(real_s, sst, sizeof real_s);
+        memcpy(real_d, dst, sizeof real_d);
         dense_strides(sdims, scl, sst);
         dense_strides(ddims, scl, dst);
-        off = ALIGN_UP((size_t)(sdims[0] * sdims[1] * sdims[2] * sdims[3]) * 4);
+        pl->src_direct = d->dtype == RT_F32 && same_layout(sdims, real_s, sst);
+        pl->dst_direct = d->dtype == RT_F32 && same_layout(ddims, real_d, dst);
+        if (!pl->src_direct)
+            off = ALIGN_UP((size_t)(sdims[0] * sdims[1] * sdims[2] * sdims[3]) * 4);
         pl->off_dst = off;
-        off += ALIGN_UP((size_t)(ddims[0] * ddims[1] * ddims[2] * ddims[3]) * 4);
+        if (!pl->dst_direct)
+            off += ALIGN_UP((size_t)(ddims[0] * ddims[1] * ddims[2] * ddims[3]) * 4);
     }
     memcpy(pl->src_str, sst, sizeof pl->src_str);
     memcpy(pl->dst_str, dst, sizeof pl->dst_str);
@@ -558,8 +570,8 @@ static bool staged_reorders(ConvRun *r, dnnl_engine_t eng) {
         return true; /* the loops */
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(r->plan.pd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(r->plan.pd, dnnl_query_dst_md, 0);
-    r->rin = fast_reorder(eng, &umd_in, smd);
-    r->rout = fast_reorder(eng, dmd, &umd_out);
+    if (!r->plan.src_direct) r->rin = fast_reorder(eng, &umd_in, smd);
+    if (!r->plan.dst_direct) r->rout = fast_reorder(eng, dmd, &umd_out);
     if (r->rin && dnnl_memory_create(&r->uin, &umd_in, eng, DNNL_MEMORY_NONE)) return false;
     if (r->rout && dnnl_memory_create(&r->uout, &umd_out, eng, DNNL_MEMORY_NONE)) return false;
     return true;
@@ -755,7 +767,7 @@ void rt_conv(void *state, void **bufs, int64_t index) {
     int saved = omp_get_max_threads();
     omp_set_num_threads(s->threads);
     dnnl_status_t st = dnnl_success;
-    if (pl->staged) {
+    if (pl->staged && !pl->src_direct) {
         if (r->rin) {
             dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, r->uin}, {DNNL_ARG_TO, r->src}};
             st = dnnl_memory_set_data_handle(r->uin, src);
@@ -764,8 +776,9 @@ void rt_conv(void *state, void **bufs, int64_t index) {
         } else {
             rt_conv_to_f32(src, t, sdims, d->src_strides, (float *)scratch, pl->src_str);
         }
-        src = scratch, dst = scratch + pl->off_dst;
+        src = scratch;
     }
+    if (pl->staged && !pl->dst_direct) dst = scratch + pl->off_dst;
     dnnl_exec_arg_t args[5 + RT_CONV_MAX_POST];
     int nargs = 0;
 #define ARG(a, m, ptr)                                                                             \
@@ -796,7 +809,7 @@ void rt_conv(void *state, void **bufs, int64_t index) {
         st = dnnl_primitive_execute(r->wreorder, s->stream, 2, wargs);
     }
     if (!st) st = dnnl_primitive_execute(r->prim, s->stream, nargs, args);
-    if (!st && pl->staged && r->rout) {
+    if (!st && pl->staged && !pl->dst_direct && r->rout) {
         dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, r->dst}, {DNNL_ARG_TO, r->uout}};
         st = dnnl_memory_set_data_handle(r->uout, rt_conv_ptr(bufs, d->dst));
         if (!st) st = dnnl_primitive_execute(r->rout, s->stream, 2, a);
@@ -810,7 +823,7 @@ void rt_conv(void *state, void **bufs, int64_t index) {
         run_direct(r, bufs);
         return;
     }
-    if (pl->staged && !r->rout)
+    if (pl->staged && !pl->dst_direct && !r->rout)
         rt_conv_from_f32((float *)dst, pl->dst_str, rt_conv_ptr(bufs, d->dst), t, ddims,
                          d->dst_strides);
 }
