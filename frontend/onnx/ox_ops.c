@@ -589,6 +589,11 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
         int first = nd; /* outermost padded dim */
         for (int k = 0; k < nd; k++) {
             int64_t b = ox_const_int(x, p, k), en = ox_const_int(x, p, k + nd);
+            /* Bounded first: their sum must not overflow (fuzzed pads of
+             * 7e18 did), and no tensor has a dim near 2^31 anyway. */
+            if (b < -INT32_MAX || b > INT32_MAX || en < -INT32_MAX || en > INT32_MAX)
+                ox_fail(x, "pads of dim %d (%lld, %lld) are out of range", k, (long long)b,
+                        (long long)en);
             d[k] = ox_dim_op(x, '+', in[0]->dim[k], ox_dim_c(b + en));
             tp[2 * (nd - 1 - k)] = b, tp[2 * (nd - 1 - k) + 1] = en;
             if ((b || en) && k < first) first = k;
