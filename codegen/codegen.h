@@ -47,20 +47,18 @@ typedef struct CgProgram {
 
 void cg_interface_init(Arena *a, CgProgram *p);
 /* Fills p->convs from the plan and appends the convolutions' scratch to
- * the arena (p->plan's arena_bytes grows by conv_scratch_bytes). */
-void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan);
+ * the arena (p->plan's arena_bytes grows by conv_scratch_bytes), sized by
+ * the runtime of the target: oneDNN's (rt_conv_scratch_bytes,
+ * rt_conv_prepared_bytes) or, for cuda, cuDNN's (rt_cuda_conv_*). */
+void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan, bool cuda);
 /* The index of conv node v in p->convs. */
 int cg_conv_index(const CgProgram *p, const Value *v);
 /* The whole plan of a checked graph, as tgc build makes it: storage dtypes,
  * fusion, schedule, memory plan and interface. */
 void cg_program_plan(Arena *a, const Graph *g, CgProgram *p);
 /* The same for a target: cuda plans the convolutions' scratch and prepared
- * weights for cuDNN (cg_cuda_conv_plan) instead of oneDNN. */
+ * weights for cuDNN instead of oneDNN. */
 void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda);
-/* codegen/cuda/cu_conv.c: re-plans the arena's convolution tail that
- * cg_conv_plan made for oneDNN with the CUDA runtime's sizes
- * (rt_cuda_conv_scratch_bytes, rt_cuda_conv_prepared_bytes). */
-void cg_cuda_conv_plan(CgProgram *p, MemPlan *plan);
 
 typedef struct CgOptions {
     const char *cpu;                            /* LLVM CPU name; NULL: the host's */

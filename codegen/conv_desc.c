@@ -184,7 +184,7 @@ static void plan_channels_last(const CgProgram *p) {
     }
 }
 
-void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan) {
+void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan, bool cuda) {
     const Graph *g = p->g;
     int n = 0;
     for (int i = 0; i < g->nvalues; i++)
@@ -201,12 +201,17 @@ void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan) {
         p->conv_values[k++] = v;
     }
     plan_channels_last(p);
+    /* The runtime that will run them sizes the tail: oneDNN's scratchpad,
+     * or cuDNN's staging and workspace, which start on 256 bytes as
+     * cuMemAlloc's own. */
+    if (cuda) base = (base + 255) / 256 * 256;
     for (int k = 0; k < n; k++) {
         RtConvDesc *d = &p->convs[k];
         d->scratch_offset = base;
-        int64_t s = (int64_t)rt_conv_scratch_bytes(d, 0);
+        int64_t s = (int64_t)(cuda ? rt_cuda_conv_scratch_bytes(d) : rt_conv_scratch_bytes(d, 0));
         if (s > scratch) scratch = s;
-        p->conv_prepared_bytes += (int64_t)rt_conv_prepared_bytes(d);
+        p->conv_prepared_bytes +=
+            (int64_t)(cuda ? rt_cuda_conv_prepared_bytes(d) : rt_conv_prepared_bytes(d));
     }
     p->conv_scratch_bytes = memplan_align(scratch);
     for (int k = 0; k < n; k++) /* every conv may use the whole shared tail */
@@ -223,30 +228,4 @@ int cg_conv_index(const CgProgram *p, const Value *v) {
         if (p->conv_values[i] == v) return i;
     TGC_ASSERT(!"conv not planned");
     return -1;
-}
-
-/* The CUDA target re-plans the tail with cuDNN's sizes (here, beside
- * cg_conv_plan, so that code needing only the plan, such as the glue
- * fuzzer, links without the CUDA code generator). */
-void cg_cuda_conv_plan(CgProgram *p, MemPlan *plan) {
-    if (!p->nconvs) return;
-    /* cg_conv_plan put the tail at the activations' aligned end; cuDNN's
-     * staging and workspace start on 256 bytes, as cuMemAlloc's own. */
-    int64_t end = p->convs[0].scratch_offset, scratch = 0, prepared = 0;
-    int64_t base = (end + 255) / 256 * 256;
-    for (int k = 0; k < p->nconvs; k++) {
-        int64_t s = (int64_t)rt_cuda_conv_scratch_bytes(&p->convs[k]);
-        if (s > scratch) scratch = s;
-        prepared += (int64_t)rt_cuda_conv_prepared_bytes(&p->convs[k]);
-    }
-    p->conv_scratch_bytes = memplan_align(scratch);
-    p->conv_prepared_bytes = prepared;
-    for (int k = 0; k < p->nconvs; k++) { /* every conv may use the whole shared tail */
-        p->convs[k].scratch_offset = base;
-        p->convs[k].scratch_bytes = p->conv_scratch_bytes;
-    }
-    if (p->conv_scratch_bytes)
-        plan->arena_bytes = base + p->conv_scratch_bytes;
-    else if (plan->arena_bytes > end) /* drop oneDNN's tail */
-        plan->arena_bytes = end;
 }

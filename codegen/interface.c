@@ -21,8 +21,7 @@ void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda) {
     MemPlan *plan = memplan_plan(a, p->sched);
     p->plan = plan;
     cg_interface_init(a, p);
-    cg_conv_plan(a, p, plan);
-    if (cuda) cg_cuda_conv_plan(p, plan); /* cuDNN's scratch instead of oneDNN's */
+    cg_conv_plan(a, p, plan, cuda);
 }
 
 void cg_interface_init(Arena *a, CgProgram *p) {
