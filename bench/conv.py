@@ -107,12 +107,11 @@ def scripted(model):
     return m
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_common_args(ap, models):
+    """The options conv.py and onnx.py share."""
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--batches", default="1,16")
-    ap.add_argument("--size", type=int, default=224, help="image side (default 224)")
-    ap.add_argument("--only", help="comma-separated subset of " + ",".join(MODELS))
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(models))
     ap.add_argument("--budget", type=float, default=2.0, help="seconds of timed runs per side")
     ap.add_argument("--tgc", help="tgc binary (default: build build-bench/tgc)")
     ap.add_argument("--no-check", action="store_true", help="skip the comparison with PyTorch")
@@ -120,19 +119,54 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--torch-omp-active", action="store_true",
                     help="leave OMP_WAIT_POLICY alone in the PyTorch process (default: PASSIVE)")
-    a = ap.parse_args()
-    T = a.threads
-    torch.set_num_threads(T)
+
+
+def apply_common_args(ap, a, models):
+    """Sets PyTorch's and OpenBLAS's threads to --threads; returns the
+    models (--only, checked) and the batch sizes."""
+    torch.set_num_threads(a.threads)
     try:  # torch.set_num_threads does not reach Debian's OpenBLAS (bench/run.py)
         import ctypes
-        ctypes.CDLL("libopenblas.so.0").openblas_set_num_threads(T)
+        ctypes.CDLL("libopenblas.so.0").openblas_set_num_threads(a.threads)
     except OSError:
         pass
-    models = a.only.split(",") if a.only else MODELS
-    for m in models:
-        if m not in MODELS:
-            ap.error("unknown model %r (choose from %s)" % (m, ", ".join(MODELS)))
-    batches = [int(b) for b in a.batches.split(",")]
+    chosen = a.only.split(",") if a.only else models
+    for m in chosen:
+        if m not in models:
+            ap.error("unknown model %r (choose from %s)" % (m, ", ".join(models)))
+    return chosen, [int(b) for b in a.batches.split(",")]
+
+
+def print_timings(rows, width):
+    """The table of times and ratios, and the geometric mean of eager/tgc."""
+    def ms(us):
+        return "%9.2f" % (us / 1000) if us else "%9s" % "-"
+
+    def ratio(num, den):
+        return "%7.2f" % (num / den) if num and den else "%7s" % "-"
+
+    print("%-*s %5s %9s %9s %9s %7s %7s  %s" % (width, "model", "batch", "tgc ms", "eager ms",
+                                               "script ms", "eager/", "script/", "check"))
+    print("%-*s %5s %9s %9s %9s %7s %7s" % (width, "", "", "", "", "", "tgc", "tgc"))
+    for r in rows:
+        chk = r.get("error") or ("-" if "match" not in r else
+                                 "%s %.1e" % ("ok" if r["match"] else "MISMATCH", r["max_abs_diff"]))
+        print("%-*s %5d %s %s %s %s %s  %s" % (width, r["model"], r["batch"], ms(r.get("tgc_us")),
+                                               ms(r.get("eager_us")), ms(r.get("script_us")),
+                                               ratio(r.get("eager_us"), r.get("tgc_us")),
+                                               ratio(r.get("script_us"), r.get("tgc_us")), chk))
+    ratios = [r["eager_us"] / r["tgc_us"] for r in rows if r.get("tgc_us") and r.get("eager_us")]
+    if ratios:
+        print("geometric mean eager/tgc: %.2f" % statistics.geometric_mean(ratios))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_args(ap, MODELS)
+    ap.add_argument("--size", type=int, default=224, help="image side (default 224)")
+    a = ap.parse_args()
+    T = a.threads
+    models, batches = apply_common_args(ap, a, MODELS)
     tgc = B.build_tgc(a)
     work = tempfile.mkdtemp(prefix="tgc-bench-conv-")
     rows, failed = [], False
@@ -179,29 +213,11 @@ def main():
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    def ms(us):
-        return "%9.2f" % (us / 1000) if us else "%9s" % "-"
-
-    def ratio(num, den):
-        return "%7.2f" % (num / den) if num and den else "%7s" % "-"
-
     print("conv nets, %s; threads=%d (tgc --threads, torch.set_num_threads); image %dx%d; "
           "PyTorch %s, OMP_WAIT_POLICY=%s; load %s"
           % (time.strftime("%Y-%m-%d %H:%M"), T, a.size, a.size, torch.__version__,
              os.environ.get("OMP_WAIT_POLICY", "(unset)"), B.loadavg()))
-    print("%-14s %5s %9s %9s %9s %7s %7s  %s" % ("model", "batch", "tgc ms", "eager ms", "script ms",
-                                                "eager/", "script/", "check"))
-    print("%-14s %5s %9s %9s %9s %7s %7s" % ("", "", "", "", "", "tgc", "tgc"))
-    for r in rows:
-        chk = r.get("error") or ("-" if "match" not in r else
-                                 "%s %.1e" % ("ok" if r["match"] else "MISMATCH", r["max_abs_diff"]))
-        print("%-14s %5d %s %s %s %s %s  %s" % (r["model"], r["batch"], ms(r.get("tgc_us")),
-                                                ms(r.get("eager_us")), ms(r.get("script_us")),
-                                                ratio(r.get("eager_us"), r.get("tgc_us")),
-                                                ratio(r.get("script_us"), r.get("tgc_us")), chk))
-    ratios = [r["eager_us"] / r["tgc_us"] for r in rows if r.get("tgc_us") and r.get("eager_us")]
-    if ratios:
-        print("geometric mean eager/tgc: %.2f" % statistics.geometric_mean(ratios))
+    print_timings(rows, 14)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(threads=T, size=a.size, rows=rows), f, indent=1)

@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -99,29 +98,10 @@ def scripted(model):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    ap.add_argument("--batches", default="1,16")
-    ap.add_argument("--only", help="comma-separated subset of " + ",".join(MODELS))
-    ap.add_argument("--budget", type=float, default=2.0, help="seconds of timed runs per side")
-    ap.add_argument("--tgc", help="tgc binary (default: build build-bench/tgc)")
-    ap.add_argument("--no-check", action="store_true", help="skip the comparison with PyTorch")
-    ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--keep", action="store_true", help="keep the work directory")
-    ap.add_argument("--torch-omp-active", action="store_true",
-                    help="leave OMP_WAIT_POLICY alone in the PyTorch process (default: PASSIVE)")
+    C.add_common_args(ap, MODELS)
     a = ap.parse_args()
     T = a.threads
-    torch.set_num_threads(T)
-    try:  # torch.set_num_threads does not reach Debian's OpenBLAS (bench/run.py)
-        import ctypes
-        ctypes.CDLL("libopenblas.so.0").openblas_set_num_threads(T)
-    except OSError:
-        pass
-    models = a.only.split(",") if a.only else MODELS
-    for m in models:
-        if m not in MODELS:
-            ap.error("unknown model %r (choose from %s)" % (m, ", ".join(MODELS)))
-    batches = [int(b) for b in a.batches.split(",")]
+    models, batches = C.apply_common_args(ap, a, MODELS)
     tgc = B.build_tgc(a)
     work = tempfile.mkdtemp(prefix="tgc-bench-onnx-")
     rows, imports, failed = [], [], False
@@ -196,12 +176,6 @@ def main():
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    def ms(us):
-        return "%9.2f" % (us / 1000) if us else "%9s" % "-"
-
-    def ratio(num, den):
-        return "%7.2f" % (num / den) if num and den else "%7s" % "-"
-
     print("torchvision via ONNX, %s; threads=%d; image %dx%d; PyTorch %s, OMP_WAIT_POLICY=%s; "
           "load %s" % (time.strftime("%Y-%m-%d %H:%M"), T, SIZE, SIZE, torch.__version__,
                        os.environ.get("OMP_WAIT_POLICY", "(unset)"), B.loadavg()))
@@ -211,19 +185,7 @@ def main():
         print("%-19s %9s %9s %9s%s" % (i["model"], "%.2f" % i["import_s"] if "import_s" in i else "-",
                                        "%.2f" % i["build_s"] if "build_s" in i else "-",
                                        "%.2f" % tot, "  " + i["error"] if "error" in i else ""))
-    print("%-19s %5s %9s %9s %9s %7s %7s  %s" % ("model", "batch", "tgc ms", "eager ms",
-                                                "script ms", "eager/", "script/", "check"))
-    print("%-19s %5s %9s %9s %9s %7s %7s" % ("", "", "", "", "", "tgc", "tgc"))
-    for r in rows:
-        chk = r.get("error") or ("-" if "match" not in r else
-                                 "%s %.1e" % ("ok" if r["match"] else "MISMATCH", r["max_abs_diff"]))
-        print("%-19s %5d %s %s %s %s %s  %s" % (r["model"], r["batch"], ms(r.get("tgc_us")),
-                                                ms(r.get("eager_us")), ms(r.get("script_us")),
-                                                ratio(r.get("eager_us"), r.get("tgc_us")),
-                                                ratio(r.get("script_us"), r.get("tgc_us")), chk))
-    ratios = [r["eager_us"] / r["tgc_us"] for r in rows if r.get("tgc_us") and r.get("eager_us")]
-    if ratios:
-        print("geometric mean eager/tgc: %.2f" % statistics.geometric_mean(ratios))
+    C.print_timings(rows, 19)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(threads=T, imports=imports, rows=rows), f, indent=1)

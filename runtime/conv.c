@@ -579,7 +579,8 @@ static bool staged_reorders(ConvRun *r, dnnl_engine_t eng) {
 
 /* Makes r's primitive, memory objects, weights and weight reorder from
  * r->plan.pd; false when oneDNN refuses something (*nomem: when we ran out
- * of memory). r is left partly built, for run_free. */
+ * of memory). r is left partly built, for run_free. Called with OpenMP at
+ * the context's thread count (run_setup). */
 static bool run_build(ConvState *s, ConvRun *r, void **bufs, bool *nomem) {
     const RtConvDesc *d = r->d;
     dnnl_engine_t eng = s->eng;
@@ -630,11 +631,8 @@ static bool run_build(ConvState *s, ConvRun *r, void **bufs, bool *nomem) {
     /* Constant weights: folded and reordered now, once. */
     fold(r, bufs);
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, r->wuser}, {DNNL_ARG_TO, r->wei}};
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(s->threads);
-    st = dnnl_primitive_execute(r->wreorder, s->stream, 2, args);
+    st = dnnl_primitive_execute(r->wreorder, s->stream, 2, args); /* at the context's threads */
     if (!st) st = dnnl_stream_wait(s->stream);
-    omp_set_num_threads(saved);
     if (st) return false;
     dnnl_primitive_destroy(r->wreorder);
     dnnl_memory_destroy(r->wuser);

@@ -200,8 +200,9 @@ def compare(job, what, out_dir, want_dir, meta):
     return got_all
 
 
-def show_json(job, tgc, what, path, *defs):
-    r = run([tgc, "show", path, "--json"] + list(defs))
+def tgc_json(job, tgc, cmd, what, path, *args):
+    """`tgc CMD PATH --json ARGS...` parsed, or None after a failed check."""
+    r = run([tgc, cmd, path, "--json"] + list(args))
     if not job.ran(what, r):
         return None
     try:
@@ -209,6 +210,10 @@ def show_json(job, tgc, what, path, *defs):
     except ValueError as e:
         job.check(False, what + ": JSON", str(e))
         return None
+
+
+def show_json(job, tgc, what, path, *defs):
+    return tgc_json(job, tgc, "show", what, path, *defs)
 
 
 def first_difference(a, b):
@@ -224,14 +229,7 @@ def first_difference(a, b):
 
 
 def report_json(job, tgc, what, path, *args):
-    r = run([tgc, "report", path, "--json"] + list(args))
-    if not job.ran(what, r):
-        return None
-    try:
-        return json.loads(r[1])
-    except ValueError as e:
-        job.check(False, what + ": JSON", str(e))
-        return None
+    return tgc_json(job, tgc, "report", what, path, *args)
 
 
 def model_opset(job, tgc, cache, work, meta, opset):
