@@ -10,128 +10,9 @@
 
 #include "ir/conv.h"
 #include "ir/infer.h"
+#include "ir/irbuild.h"
 
-typedef struct L {
-    InferCtx *c;
-    SrcLoc loc;
-    Arena *a;
-} L;
-
-static Value *mk(L *l, OpCode op, int n, Arg *args) {
-    Value *v = value_make(l->c, op, l->loc, n, args);
-    if (v) graph_append(l->c->g, v);
-    return v;
-}
-static Arg T(L *l, Value *v) {
-    return arg_tensor(v, l->loc);
-}
-static Arg I(L *l, int64_t i) {
-    return arg_int(i, l->loc);
-}
-static Arg IS(L *l, const int64_t *v, int n) {
-    return arg_ints(l->a, v, n, l->loc);
-}
-static Arg NUM(L *l, double f) {
-    return (Arg){.kind = ARG_NUM, .f = f, .loc = l->loc};
-}
-
-static Value *scalar(L *l, double x) {
-    Value *v = value_new(l->c->g, OP_SCALAR, l->loc);
-    v->weak = true;
-    v->dtype = DT_F32;
-    v->scalar = x;
-    graph_append(l->c->g, v);
-    return v;
-}
-static Value *unary(L *l, OpCode op, Value *x) {
-    Arg a[1] = {T(l, x)};
-    return x ? mk(l, op, 1, a) : NULL;
-}
-static Value *binary(L *l, OpCode op, Value *x, Value *y) {
-    if (!x || !y) return NULL;
-    Arg a[2] = {T(l, x), T(l, y)};
-    return mk(l, op, 2, a);
-}
-static Value *to(L *l, Value *x, DType t) {
-    if (!x || x->dtype == t) return x;
-    Arg a[2] = {T(l, x), arg_dtype(t, l->loc)};
-    return mk(l, OP_TO, 2, a);
-}
-static Value *reshape(L *l, Value *x, const int64_t *shape, int n) {
-    if (!x) return NULL;
-    Arg a[2] = {T(l, x), IS(l, shape, n)};
-    return mk(l, OP_RESHAPE, 2, a);
-}
-static Value *permute(L *l, Value *x, const int64_t *dims, int n) {
-    if (!x) return NULL;
-    Arg a[2] = {T(l, x), IS(l, dims, n)};
-    return mk(l, OP_PERMUTE, 2, a);
-}
-static Value *reduce(L *l, OpCode op, Value *x, const int64_t *dims, int n) {
-    if (!x) return NULL;
-    Arg a[2] = {T(l, x), IS(l, dims, n)};
-    return mk(l, op, 2, a);
-}
-static Value *slice(L *l, Value *x, int dim, int64_t start, int64_t end, int64_t step) {
-    if (!x) return NULL;
-    Arg a[5] = {T(l, x), I(l, dim), I(l, start), I(l, end), I(l, step)};
-    return mk(l, OP_SLICE, 5, a);
-}
-static Value *windows(L *l, Value *x, int dim, int64_t size, int64_t step) {
-    if (!x) return NULL;
-    Arg a[4] = {T(l, x), I(l, dim), I(l, size), I(l, step)};
-    return mk(l, OP_WINDOWS, 4, a);
-}
-/* A constant tensor of dtype t holding data (shape, n dims). */
-static Value *constant(L *l, const double *data, const int64_t *shape, int n, DType t) {
-    Arg d = {.kind = ARG_ANY_LIST, .loc = l->loc, .data_ndim = n, .data_has_float = true};
-    int64_t count = shape_numel(shape, n);
-    d.data = arena_dup(l->a, data, sizeof(double) * (size_t)(count ? count : 1));
-    d.n = (int)count;
-    for (int i = 0; i < n; i++)
-        d.data_shape[i] = shape[i];
-    Arg a[2] = {d, arg_dtype(t, l->loc)};
-    return mk(l, OP_TENSOR, 2, a);
-}
-static Value *index_select(L *l, Value *x, int dim, const int64_t *idx, int64_t n) {
-    if (!x) return NULL;
-    double *d = ARENA_ARRAY(l->a, double, n ? n : 1);
-    for (int64_t i = 0; i < n; i++)
-        d[i] = (double)idx[i];
-    Value *t = constant(l, d, &n, 1, DT_I64);
-    if (!t) return NULL;
-    Arg a[3] = {T(l, x), I(l, dim), T(l, t)};
-    return mk(l, OP_INDEX_SELECT, 3, a);
-}
-/* x padded along dim with `value` (negative pads crop). */
-static Value *pad_constant(L *l, Value *x, int dim, int64_t left, int64_t right, double value) {
-    if (!x) return NULL;
-    if (left < 0 || right < 0) {
-        x = slice(l, x, dim, left < 0 ? -left : 0, x->shape[dim] + (right < 0 ? right : 0), 1);
-        if (!x) return NULL;
-        left = left > 0 ? left : 0, right = right > 0 ? right : 0;
-    }
-    if (!left && !right) return x;
-    Value *parts[3];
-    int n = 0;
-    for (int side = 0; side < 3; side++) {
-        int64_t w = side == 0 ? left : side == 2 ? right : 0;
-        if (side == 1) {
-            parts[n++] = x;
-            continue;
-        }
-        if (!w) continue;
-        int64_t shape[TG_MAX_DIMS];
-        memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        shape[dim] = w;
-        Arg a[3] = {IS(l, shape, x->ndim), NUM(l, value), arg_dtype(x->dtype, l->loc)};
-        if (!(parts[n++] = mk(l, OP_FULL, 3, a))) return NULL;
-    }
-    Arg ca = {.kind = ARG_TENSORS, .loc = l->loc, .n = n};
-    ca.ts = arena_dup(l->a, parts, sizeof(Value *) * (size_t)n);
-    Arg a[2] = {ca, I(l, dim)};
-    return mk(l, OP_CAT, 2, a);
-}
+typedef IrB L;
 
 static DType compute_dtype(DType t) {
     return dtype_size(t) == 2 ? DT_F32 : t;
@@ -145,8 +26,8 @@ static Value *pool_windows(L *l, Value *x, const PoolGeom *g) {
     int n0 = x->ndim;
     for (int i = 2 - g->nd; i < 2 && x; i++) {
         int64_t ek = g->dilation[i] * (g->k[i] - 1) + 1;
-        x = windows(l, x, n0 - 2 + i, ek, g->stride[i]);
-        if (x && g->dilation[i] > 1) x = slice(l, x, x->ndim - 1, 0, ek, g->dilation[i]);
+        x = irb_windows(l, x, n0 - 2 + i, ek, g->stride[i]);
+        if (x && g->dilation[i] > 1) x = irb_slice(l, x, x->ndim - 1, 0, ek, g->dilation[i]);
     }
     return x;
 }
@@ -156,24 +37,24 @@ static Value *lower_pool(L *l, Value *v) {
     pool_geometry(v, &g);
     Value *x = IN0(v);
     DType t = x->dtype;
-    if (!g.is_max) x = to(l, x, compute_dtype(t));
+    if (!g.is_max) x = irb_to(l, x, compute_dtype(t));
     double fill = g.is_max ? -INFINITY : 0;
     for (int i = 2 - g.nd; i < 2; i++) {
         int dim = x->ndim - 2 + i;
         int64_t need = (g.out[i] - 1) * g.stride[i] + g.dilation[i] * (g.k[i] - 1) + 1;
-        x = pad_constant(l, x, dim, g.pad[i], need - g.in[i] - g.pad[i], fill);
+        x = irb_pad_constant(l, x, dim, g.pad[i], need - g.in[i] - g.pad[i], fill);
         if (!x) return NULL;
     }
     int n0 = x->ndim;
     x = pool_windows(l, x, &g);
     int64_t red[2] = {n0, n0 + 1};
-    Value *r = reduce(l, g.is_max ? OP_AMAX : OP_SUM, x, red, g.nd);
+    Value *r = irb_reduce(l, g.is_max ? OP_AMAX : OP_SUM, x, red, g.nd);
     if (!r || g.is_max) return r;
     /* The divisor of each window (ATen's avg_pool2d): the window clipped to
      * the padded input, or to the input itself without count_include_pad. */
     Value *div;
     if (g.divisor_override) {
-        div = scalar(l, (double)g.divisor_override);
+        div = irb_scalar(l, (double)g.divisor_override);
     } else {
         int64_t *cnt[2] = {ARENA_ARRAY(l->a, int64_t, g.out[0]),
                            ARENA_ARRAY(l->a, int64_t, g.out[1])};
@@ -198,14 +79,14 @@ static Value *lower_pool(L *l, Value *v) {
                 uniform &= cnt[0][a] * cnt[1][b] == first;
             }
         if (uniform) {
-            div = scalar(l, (double)first);
+            div = irb_scalar(l, (double)first);
         } else {
             int64_t shape[2] = {oh, ow};
-            div = g.nd == 2 ? constant(l, d, shape, 2, r->dtype)
-                            : constant(l, d, shape + 1, 1, r->dtype);
+            div = g.nd == 2 ? irb_constant(l, d, shape, 2, r->dtype)
+                            : irb_constant(l, d, shape + 1, 1, r->dtype);
         }
     }
-    return to(l, binary(l, OP_DIV, r, div), t);
+    return irb_to(l, irb_binary(l, OP_DIV, r, div), t);
 }
 
 /* Adaptive pools: window o of a dim of size in covers [floor(o * in / out),
@@ -217,7 +98,7 @@ static Value *lower_adaptive(L *l, Value *v) {
     Value *x = IN0(v);
     DType t = x->dtype;
     int nd = v->op == OP_ADAPTIVE_AVG_POOL2D || v->op == OP_ADAPTIVE_MAX_POOL2D ? 2 : 1;
-    if (!is_max) x = to(l, x, compute_dtype(t));
+    if (!is_max) x = irb_to(l, x, compute_dtype(t));
     double count_prod_uniform = 1;
     bool uniform = true;
     double *lens[2] = {NULL, NULL};
@@ -244,7 +125,7 @@ static Value *lower_adaptive(L *l, Value *v) {
             }
         }
         count_prod_uniform *= (double)kmax;
-        x = index_select(l, x, dim, idx, out * kmax);
+        x = irb_index_select(l, x, dim, idx, out * kmax);
         if (!x) return NULL;
         /* [.., out * kmax, ..] -> [.., out, kmax, ..] */
         int64_t shape[TG_MAX_DIMS];
@@ -257,14 +138,14 @@ static Value *lower_adaptive(L *l, Value *v) {
                 shape[n++] = x->shape[d];
             }
         }
-        x = reshape(l, x, shape, n);
+        x = irb_reshape(l, x, shape, n);
         if (!is_max && !uniform && x) {
             /* the mask over [out, kmax] placed at (dim, dim+1), broadcast elsewhere */
             int64_t ms[TG_MAX_DIMS];
             int mn = x->ndim - dim;
             for (int d = 0; d < mn; d++)
                 ms[d] = d < 2 ? (d == 0 ? out : kmax) : 1;
-            x = binary(l, OP_MUL, x, constant(l, m, ms, mn, x->dtype));
+            x = irb_binary(l, OP_MUL, x, irb_constant(l, m, ms, mn, x->dtype));
         }
     }
     if (!x) return NULL;
@@ -273,11 +154,11 @@ static Value *lower_adaptive(L *l, Value *v) {
     int nr = 0;
     if (nd == 2) red[nr++] = x->ndim - 3;
     red[nr++] = x->ndim - 1;
-    Value *r = reduce(l, is_max ? OP_AMAX : OP_SUM, x, red, nr);
+    Value *r = irb_reduce(l, is_max ? OP_AMAX : OP_SUM, x, red, nr);
     if (!r || is_max) return r;
     Value *div;
     if (uniform) {
-        div = scalar(l, count_prod_uniform);
+        div = irb_scalar(l, count_prod_uniform);
     } else {
         int64_t oh = outs[0], ow = outs[nd - 1];
         double *d = ARENA_ARRAY(l->a, double, oh *ow);
@@ -285,9 +166,10 @@ static Value *lower_adaptive(L *l, Value *v) {
             for (int64_t b = 0; b < ow; b++)
                 d[a * ow + b] = nd == 2 ? lens[0][a] * lens[1][b] : lens[0][b];
         int64_t shape[2] = {oh, ow};
-        div = nd == 2 ? constant(l, d, shape, 2, r->dtype) : constant(l, d, &ow, 1, r->dtype);
+        div =
+            nd == 2 ? irb_constant(l, d, shape, 2, r->dtype) : irb_constant(l, d, &ow, 1, r->dtype);
     }
-    return to(l, binary(l, OP_DIV, r, div), t);
+    return irb_to(l, irb_binary(l, OP_DIV, r, div), t);
 }
 
 /* ---- norms ------------------------------------------------------------- */
@@ -299,7 +181,7 @@ static Value *per_channel(L *l, Value *p, int ndim, DType t) {
     shape[0] = p->shape[0];
     for (int i = 1; i < ndim - 1; i++)
         shape[i] = 1;
-    return reshape(l, to(l, p, t), shape, ndim - 1);
+    return irb_reshape(l, irb_to(l, p, t), shape, ndim - 1);
 }
 
 static Value *arg_t(Value *v, int i) {
@@ -311,16 +193,17 @@ static Value *arg_t(Value *v, int i) {
 static Value *batch_norm_affine(L *l, Value *x, Value *mean, Value *var, Value *w, Value *b,
                                 double eps) {
     DType t = x->dtype, ct = compute_dtype(t);
-    Value *xc = to(l, x, ct);
-    Value *inv = binary(l, OP_DIV, scalar(l, 1),
-                        unary(l, OP_SQRT, binary(l, OP_ADD, to(l, var, ct), scalar(l, eps))));
-    Value *alpha = w ? binary(l, OP_MUL, to(l, w, ct), inv) : inv;
-    Value *ma = binary(l, OP_MUL, to(l, mean, ct), alpha);
-    Value *beta = b ? binary(l, OP_SUB, to(l, b, ct), ma) : unary(l, OP_NEG, ma);
+    Value *xc = irb_to(l, x, ct);
+    Value *inv = irb_binary(
+        l, OP_DIV, irb_scalar(l, 1),
+        irb_unary(l, OP_SQRT, irb_binary(l, OP_ADD, irb_to(l, var, ct), irb_scalar(l, eps))));
+    Value *alpha = w ? irb_binary(l, OP_MUL, irb_to(l, w, ct), inv) : inv;
+    Value *ma = irb_binary(l, OP_MUL, irb_to(l, mean, ct), alpha);
+    Value *beta = b ? irb_binary(l, OP_SUB, irb_to(l, b, ct), ma) : irb_unary(l, OP_NEG, ma);
     if (!alpha || !beta) return NULL;
-    Value *y = binary(l, OP_ADD, binary(l, OP_MUL, xc, per_channel(l, alpha, x->ndim, ct)),
-                      per_channel(l, beta, x->ndim, ct));
-    return to(l, y, t);
+    Value *y = irb_binary(l, OP_ADD, irb_binary(l, OP_MUL, xc, per_channel(l, alpha, x->ndim, ct)),
+                          per_channel(l, beta, x->ndim, ct));
+    return irb_to(l, y, t);
 }
 
 /* group_norm / instance_norm: layer_norm over [N, groups, rest], then the
@@ -330,18 +213,18 @@ static Value *grouped_norm(L *l, Value *x, int64_t groups, Value *w, Value *b, d
     int64_t n = x->shape[0], rest = value_numel(x) / (n ? n : 1) / (groups ? groups : 1);
     if (n == 0 || groups == 0) rest = 0;
     int64_t shape[3] = {n, groups, rest};
-    Value *g = reshape(l, to(l, x, ct), shape, 3);
+    Value *g = irb_reshape(l, irb_to(l, x, ct), shape, 3);
     if (!g) return NULL;
-    Arg la[5] = {T(l, g),
-                 IS(l, &rest, 1),
+    Arg la[5] = {irb_t(l, g),
+                 irb_is(l, &rest, 1),
                  {.kind = ARG_ABSENT, .loc = l->loc},
                  {.kind = ARG_ABSENT, .loc = l->loc},
-                 NUM(l, eps)};
-    Value *y = mk(l, OP_LAYER_NORM, 5, la);
-    y = reshape(l, y, x->shape, x->ndim);
-    if (w) y = binary(l, OP_MUL, y, per_channel(l, w, x->ndim, ct));
-    if (b) y = binary(l, OP_ADD, y, per_channel(l, b, x->ndim, ct));
-    return to(l, y, t);
+                 irb_num(l, eps)};
+    Value *y = irb_op(l, OP_LAYER_NORM, 5, la);
+    y = irb_reshape(l, y, x->shape, x->ndim);
+    if (w) y = irb_binary(l, OP_MUL, y, per_channel(l, w, x->ndim, ct));
+    if (b) y = irb_binary(l, OP_ADD, y, per_channel(l, b, x->ndim, ct));
+    return irb_to(l, y, t);
 }
 
 /* ---- pad, interpolate, pixel shuffle ------------------------------------- */
@@ -357,7 +240,7 @@ static Value *lower_pad(L *l, Value *v) {
         int d = x->ndim - 1 - i;
         int64_t lp = p[2 * i], rp = p[2 * i + 1], size = x->shape[d];
         if (!strcmp(m, "constant")) {
-            x = pad_constant(l, x, d, lp, rp, value);
+            x = irb_pad_constant(l, x, d, lp, rp, value);
             continue;
         }
         if (!lp && !rp) continue;
@@ -373,7 +256,7 @@ static Value *lower_pad(L *l, Value *v) {
                 s = ((s % size) + size) % size;
             idx[j] = s;
         }
-        x = index_select(l, x, d, idx, cnt);
+        x = irb_index_select(l, x, d, idx, cnt);
     }
     return x;
 }
@@ -401,7 +284,7 @@ static Value *lower_interpolate(L *l, Value *v) {
     const char *m = ARG(v, 3)->s;
     bool align = ARG(v, 4)->kind == ARG_BOOL && ARG(v, 4)->i;
     bool nearest = !strncmp(m, "nearest", 7), exact = !strcmp(m, "nearest-exact");
-    if (!nearest) x = to(l, x, compute_dtype(t));
+    if (!nearest) x = irb_to(l, x, compute_dtype(t));
     double (*r)(double) = t == DT_F64 && !nearest ? as_double : as_float;
     /* Width first, then height: ATen's bilinear blends the two columns of
      * each row, then the rows. */
@@ -416,7 +299,7 @@ static Value *lower_interpolate(L *l, Value *v) {
                     exact ? (int64_t)floorf(((float)j + 0.5f) * s) : (int64_t)floorf((float)j * s);
                 idx[j] = src < in - 1 ? src : in - 1;
             }
-            x = index_select(l, x, dim, idx, o);
+            x = irb_index_select(l, x, dim, idx, o);
             continue;
         }
         double s = area_scale(in, o, align, scale[i], r);
@@ -433,11 +316,12 @@ static Value *lower_interpolate(L *l, Value *v) {
         }
         int64_t ls[2] = {o, 1};
         int ln = dim == x->ndim - 1 ? 1 : 2;
-        Value *w0 = constant(l, l0, ls, ln, x->dtype), *w1 = constant(l, l1, ls, ln, x->dtype);
-        Value *a = index_select(l, x, dim, i0, o), *b = index_select(l, x, dim, i1, o);
-        x = binary(l, OP_ADD, binary(l, OP_MUL, a, w0), binary(l, OP_MUL, b, w1));
+        Value *w0 = irb_constant(l, l0, ls, ln, x->dtype),
+              *w1 = irb_constant(l, l1, ls, ln, x->dtype);
+        Value *a = irb_index_select(l, x, dim, i0, o), *b = irb_index_select(l, x, dim, i1, o);
+        x = irb_binary(l, OP_ADD, irb_binary(l, OP_MUL, a, w0), irb_binary(l, OP_MUL, b, w1));
     }
-    return to(l, x, t);
+    return irb_to(l, x, t);
 }
 
 static Value *lower_pixel_shuffle(L *l, Value *v) {
@@ -457,8 +341,8 @@ static Value *lower_pixel_shuffle(L *l, Value *v) {
         for (int i = 0; i < 5; i++)
             shape[lead + i] = s[i], perm[lead + i] = lead + p[i];
     }
-    x = permute(l, reshape(l, x, shape, lead + 5), perm, lead + 5);
-    return reshape(l, x, v->shape, v->ndim);
+    x = irb_permute(l, irb_reshape(l, x, shape, lead + 5), perm, lead + 5);
+    return irb_reshape(l, x, v->shape, v->ndim);
 }
 
 bool lower_nn_applies(OpCode op) {
@@ -483,7 +367,7 @@ bool lower_nn_applies(OpCode op) {
 }
 
 Value *lower_nn(InferCtx *c, Value *v) {
-    L l = {.c = c, .loc = v->loc, .a = c->g->arena};
+    L l = irb_init(c, v->loc);
     Value *r = NULL;
     switch (v->op) {
     case OP_MAX_POOL1D:
@@ -524,7 +408,7 @@ Value *lower_nn(InferCtx *c, Value *v) {
     if (!r) return NULL;
     if (r == IN0(v)) {
         /* nothing to do (a pad of zeros): still a node of its own */
-        Arg a[1] = {T(&l, r)};
+        Arg a[1] = {irb_t(&l, r)};
         r = value_make(c, OP_ALIAS, l.loc, 1, a);
         if (!r) return NULL;
     } else {
