@@ -110,6 +110,9 @@ static void check_names(Ox *x) {
         if (!utf8_ok(n->name) || !utf8_ok(n->op_type))
             ox_fail(x, "node %zu's name or op type is not valid UTF-8", k);
         x->node = (int)k;
+        /* Checked before any pass looks at nodes: the fusions compare op
+         * types of nodes the import has not reached yet. */
+        if (!n->op_type || !*n->op_type) ox_fail(x, "a node without an op_type");
         for (size_t i = 0; i < n->n_input; i++)
             if (!utf8_ok(n->input[i])) ox_fail(x, "input %zu's name is not valid UTF-8", i);
         for (size_t i = 0; i < n->n_output; i++)
