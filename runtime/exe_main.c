@@ -5,8 +5,13 @@
  * --bench), writes every output to DIR/NAME.npy and prints what --print and
  * --bench ask for. It prints nothing else on success. Exit codes: 0 ok,
  * 1 the user's input is wrong, 2 the command line is wrong (with a usage
- * line), 3 a bug. */
+ * line), 3 a bug.
+ *
+ * A training program's main is rt_train_main (train_main.c), which shares
+ * this file's command line, input, output-directory and same-file checks
+ * and its output writing (exe_internal.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,26 +19,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exe_internal.h"
 #include "rt_atomic.h"
-#include "rt_internal.h"
 
 #define MAX_BENCH 1000000000LL /* samples are kept in memory */
+
+typedef RtExeArgs Args;
 
 static const char USAGE[] = "[--weights W.safetensors] [--input NAME=FILE.npy]... "
                             "[--random-inputs SEED] [--output-dir DIR] [--print] [--bench N] "
                             "[--threads N] [--help]";
+static const char TRAIN_USAGE[] = "[--weights W.safetensors] --input NAME=FILE.npy... --steps N "
+                                  "[--save-weights OUT.safetensors] [--save-state S] "
+                                  "[--load-state S] [--output-dir DIR] [--log-every K] "
+                                  "[--threads N] [--help]";
 
-typedef struct Args {
-    const char *prog, *weights, *outdir;
-    const char **in_name, **in_file; /* --input, in command-line order */
-    int nin;
-    bool random, print, help, bench_set, threads_set, outdir_set;
-    uint64_t seed;
-    long long bench, threads;
-} Args;
+const char *rt_exe_usage(const Args *a) {
+    return a->train ? TRAIN_USAGE : USAGE;
+}
 
-static int error(const Args *a, int code, const char *fmt, ...) RT_PRINTF(3, 4);
-static int error(const Args *a, int code, const char *fmt, ...) {
+int rt_exe_error(const Args *a, int code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "%s: error: ", a->prog);
@@ -43,10 +48,10 @@ static int error(const Args *a, int code, const char *fmt, ...) {
     return code;
 }
 
-static int usage_error(const Args *a, const char *fmt, const char *arg) {
+int rt_exe_usage_error(const Args *a, const char *fmt, const char *arg) {
     fprintf(stderr, "%s: error: ", a->prog);
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: %s %s\n", a->prog, USAGE);
+    fprintf(stderr, "\nusage: %s %s\n", a->prog, rt_exe_usage(a));
     return 2;
 }
 
@@ -66,7 +71,7 @@ static bool parse_count(const char *s, unsigned long long max, unsigned long lon
 
 static void print_help(const RtProgram *p, const Args *a) {
     char s[RT_DESC_STR_MAX];
-    printf("usage: %s %s\n\n", a->prog, USAGE);
+    printf("usage: %s %s\n\n", a->prog, rt_exe_usage(a));
     printf("Runs the graph '%s' and writes each output to DIR/NAME.npy.\n",
            p->name ? p->name : "?");
     printf("\ninputs (.npy files of exactly this dtype and shape; bf16 from float32):\n");
@@ -89,7 +94,38 @@ static void print_help(const RtProgram *p, const Args *a) {
            p->default_threads ? "" : ", one per core");
 }
 
+/* The flags taking a value, and the modes that have them (1 inference,
+ * 2 training). */
+static const struct {
+    const char *flag;
+    int modes;
+} VALUED[] = {
+    {"--weights", 3},       {"--input", 3},      {"--output-dir", 3}, {"--threads", 3},
+    {"--random-inputs", 1}, {"--bench", 1},      {"--steps", 2},      {"--save-weights", 2},
+    {"--save-state", 2},    {"--load-state", 2}, {"--log-every", 2},
+};
+
+/* A single-valued flag's value: stored in *slot, "given twice" when set. */
+static int set_once(Args *a, const char *f, const char *v, const char **slot) {
+    if (*slot) return rt_exe_usage_error(a, "%s is given twice", f);
+    if (!*v) return rt_exe_usage_error(a, "%s needs a file", f);
+    *slot = v;
+    return 0;
+}
+
+/* A count for f: the value in [lo, hi], else the usage error `what`. */
+static int set_count(Args *a, const char *f, const char *v, bool *set, long long *out,
+                     unsigned long long lo, unsigned long long hi, const char *what) {
+    unsigned long long n;
+    if (*set) return rt_exe_usage_error(a, "%s is given twice", f);
+    *set = true;
+    if (!parse_count(v, hi, &n) || n < lo) return rt_exe_usage_error(a, what, v);
+    *out = (long long)n;
+    return 0;
+}
+
 static int parse_args(Args *a, int argc, char **argv) {
+    int mode = a->train ? 2 : 1;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!f) break;
@@ -97,70 +133,92 @@ static int parse_args(Args *a, int argc, char **argv) {
             a->help = true;
             continue;
         }
-        if (!strcmp(f, "--print")) {
+        if (!strcmp(f, "--print") && !a->train) {
             a->print = true;
             continue;
         }
-        bool known = !strcmp(f, "--weights") || !strcmp(f, "--input") ||
-                     !strcmp(f, "--random-inputs") || !strcmp(f, "--output-dir") ||
-                     !strcmp(f, "--bench") || !strcmp(f, "--threads");
+        bool known = false;
+        for (size_t k = 0; !known && k < sizeof VALUED / sizeof VALUED[0]; k++)
+            known = (VALUED[k].modes & mode) && !strcmp(f, VALUED[k].flag);
         if (!known) {
-            if (f[0] == '-') return usage_error(a, "unknown option '%s'", f);
-            return usage_error(a, "unexpected argument '%s'", f);
+            if (f[0] == '-') return rt_exe_usage_error(a, "unknown option '%s'", f);
+            return rt_exe_usage_error(a, "unexpected argument '%s'", f);
         }
-        if (i + 1 >= argc || !argv[i + 1]) return usage_error(a, "%s needs an argument", f);
+        if (i + 1 >= argc || !argv[i + 1]) return rt_exe_usage_error(a, "%s needs an argument", f);
         const char *v = argv[++i];
         unsigned long long n;
+        int rc = 0;
         if (!strcmp(f, "--input")) {
             const char *eq = strchr(v, '=');
             if (!eq || eq == v || !eq[1])
-                return usage_error(a, "--input %s: expected NAME=FILE.npy", v);
+                return rt_exe_usage_error(a, "--input %s: expected NAME=FILE.npy", v);
             a->in_name[a->nin] = v;
             a->in_file[a->nin++] = eq + 1;
-            continue;
-        }
-        bool twice = false;
-        if (!strcmp(f, "--weights")) {
-            twice = a->weights != NULL;
+        } else if (!strcmp(f, "--weights")) {
+            if (a->weights) return rt_exe_usage_error(a, "%s is given twice", f);
             a->weights = v;
         } else if (!strcmp(f, "--output-dir")) {
-            twice = a->outdir_set;
+            if (a->outdir_set) return rt_exe_usage_error(a, "%s is given twice", f);
             a->outdir = v;
             a->outdir_set = true;
-            if (!*v) return usage_error(a, "--output-dir needs a directory%s", "");
+            if (!*v) return rt_exe_usage_error(a, "--output-dir needs a directory%s", "");
         } else if (!strcmp(f, "--random-inputs")) {
-            twice = a->random;
+            if (a->random) return rt_exe_usage_error(a, "%s is given twice", f);
             a->random = true;
             if (!parse_count(v, UINT64_MAX, &n))
-                return usage_error(a, "--random-inputs %s: expected a non-negative integer seed",
-                                   v);
+                return rt_exe_usage_error(
+                    a, "--random-inputs %s: expected a non-negative integer seed", v);
             a->seed = n;
         } else if (!strcmp(f, "--bench")) {
-            twice = a->bench_set;
-            a->bench_set = true;
-            if (!parse_count(v, MAX_BENCH, &n))
-                return usage_error(a, "--bench %s: expected a run count from 0 to 1000000000", v);
-            a->bench = (long long)n;
+            rc = set_count(a, f, v, &a->bench_set, &a->bench, 0, MAX_BENCH,
+                           "--bench %s: expected a run count from 0 to 1000000000");
+        } else if (!strcmp(f, "--threads")) {
+            /* The limit is rt_pool_create's, stated once in tgcrt.h. */
+            char what[80];
+            snprintf(what, sizeof what, "--threads %%s: expected a thread count from 0 to %d",
+                     TGCRT_MAX_THREADS);
+            rc = set_count(a, f, v, &a->threads_set, &a->threads, 0, TGCRT_MAX_THREADS, what);
+        } else if (!strcmp(f, "--steps")) {
+            rc = set_count(a, f, v, &a->steps_set, &a->steps, 0, LLONG_MAX,
+                           "--steps %s: expected a step count (a non-negative integer)");
+        } else if (!strcmp(f, "--log-every")) {
+            rc = set_count(a, f, v, &a->log_set, &a->log_every, 1, LLONG_MAX,
+                           "--log-every %s: expected a positive step count");
+        } else if (!strcmp(f, "--save-weights")) {
+            rc = set_once(a, f, v, &a->save_weights);
+        } else if (!strcmp(f, "--save-state")) {
+            rc = set_once(a, f, v, &a->save_state);
         } else {
-            twice = a->threads_set;
-            a->threads_set = true;
-            if (!parse_count(v, TGCRT_MAX_THREADS, &n)) {
-                /* The limit is rt_pool_create's, stated once in tgcrt.h. */
-                char fmt[80];
-                snprintf(fmt, sizeof fmt, "--threads %%s: expected a thread count from 0 to %d",
-                         TGCRT_MAX_THREADS);
-                return usage_error(a, fmt, v);
-            }
-            a->threads = (long long)n;
+            rc = set_once(a, f, v, &a->load_state);
         }
-        if (twice) return usage_error(a, "%s is given twice", f);
+        if (rc) return rc;
     }
     return 0;
 }
 
+int rt_exe_args_parse(Args *a, const RtProgram *p, int argc, char **argv) {
+    a->outdir = ".";
+    a->prog = p && p->name ? p->name : "program";
+    if (argc > 0 && argv && argv[0] && *argv[0]) {
+        const char *sl = strrchr(argv[0], '/');
+        a->prog = sl ? sl + 1 : argv[0];
+    }
+    if (!p) return rt_exe_error(a, 3, "no program");
+    if (argc < 1 || !argv) argc = 1;
+    a->in_name = calloc((size_t)argc, sizeof *a->in_name);
+    a->in_file = calloc((size_t)argc, sizeof *a->in_file);
+    if (!a->in_name || !a->in_file) return rt_exe_error(a, 1, "out of memory");
+    return parse_args(a, argc, argv);
+}
+
+void rt_exe_args_free(Args *a) {
+    free(a->in_name);
+    free(a->in_file);
+}
+
 /* The value of --input for input i, NULL if none; duplicates and unknown
  * names are reported by check_inputs. */
-static const char *input_file(const Args *a, const char *name) {
+const char *rt_exe_input_file(const Args *a, const char *name) {
     for (int j = 0; j < a->nin; j++) {
         size_t len = (size_t)(a->in_file[j] - 1 - a->in_name[j]);
         if (strlen(name) == len && !strncmp(a->in_name[j], name, len)) return a->in_file[j];
@@ -168,7 +226,7 @@ static const char *input_file(const Args *a, const char *name) {
     return NULL;
 }
 
-static int check_inputs(const RtProgram *p, const Args *a) {
+int rt_exe_check_inputs(const RtProgram *p, const Args *a) {
     char s[RT_DESC_STR_MAX];
     for (int j = 0; j < a->nin; j++) {
         int len = (int)(a->in_file[j] - 1 - a->in_name[j]);
@@ -187,17 +245,16 @@ static int check_inputs(const RtProgram *p, const Args *a) {
         for (int k = 0; k < j; k++)
             if ((int)(a->in_file[k] - 1 - a->in_name[k]) == len &&
                 !strncmp(a->in_name[k], a->in_name[j], (size_t)len))
-                return error(a, 1, "input '%.*s' is given twice (--input %s and --input %s)", len,
-                             a->in_name[j], a->in_name[k], a->in_name[j]);
+                return rt_exe_error(a, 1, "input '%.*s' is given twice (--input %s and --input %s)",
+                                    len, a->in_name[j], a->in_name[k], a->in_name[j]);
     }
     if (!a->random)
         for (int i = 0; i < p->ninputs; i++)
-            if (!input_file(a, p->inputs[i].name))
-                return error(a, 1,
-                             "missing input '%s' (expected %s): pass --input %s=FILE.npy or "
-                             "--random-inputs SEED",
-                             p->inputs[i].name, rt_desc_format(&p->inputs[i].desc, s, sizeof s),
-                             p->inputs[i].name);
+            if (!rt_exe_input_file(a, p->inputs[i].name))
+                return rt_exe_error(
+                    a, 1, "missing input '%s' (expected %s): pass --input %s=FILE.npy%s",
+                    p->inputs[i].name, rt_desc_format(&p->inputs[i].desc, s, sizeof s),
+                    p->inputs[i].name, a->train ? "" : " or --random-inputs SEED");
     return 0;
 }
 
@@ -207,7 +264,7 @@ static int check_inputs(const RtProgram *p, const Args *a) {
 static int make_outdir(const Args *a) {
     size_t n = strlen(a->outdir);
     char *path = malloc(n + 1);
-    if (!path) return error(a, 1, "out of memory");
+    if (!path) return rt_exe_error(a, 1, "out of memory");
     memcpy(path, a->outdir, n + 1);
     int rc = 0;
     for (size_t i = 1; i <= n && !rc; i++) {
@@ -218,13 +275,14 @@ static int make_outdir(const Args *a) {
         struct stat st;
         if (stat(path, &st) == 0) {
             if (!S_ISDIR(st.st_mode))
-                rc = error(a, 1, "output directory '%s': '%s' exists and is not a directory",
-                           a->outdir, path);
+                rc = rt_exe_error(a, 1, "output directory '%s': '%s' exists and is not a directory",
+                                  a->outdir, path);
         } else if (errno != ENOENT) {
-            rc = error(a, 1, "output directory '%s': '%s': %s", a->outdir, path, strerror(errno));
+            rc = rt_exe_error(a, 1, "output directory '%s': '%s': %s", a->outdir, path,
+                              strerror(errno));
         } else if (mkdir(path, 0777) && errno != EEXIST) {
-            rc = error(a, 1, "output directory '%s': cannot create '%s': %s", a->outdir, path,
-                       strerror(errno));
+            rc = rt_exe_error(a, 1, "output directory '%s': cannot create '%s': %s", a->outdir,
+                              path, strerror(errno));
         }
         path[i] = c;
     }
@@ -232,18 +290,19 @@ static int make_outdir(const Args *a) {
     return rc;
 }
 
-static int check_outdir(const Args *a) {
+int rt_exe_check_outdir(const Args *a) {
     struct stat st;
     if (stat(a->outdir, &st) && (errno == ENOENT || errno == ENOTDIR)) {
         int rc = make_outdir(a);
         if (rc) return rc;
     }
     if (stat(a->outdir, &st))
-        return error(a, 1, "output directory '%s': %s", a->outdir, strerror(errno));
+        return rt_exe_error(a, 1, "output directory '%s': %s", a->outdir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return error(a, 1, "output directory '%s' is not a directory", a->outdir);
+        return rt_exe_error(a, 1, "output directory '%s' is not a directory", a->outdir);
     if (access(a->outdir, W_OK | X_OK))
-        return error(a, 1, "output directory '%s' is not writable: %s", a->outdir, strerror(errno));
+        return rt_exe_error(a, 1, "output directory '%s' is not writable: %s", a->outdir,
+                            strerror(errno));
     return 0;
 }
 
@@ -255,38 +314,157 @@ static char *output_path(const char *dir, const char *name) {
     return path;
 }
 
-/* No output may be written over a file the run reads (cli.md): an output
- * NAME.npy that is, by device and inode, one of the --input files or the
- * --weights file is refused before anything runs. */
-static int check_outputs_not_inputs(const RtProgram *p, const Args *a) {
-    for (int i = 0; i < p->noutputs; i++) {
+/* ---- nothing written is a file read, or another file written (cli.md) ----
+ *
+ * Identity is (device, inode) from stat(), which follows symbolic links.
+ * A file not there yet is identified by its directory's (device, inode)
+ * and its last name, so that `--save-weights a.st --save-state ./a.st` is
+ * caught before either exists. Character devices (/dev/null) are never
+ * the same file: writing one twice loses nothing. */
+
+typedef struct FileId {
+    bool known;  /* false: nothing to compare (absent, unreadable directory) */
+    bool exists; /* the file itself; else dir + name */
+    bool chardev;
+    dev_t dev;
+    ino_t ino;
+    const char *name; /* the last component, for a file not there yet */
+} FileId;
+
+static FileId identify(const char *path, bool written) {
+    FileId id = {0};
+    struct stat st;
+    if (!path) return id;
+    if (stat(path, &st) == 0) {
+        id.known = id.exists = true;
+        id.chardev = S_ISCHR(st.st_mode);
+        id.dev = st.st_dev;
+        id.ino = st.st_ino;
+        return id;
+    }
+    if (!written) return id;
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+    if (dir && *name && stat(dir, &st) == 0) {
+        id.known = true;
+        id.dev = st.st_dev;
+        id.ino = st.st_ino;
+        id.name = name;
+    }
+    free(dir);
+    return id;
+}
+
+static bool same_file(const FileId *a, const FileId *b) {
+    if (!a->known || !b->known || a->exists != b->exists || a->dev != b->dev || a->ino != b->ino)
+        return false;
+    return a->exists ? !a->chardev : !strcmp(a->name, b->name);
+}
+
+/* A file the run reads or writes. */
+typedef enum IoKind {
+    IO_INPUT,
+    IO_WEIGHTS,
+    IO_LOAD_STATE,
+    IO_OUTPUT,
+    IO_SAVE_WEIGHTS,
+    IO_SAVE_STATE
+} IoKind;
+typedef struct IoFile {
+    IoKind kind;
+    const char *path;
+    char *owned;      /* path, when it was made here */
+    const char *name; /* input or output name, len bytes */
+    int len;
+    FileId id;
+} IoFile;
+
+/* How messages call f. */
+static void describe(FILE *to, const IoFile *f) {
+    switch (f->kind) {
+    case IO_INPUT: fprintf(to, "the file of input '%.*s' ('%s')", f->len, f->name, f->path); break;
+    case IO_WEIGHTS: fprintf(to, "the weights file '%s'", f->path); break;
+    case IO_LOAD_STATE: fprintf(to, "the --load-state file '%s'", f->path); break;
+    case IO_OUTPUT: fprintf(to, "output '%.*s'", f->len, f->name); break;
+    case IO_SAVE_WEIGHTS: fputs("the weights (--save-weights)", to); break;
+    case IO_SAVE_STATE: fputs("the optimizer state (--save-state)", to); break;
+    }
+}
+
+static const char *flag_of(IoKind k) {
+    return k == IO_OUTPUT         ? "--output-dir"
+           : k == IO_SAVE_WEIGHTS ? "--save-weights"
+                                  : "--save-state";
+}
+
+static IoFile io_file(IoKind kind, const char *path, const char *name, int len) {
+    IoFile f = {.kind = kind, .path = path, .name = name, .len = len};
+    f.id = identify(path, kind >= IO_OUTPUT);
+    return f;
+}
+
+static char *output_path(const char *dir, const char *name);
+
+static int same_file_error(const Args *a, const IoFile *w, const IoFile *other, bool read) {
+    fprintf(stderr, "%s: error: ", a->prog);
+    describe(stderr, w);
+    fprintf(stderr, " would be written to '%s', which is %s", w->path, read ? "" : "also where ");
+    describe(stderr, other);
+    fprintf(stderr, "%s; choose another %s\n", read ? "" : " would be written", flag_of(w->kind));
+    return 1;
+}
+
+static int check_files(const RtProgram *p, const Args *a, IoFile *in, IoFile *out, int *nout) {
+    int nin = 0;
+    for (int k = 0; k < a->nin; k++)
+        in[nin++] = io_file(IO_INPUT, a->in_file[k], a->in_name[k],
+                            (int)(a->in_file[k] - 1 - a->in_name[k]));
+    if (a->weights) in[nin++] = io_file(IO_WEIGHTS, a->weights, NULL, 0);
+    if (a->load_state) in[nin++] = io_file(IO_LOAD_STATE, a->load_state, NULL, 0);
+    if (a->save_weights) out[(*nout)++] = io_file(IO_SAVE_WEIGHTS, a->save_weights, NULL, 0);
+    if (a->save_state) out[(*nout)++] = io_file(IO_SAVE_STATE, a->save_state, NULL, 0);
+    /* A training executable writes its user outputs, and only with --output-dir. */
+    for (int i = 0; i < p->noutputs && (!a->train || a->outdir_set); i++) {
+        if (a->train && p->train->update_of[i] >= 0) continue;
         char *path = output_path(a->outdir, p->outputs[i].name);
-        if (!path) return error(a, 1, "out of memory");
-        struct stat out;
-        int rc = 0;
-        if (stat(path, &out) == 0 && S_ISREG(out.st_mode)) {
-            for (int k = 0; k <= a->nin && !rc; k++) {
-                const char *in = k < a->nin ? a->in_file[k] : a->weights;
-                struct stat st;
-                if (!in || stat(in, &st) || st.st_dev != out.st_dev || st.st_ino != out.st_ino)
-                    continue;
-                if (k < a->nin)
-                    rc = error(a, 1,
-                               "output '%s' would be written to '%s', which is the file of input "
-                               "'%.*s' ('%s'); choose another --output-dir",
-                               p->outputs[i].name, path, (int)(in - 1 - a->in_name[k]),
-                               a->in_name[k], in);
-                else
-                    rc = error(a, 1,
-                               "output '%s' would be written to '%s', which is the weights file "
-                               "'%s'; choose another --output-dir",
-                               p->outputs[i].name, path, in);
-            }
-        }
-        free(path);
-        if (rc) return rc;
+        if (!path) return rt_exe_error(a, 1, "out of memory");
+        out[*nout] = io_file(IO_OUTPUT, path, p->outputs[i].name, (int)strlen(p->outputs[i].name));
+        out[(*nout)++].owned = path;
+    }
+    for (int i = 0; i < *nout; i++) {
+        for (int k = 0; k < nin; k++)
+            if (same_file(&out[i].id, &in[k].id)) return same_file_error(a, &out[i], &in[k], true);
+        for (int k = 0; k < i; k++)
+            if (same_file(&out[i].id, &out[k].id))
+                return same_file_error(a, &out[i], &out[k], false);
     }
     return 0;
+}
+
+int rt_exe_check_files(const RtProgram *p, const Args *a) {
+    IoFile *in = calloc((size_t)a->nin + 2, sizeof *in);
+    IoFile *out = calloc((size_t)p->noutputs + 2, sizeof *out);
+    int nout = 0;
+    int rc = in && out ? check_files(p, a, in, out, &nout) : rt_exe_error(a, 1, "out of memory");
+    for (int i = 0; i < nout; i++)
+        free(out[i].owned);
+    free(in);
+    free(out);
+    return rc;
+}
+
+int rt_exe_write_output(const Args *a, const RtTensorInfo *t, const void *data) {
+    /* Interrupted, the program removes the temporary it was writing
+     * (rt_atomic.h). */
+    rt_tmp_install_signals();
+    char *path = output_path(a->outdir, t->name);
+    if (!path) return rt_exe_error(a, 1, "out of memory");
+    RtError err;
+    rt_error_clear(&err);
+    RtStatus s = rt_npy_write(path, &t->desc, data, &err);
+    free(path);
+    return s ? rt_exe_error(a, rt_status_exit_code(s), "%s", err.msg) : 0;
 }
 
 typedef struct Run {
@@ -296,21 +474,21 @@ typedef struct Run {
 } Run;
 
 static int run_main(const RtProgram *p, Args *a, Run *r) {
-    int rc = check_inputs(p, a);
-    if (!rc) rc = check_outdir(a);
-    if (!rc) rc = check_outputs_not_inputs(p, a);
+    int rc = rt_exe_check_inputs(p, a);
+    if (!rc) rc = rt_exe_check_outdir(a);
+    if (!rc) rc = rt_exe_check_files(p, a);
     if (rc) return rc;
 
     RtStatus s = rt_context_create(p, a->weights, (int)a->threads, &r->ctx);
     if (s) {
         int code = rt_status_exit_code(s);
-        return error(a, code, "%s", r->ctx ? rt_context_error(r->ctx) : "out of memory");
+        return rt_exe_error(a, code, "%s", r->ctx ? rt_context_error(r->ctx) : "out of memory");
     }
 
     /* Inputs at their declared dtypes. */
     r->in = calloc((size_t)p->ninputs + 1, sizeof *r->in);
     r->out = calloc((size_t)p->noutputs + 1, sizeof *r->out);
-    if (!r->in || !r->out) return error(a, 1, "out of memory");
+    if (!r->in || !r->out) return rt_exe_error(a, 1, "out of memory");
     for (int i = 0; i < p->ninputs; i++) {
         const RtTensorInfo *t = &p->inputs[i];
         size_t nb;
@@ -318,13 +496,13 @@ static int run_main(const RtProgram *p, Args *a, Run *r) {
         rt_desc_nbytes(&t->desc, &nb); /* checked by rt_context_create */
         rt_desc_numel(&t->desc, &numel);
         if (!(r->in[i] = rt_aligned_alloc(nb)))
-            return error(a, 1, "out of memory for input '%s' (%zu bytes)", t->name, nb);
-        const char *file = input_file(a, t->name);
+            return rt_exe_error(a, 1, "out of memory for input '%s' (%zu bytes)", t->name, nb);
+        const char *file = rt_exe_input_file(a, t->name);
         if (file) {
             RtError err;
             rt_error_clear(&err);
             if ((s = rt_npy_load_input(file, t->name, &t->desc, r->in[i], &err)))
-                return error(a, rt_status_exit_code(s), "%s", err.msg);
+                return rt_exe_error(a, rt_status_exit_code(s), "%s", err.msg);
         } else {
             rt_fill(NULL, RT_FILL_RANDOM_INPUT, 0, 0, a->seed, t->name, t->desc.dtype, r->in[i],
                     numel);
@@ -334,43 +512,36 @@ static int run_main(const RtProgram *p, Args *a, Run *r) {
         size_t nb;
         rt_desc_nbytes(&p->outputs[i].desc, &nb);
         if (!(r->out[i] = rt_aligned_alloc(nb)))
-            return error(a, 1, "out of memory for output '%s' (%zu bytes)", p->outputs[i].name, nb);
+            return rt_exe_error(a, 1, "out of memory for output '%s' (%zu bytes)",
+                                p->outputs[i].name, nb);
     }
 
     /* Run: once, or a warm-up and N timed runs. */
     const void *const *in = (const void *const *)r->in;
     if (a->bench_set) {
         if (!(r->samples = malloc(((size_t)a->bench + 1) * sizeof *r->samples)))
-            return error(a, 1, "out of memory for %lld bench samples", a->bench);
+            return rt_exe_error(a, 1, "out of memory for %lld bench samples", a->bench);
         if ((s = rt_context_run(r->ctx, in, r->out)))
-            return error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
+            return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
         for (long long i = 0; i < a->bench; i++) {
             int64_t t0 = rt_now_ns();
             s = rt_context_run(r->ctx, in, r->out);
             r->samples[i] = (double)(rt_now_ns() - t0) / 1000.0;
-            if (s) return error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
+            if (s) return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
         }
     } else if ((s = rt_context_run(r->ctx, in, r->out))) {
-        return error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
+        return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
     }
 
-    /* Outputs: written once, after the runs. Interrupted, the program
-     * removes the temporary it was writing (rt_atomic.h). */
-    rt_tmp_install_signals();
-    for (int i = 0; i < p->noutputs; i++) {
-        char *path = output_path(a->outdir, p->outputs[i].name);
-        if (!path) return error(a, 1, "out of memory");
-        RtError err;
-        rt_error_clear(&err);
-        s = rt_npy_write(path, &p->outputs[i].desc, r->out[i], &err);
-        free(path);
-        if (s) return error(a, rt_status_exit_code(s), "%s", err.msg);
-    }
+    /* Outputs: written once, after the runs. */
+    for (int i = 0; i < p->noutputs; i++)
+        if ((rc = rt_exe_write_output(a, &p->outputs[i], r->out[i]))) return rc;
     if (a->print) {
         for (int i = 0; i < p->noutputs; i++) {
             char d[RT_DESC_STR_MAX];
             char *str = rt_tensor_str(&p->outputs[i].desc, r->out[i]);
-            if (!str) return error(a, 1, "out of memory printing output '%s'", p->outputs[i].name);
+            if (!str)
+                return rt_exe_error(a, 1, "out of memory printing output '%s'", p->outputs[i].name);
             printf("%s: %s\n%s\n", p->outputs[i].name,
                    rt_desc_format(&p->outputs[i].desc, d, sizeof d), str);
             free(str);
@@ -381,45 +552,34 @@ static int run_main(const RtProgram *p, Args *a, Run *r) {
         RtBenchStats st = rt_bench_stats(r->samples, (size_t)a->bench);
         printf("%s\n", rt_bench_format(&st, line, sizeof line));
     }
-    if (fflush(stdout) || ferror(stdout)) return error(a, 1, "cannot write to standard output");
+    if (fflush(stdout) || ferror(stdout))
+        return rt_exe_error(a, 1, "cannot write to standard output");
     return 0;
 }
 
 int rt_main(const RtProgram *p, int argc, char **argv) {
+    if (p && p->train) return rt_train_main(p, argc, argv);
     Args a = {0};
-    a.outdir = ".";
-    a.prog = p && p->name ? p->name : "program";
-    if (argc > 0 && argv && argv[0] && *argv[0]) {
-        const char *sl = strrchr(argv[0], '/');
-        a.prog = sl ? sl + 1 : argv[0];
+    int rc = rt_exe_args_parse(&a, p, argc, argv);
+    if (rc) {
+        /* said */
+    } else if (a.help) {
+        print_help(p, &a);
+        rc = fflush(stdout) ? 1 : 0;
+    } else {
+        Run r = {0};
+        rc = run_main(p, &a, &r);
+        if (r.in)
+            for (int i = 0; i < p->ninputs; i++)
+                rt_aligned_free(r.in[i]);
+        if (r.out)
+            for (int i = 0; i < p->noutputs; i++)
+                rt_aligned_free(r.out[i]);
+        free(r.in);
+        free(r.out);
+        free(r.samples);
+        rt_context_destroy(r.ctx);
     }
-    if (!p) return error(&a, 3, "no program");
-    if (argc < 1 || !argv) argc = 1;
-    a.in_name = calloc((size_t)argc, sizeof *a.in_name);
-    a.in_file = calloc((size_t)argc, sizeof *a.in_file);
-    int rc;
-    if (!a.in_name || !a.in_file) {
-        rc = error(&a, 1, "out of memory");
-    } else if ((rc = parse_args(&a, argc, argv)) == 0) {
-        if (a.help) {
-            print_help(p, &a);
-            rc = fflush(stdout) ? 1 : 0;
-        } else {
-            Run r = {0};
-            rc = run_main(p, &a, &r);
-            if (r.in)
-                for (int i = 0; i < p->ninputs; i++)
-                    rt_aligned_free(r.in[i]);
-            if (r.out)
-                for (int i = 0; i < p->noutputs; i++)
-                    rt_aligned_free(r.out[i]);
-            free(r.in);
-            free(r.out);
-            free(r.samples);
-            rt_context_destroy(r.ctx);
-        }
-    }
-    free(a.in_name);
-    free(a.in_file);
+    rt_exe_args_free(&a);
     return rc;
 }

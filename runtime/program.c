@@ -9,27 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_internal.h"
-#include "rt_index_error.h"
-#include "rt_internal.h"
-
-struct RtContext {
-    const RtProgram *p;
-    RtError err;
-    bool ready;        /* created successfully */
-    RtSafetensors *st; /* open while params point into it (zero copy) */
-    RtArena arena;
-    RtPool *pool;
-    void **bufs;      /* [arena, inputs..., params..., outputs..., &index_error(, conv state)] at
-                         storage dtypes */
-    void *conv_state; /* what p->conv_setup made (convolutions' primitives and weights) */
-    /* set by gather/embedding/indexing kernels on an index out of range (rt_index_error.h) */
-    int64_t index_error[RT_INDEX_ERROR_WORDS];
-    void **owned;     /* per param: a buffer the context allocated, or NULL */
-    void **in_stage;  /* per input: storage-dtype staging buffer, or NULL */
-    void **out_stage; /* per output: likewise */
-    RtCudaCtx *cuda;  /* --target cuda: the GPU side (no host arena, no forward) */
-};
+#include "context_internal.h"
 
 /* ---- checking the descriptor (generated code, but a context must not
  * crash on a broken one) ---- */
@@ -70,10 +50,11 @@ static RtStatus check_program(RtContext *c) {
         s = check_tensor(c, "param", i, &p->params[i], true);
     for (int i = 0; !s && i < p->noutputs; i++)
         s = check_tensor(c, "output", i, &p->outputs[i], false);
+    if (!s && p->train) s = rt_train_check(c);
     return s;
 }
 
-static size_t storage_bytes(const RtTensorInfo *t) {
+size_t rt_ctx_storage_bytes(const RtTensorInfo *t) {
     size_t nb = 0;
     RtDesc d = t->desc;
     d.dtype = t->storage;
@@ -110,8 +91,8 @@ static bool bool_bytes_ok(const uint8_t *p, size_t n) {
 static RtStatus load_param(RtContext *c, int i, const char *end) {
     const RtTensorInfo *t = &c->p->params[i];
     void **slot = &c->bufs[1 + c->p->ninputs + i];
-    char e[RT_DESC_STR_MAX], f[RT_DESC_STR_MAX];
-    size_t nb = storage_bytes(t), n = numel_of(t);
+    char e[RT_DESC_STR_MAX];
+    size_t nb = rt_ctx_storage_bytes(t), n = numel_of(t);
     const RtStTensor *w = c->st ? rt_st_find(c->st, t->name) : NULL;
 
     if (!w) {
@@ -136,29 +117,19 @@ static RtStatus load_param(RtContext *c, int i, const char *end) {
         return TGCRT_OK;
     }
 
-    bool same_shape = w->desc.ndim == t->desc.ndim;
-    for (int d = 0; same_shape && d < t->desc.ndim; d++)
-        same_shape = w->desc.shape[d] == t->desc.shape[d];
-    if (!same_shape)
-        return rt_error_set(&c->err, TGCRT_ERR_SHAPE, "%s: tensor '%s': expected %s, found %s",
-                            rt_st_name(c->st), t->name, rt_desc_format(&t->desc, e, sizeof e),
-                            rt_desc_format(&w->desc, f, sizeof f));
-    RtDType have = w->desc.dtype;
-    if (have != t->storage && !(rt_dtype_is_float(have) && rt_dtype_is_float(t->storage)))
-        return rt_error_set(&c->err, TGCRT_ERR_DTYPE, "%s: tensor '%s': expected %s%s, found %s",
-                            rt_st_name(c->st), t->name, rt_desc_format(&t->desc, e, sizeof e),
-                            rt_dtype_is_float(t->desc.dtype) ? " (or another floating dtype)" : "",
-                            rt_desc_format(&w->desc, f, sizeof f));
+    RtStatus s = rt_ctx_check_param_tensor(c, c->st, w, t);
+    if (s) return s;
 
-    if (have == t->storage) {
-        /* Zero copy when the data is aligned to its element size and a
-         * kernel's whole-vector load at the last elements (up to 64 bytes
-         * past the end) stays inside the file's data. Bool bytes must be
-         * 0 or 1 (the kernels' encoding). */
-        size_t es = rt_dtype_size(have);
+    /* Zero copy when the data is aligned to its element size and a
+     * kernel's whole-vector load at the last elements (up to 64 bytes past
+     * the end) stays inside the file's data. Bool bytes must be 0 or 1
+     * (the kernels' encoding). Never for a training program: a step
+     * replaces its params, so they must be its own, writable memory. */
+    if (w->desc.dtype == t->storage && !c->p->train) {
+        size_t es = rt_dtype_size(t->storage);
         const char *d = w->data;
         if ((uintptr_t)d % es == 0 && end && (size_t)(end - d) >= nb + RT_ALIGN &&
-            (have != RT_BOOL || bool_bytes_ok(w->data, nb))) {
+            (t->storage != RT_BOOL || bool_bytes_ok(w->data, nb))) {
             *slot = (void *)w->data; /* read-only mapping: kernels never write params */
             return TGCRT_OK;
         }
@@ -166,23 +137,47 @@ static RtStatus load_param(RtContext *c, int i, const char *end) {
     if (!(c->owned[i] = rt_aligned_alloc(nb)))
         return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
                             "out of memory loading param '%s' (%zu bytes)", t->name, nb);
-    if (have == t->storage) {
-        if (nb) memcpy(c->owned[i], w->data, nb);
-        if (have == RT_BOOL)
-            for (size_t k = 0; k < nb; k++)
-                ((uint8_t *)c->owned[i])[k] = ((uint8_t *)c->owned[i])[k] != 0;
-    } else {
-        rt_convert_float_par(c->pool, w->data, have, c->owned[i], t->storage, n);
-    }
+    rt_ctx_copy_param_tensor(c, w, t, c->owned[i]);
     *slot = c->owned[i];
     return TGCRT_OK;
+}
+
+RtStatus rt_ctx_check_param_tensor(RtContext *c, const RtSafetensors *st, const RtStTensor *w,
+                                   const RtTensorInfo *t) {
+    char e[RT_DESC_STR_MAX], f[RT_DESC_STR_MAX];
+    bool same_shape = w->desc.ndim == t->desc.ndim;
+    for (int d = 0; same_shape && d < t->desc.ndim; d++)
+        same_shape = w->desc.shape[d] == t->desc.shape[d];
+    if (!same_shape)
+        return rt_error_set(&c->err, TGCRT_ERR_SHAPE, "%s: tensor '%s': expected %s, found %s",
+                            rt_st_name(st), t->name, rt_desc_format(&t->desc, e, sizeof e),
+                            rt_desc_format(&w->desc, f, sizeof f));
+    RtDType have = w->desc.dtype;
+    if (have != t->storage && !(rt_dtype_is_float(have) && rt_dtype_is_float(t->storage)))
+        return rt_error_set(&c->err, TGCRT_ERR_DTYPE, "%s: tensor '%s': expected %s%s, found %s",
+                            rt_st_name(st), t->name, rt_desc_format(&t->desc, e, sizeof e),
+                            rt_dtype_is_float(t->desc.dtype) ? " (or another floating dtype)" : "",
+                            rt_desc_format(&w->desc, f, sizeof f));
+    return TGCRT_OK;
+}
+
+void rt_ctx_copy_param_tensor(RtContext *c, const RtStTensor *w, const RtTensorInfo *t, void *dst) {
+    size_t nb = rt_ctx_storage_bytes(t);
+    if (w->desc.dtype == t->storage) {
+        if (nb) memcpy(dst, w->data, nb);
+        if (t->storage == RT_BOOL)
+            for (size_t k = 0; k < nb; k++)
+                ((uint8_t *)dst)[k] = ((uint8_t *)dst)[k] != 0;
+    } else {
+        rt_convert_float_par(c->pool, w->data, w->desc.dtype, dst, t->storage, numel_of(t));
+    }
 }
 
 /* ---- creation ---- */
 
 static RtStatus alloc_staging(RtContext *c, const RtTensorInfo *t, void **slot, const char *what) {
     if (t->storage == t->desc.dtype || c->p->cuda) return TGCRT_OK; /* CUDA: pinned staging */
-    size_t nb = storage_bytes(t);
+    size_t nb = rt_ctx_storage_bytes(t);
     if (!(*slot = rt_aligned_alloc(nb)))
         return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
                             "out of memory for the staging buffer of %s '%s' (%zu bytes)", what,
@@ -241,8 +236,11 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
 
     for (int i = 0; !s && i < p->ninputs; i++)
         s = alloc_staging(c, &p->inputs[i], &c->in_stage[i], "input");
-    for (int i = 0; !s && i < p->noutputs; i++)
+    /* A training context's own output buffers serve as the staging
+     * (rt_train_out_stage). */
+    for (int i = 0; !s && !p->train && i < p->noutputs; i++)
         s = alloc_staging(c, &p->outputs[i], &c->out_stage[i], "output");
+    if (!s && p->train) s = rt_train_setup(c);
     if (s) return s;
     if (p->cuda) /* the params at storage dtype, uploaded once */
         return rt_cuda_create(p, c->bufs + 1 + p->ninputs, &c->cuda, &c->err);
@@ -284,32 +282,20 @@ RtStatus rt_context_create_from_memory(const RtProgram *p, const void *st, size_
 
 /* ---- running ---- */
 
-RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *outputs) {
-    if (!c) return TGCRT_ERR_ARG;
+RtStatus rt_ctx_stage_inputs(RtContext *c, const void *const *inputs, const char *fn) {
     const RtProgram *p = c->p;
     if (!c->ready) {
         if (c->err.status) return c->err.status;
         return rt_error_set(&c->err, TGCRT_ERR_ARG, "the context was not created");
     }
-    if ((p->ninputs && !inputs) || (p->noutputs && !outputs))
-        return rt_error_set(&c->err, TGCRT_ERR_ARG, "rt_context_run: %s array is NULL",
-                            p->ninputs && !inputs ? "the inputs" : "the outputs");
+    if (p->ninputs && !inputs)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "%s: the inputs array is NULL", fn);
     for (int i = 0; i < p->ninputs; i++)
-        if (!inputs[i] && storage_bytes(&p->inputs[i]))
-            return rt_error_set(&c->err, TGCRT_ERR_ARG, "rt_context_run: input '%s' is NULL",
+        if (!inputs[i] && rt_ctx_storage_bytes(&p->inputs[i]))
+            return rt_error_set(&c->err, TGCRT_ERR_ARG, "%s: input '%s' is NULL", fn,
                                 p->inputs[i].name);
-    for (int i = 0; i < p->noutputs; i++)
-        if (!outputs[i] && storage_bytes(&p->outputs[i]))
-            return rt_error_set(&c->err, TGCRT_ERR_ARG, "rt_context_run: output '%s' is NULL",
-                                p->outputs[i].name);
-
-    if (c->cuda) {
-        RtStatus s = rt_cuda_run(c->cuda, inputs, outputs, c->pool, &c->err);
-        if (!s) rt_error_clear(&c->err);
-        return s;
-    }
-
-    void **in = c->bufs + 1, **out = c->bufs + 1 + p->ninputs + p->nparams;
+    if (c->cuda) return TGCRT_OK; /* rt_cuda_run stages them itself */
+    void **in = c->bufs + 1;
     for (int i = 0; i < p->ninputs; i++) {
         const RtTensorInfo *t = &p->inputs[i];
         if (c->in_stage[i]) {
@@ -320,20 +306,51 @@ RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *ou
             in[i] = (void *)inputs[i]; /* kernels never write inputs */
         }
     }
-    for (int i = 0; i < p->noutputs; i++)
-        out[i] = c->out_stage[i] ? c->out_stage[i] : outputs[i];
+    return TGCRT_OK;
+}
+
+RtStatus rt_ctx_forward(RtContext *c) {
     memset(c->index_error, 0, sizeof c->index_error);
-    p->forward(c->bufs, c->pool);
+    c->p->forward(c->bufs, c->pool);
     if (c->index_error[0]) {
         char msg[512];
         rt_index_error_format((const char *)(intptr_t)c->index_error[0], c->index_error[1],
                               c->index_error[2], msg, sizeof msg);
         return rt_error_set(&c->err, TGCRT_ERR_VALUE, "%s", msg);
     }
+    return TGCRT_OK;
+}
+
+RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *outputs) {
+    if (!c) return TGCRT_ERR_ARG;
+    const RtProgram *p = c->p;
+    RtStatus s = rt_ctx_stage_inputs(c, inputs, "rt_context_run");
+    if (s) return s;
+    if (p->noutputs && !outputs)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "rt_context_run: the outputs array is NULL");
+    for (int i = 0; i < p->noutputs; i++)
+        if (!outputs[i] && rt_ctx_storage_bytes(&p->outputs[i]))
+            return rt_error_set(&c->err, TGCRT_ERR_ARG, "rt_context_run: output '%s' is NULL",
+                                p->outputs[i].name);
+
+    if (c->cuda) {
+        s = rt_cuda_run(c->cuda, inputs, outputs, c->pool, &c->err);
+        if (!s) rt_error_clear(&c->err);
+        return s;
+    }
+
+    /* Outputs whose storage dtype differs are computed into staging
+     * buffers and converted afterwards. */
+    void **out = c->bufs + 1 + p->ninputs + p->nparams, **stage = c->out_stage;
+    for (int i = 0; i < p->noutputs; i++) {
+        if (c->train) stage[i] = rt_train_out_stage(c, i); /* not owned: see destroy */
+        out[i] = stage[i] ? stage[i] : outputs[i];
+    }
+    if ((s = rt_ctx_forward(c))) return s;
     for (int i = 0; i < p->noutputs; i++) {
         const RtTensorInfo *t = &p->outputs[i];
-        if (c->out_stage[i])
-            rt_convert_float_par(c->pool, c->out_stage[i], t->storage, outputs[i], t->desc.dtype,
+        if (stage[i])
+            rt_convert_float_par(c->pool, stage[i], t->storage, outputs[i], t->desc.dtype,
                                  numel_of(t));
     }
     rt_error_clear(&c->err);
@@ -357,7 +374,8 @@ void rt_context_destroy(RtContext *c) {
     if (p && c->in_stage)
         for (int i = 0; i < p->ninputs; i++)
             rt_aligned_free(c->in_stage[i]);
-    if (p && c->out_stage)
+    rt_train_free(c);
+    if (p && c->out_stage && !p->train) /* a training context's are its train buffers */
         for (int i = 0; i < p->noutputs; i++)
             rt_aligned_free(c->out_stage[i]);
     free(c->owned);

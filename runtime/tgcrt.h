@@ -205,6 +205,24 @@ const RtStTensor *rt_st_find(const RtSafetensors *st, const char *name); /* NULL
 RtStatus rt_st_expect(const RtSafetensors *st, const char *name, const RtDesc *declared,
                       const RtStTensor **out, RtError *err);
 
+/* One tensor to write (safetensors_write.c): desc's dtype and shape, and
+ * nbytes = rt_desc_nbytes(desc) bytes of data in C order (bf16/f16 as their
+ * 16-bit patterns, bool one byte 0/1). */
+typedef struct RtStTensorOut {
+    const char *name;
+    RtDesc desc;
+    const void *data;
+    size_t nbytes;
+} RtStTensorOut;
+
+/* Writes the n tensors to path, laid out in order after a JSON header
+ * padded with spaces to a multiple of 8 bytes (with "__metadata__":
+ * {"producer": "tgc"}), whole or not at all (through a temporary renamed
+ * over path, as rt_npy_write does). TGCRT_ERR_ARG for a tensor whose nbytes
+ * is not its desc's size or that has no name or no data; TGCRT_ERR_IO
+ * ("cannot write 'PATH': REASON") when the file cannot be written. */
+RtStatus rt_st_write(const char *path, const RtStTensorOut *t, size_t n, RtError *err);
+
 /* ---- the thread pool (threadpool.c) ---- */
 
 typedef struct RtPool RtPool;
@@ -293,6 +311,29 @@ typedef struct RtTensorInfo {
  * valid range). */
 typedef void (*RtForwardFn)(void **bufs, RtPool *pool);
 
+/* ---- training programs (train.c, train_main.c) ----
+ * tgc build --train LOSS emits a program whose graph computes, in one run,
+ * the loss, the gradients and the optimizer's update: the updated value of
+ * every trained param and every optimizer state is an output, and the
+ * runtime makes it the param's value for the next step. */
+typedef enum RtParamRole {
+    RT_ROLE_WEIGHT = 0, /* a param of the graph, trained or frozen: --save-weights writes it */
+    /* optimizer state ("w.exp_avg", "w.momentum_buffer", "__step"): --save-state */
+    RT_ROLE_STATE = 1,
+} RtParamRole;
+typedef struct RtTrainDesc {
+    int loss_output;          /* index in outputs of the 0-d floating loss */
+    const int32_t *update_of; /* per output: the param whose value it becomes after a step, or -1 */
+    const uint8_t *role;      /* per param: RtParamRole */
+    const char *optimizer;    /* "sgd", "adamw" (messages and --help) */
+    /* Per output (NULL: none): 1 when the step's kernel writes the update
+     * straight over its param's own buffer (the compiler proved no later
+     * kernel reads the old value), so it needs no spare and no swap. The
+     * compiled step leaves every param as it was when the loss is not
+     * finite, so a refused step changes nothing either way. */
+    const uint8_t *in_place;
+} RtTrainDesc;
+
 typedef struct RtProgram {
     const char *name;
     int ninputs, nparams, noutputs;
@@ -316,6 +357,7 @@ typedef struct RtProgram {
     RtStatus (*conv_setup)(const struct RtProgram *p, void **bufs, int threads, void **state,
                            struct RtError *err);
     void (*conv_free)(void *state);
+    const struct RtTrainDesc *train; /* tgc build --train, else NULL */
 } RtProgram;
 
 typedef struct RtContext RtContext;
@@ -346,6 +388,57 @@ void rt_context_destroy(RtContext *c); /* NULL is fine */
 /* The main() of an executable from tgc build: the flags and behaviour of
  * cli.md "Compiled executables". Returns the exit code. */
 int rt_main(const RtProgram *p, int argc, char **argv);
+
+/* ---- training contexts (train.c) ----
+ *
+ * A context of a program with `train` set owns a writable copy of every
+ * param (never the weights file's mapping) and, per output that updates a
+ * param, a spare buffer of the param's size: a step computes the new values
+ * into the spares and then swaps each spare with its param's buffer, so
+ * the update costs no copy and the next step reads the new values.
+ * rt_context_create checks the train descriptor (TGCRT_ERR_ARG when
+ * malformed; "training on CUDA is not supported yet" for a CUDA program). */
+
+/* The bytes a training context allocates beyond an inference context of
+ * the same program: the spare buffers, one per output with update_of >= 0,
+ * of that output's storage bytes rounded up to 64 (what tgc report adds to
+ * the peak). It reads only noutputs, outputs[].desc/.storage, nparams and
+ * train->update_of, so a partly filled descriptor will do. 0 for a program
+ * without `train`. */
+size_t rt_context_train_extra_bytes(const RtProgram *p);
+/* Runs one step on inputs (declared dtypes, as rt_context_run takes them).
+ * *loss (when loss is not NULL) is the loss as a double. When it is finite
+ * the updated params become the params' values; when it is NaN or
+ * infinite nothing changes and the status is TGCRT_ERR_VALUE ("the loss is
+ * nan", "inf", "-inf"). Index errors are reported as rt_context_run
+ * reports them (nothing changes). TGCRT_ERR_ARG for a context whose program
+ * has no `train`. */
+RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *loss);
+/* Output i of the last step, at its storage dtype: an output that updates
+ * a param is that param's current value (after a refused step: the value
+ * before it). NULL before the first step, for an index out of range, or
+ * when c is not a training context. */
+const void *rt_context_output_data(const RtContext *c, int i);
+/* Param i's current buffer at its storage dtype; writing to it sets the
+ * param. NULL for an index out of range or when c is not a training
+ * context (an inference context's params may be a read-only mapping). */
+void *rt_context_param_data(RtContext *c, int i);
+/* Writes every param whose role is `role` (RtParamRole) to path as
+ * safetensors, under its name, at its declared dtype (converted from the
+ * storage dtype when they differ; bf16 stays bf16), whole or not at all.
+ * Any context: an inference context's params are all RT_ROLE_WEIGHT. */
+RtStatus rt_context_save_params(RtContext *c, const char *path, int role);
+/* Loads every param whose role is `role` from the safetensors file path:
+ * each must be there with the declared shape; a floating one may have
+ * another floating dtype (converted). On any error (named: file, tensor,
+ * expected and found) no param is changed. Training contexts only
+ * (TGCRT_ERR_ARG otherwise). */
+RtStatus rt_context_load_params(RtContext *c, const char *path, int role);
+
+/* The main() of a training executable (train_main.c; rt_main calls it when
+ * p->train is set): the flags of cli.md "Additions" (--steps, --save-weights,
+ * --save-state, --load-state, --log-every). Returns the exit code. */
+int rt_train_main(const RtProgram *p, int argc, char **argv);
 
 /* ---- matrix products for generated code (matmul.c) ----
  *

@@ -1,0 +1,67 @@
+/* The inside of a context (program.c), shared with training contexts
+ * (train.c) so that a training step runs exactly the code rt_context_run
+ * runs: the same input staging, the same forward call, the same index
+ * errors. Internal to the runtime (never installed, never included by
+ * generated code). */
+#ifndef TGCRT_CONTEXT_INTERNAL_H
+#define TGCRT_CONTEXT_INTERNAL_H
+#include "cuda_internal.h"
+#include "rt_index_error.h"
+#include "rt_internal.h"
+
+typedef struct RtTrainState RtTrainState; /* train.c */
+
+struct RtContext {
+    const RtProgram *p;
+    RtError err;
+    bool ready;        /* created successfully */
+    RtSafetensors *st; /* open while params point into it (zero copy) */
+    RtArena arena;
+    RtPool *pool;
+    void **bufs;      /* [arena, inputs..., params..., outputs..., &index_error(, conv state)] at
+                         storage dtypes */
+    void *conv_state; /* what p->conv_setup made (convolutions' primitives and weights) */
+    /* set by gather/embedding/indexing kernels on an index out of range (rt_index_error.h) */
+    int64_t index_error[RT_INDEX_ERROR_WORDS];
+    void **owned;    /* per param: a buffer the context allocated, or NULL */
+    void **in_stage; /* per input: storage-dtype staging buffer, or NULL */
+    /* per output: likewise; a training context's point at its train buffers (not
+     * owned; rt_train_out_stage) */
+    void **out_stage;
+    RtCudaCtx *cuda;     /* --target cuda: the GPU side (no host arena, no forward) */
+    RtTrainState *train; /* p->train: spare buffers and the user outputs' buffers */
+};
+
+/* ---- program.c ---- */
+
+/* Bytes of a tensor at its storage dtype (the descriptor is checked). */
+size_t rt_ctx_storage_bytes(const RtTensorInfo *t);
+/* Checks that c is ready and that inputs holds every input (fn names the
+ * caller in messages), then points the forward's input slots at them,
+ * converting those whose storage dtype differs into the staging buffers. */
+RtStatus rt_ctx_stage_inputs(RtContext *c, const void *const *inputs, const char *fn);
+/* Runs the forward on c->bufs as they are; TGCRT_ERR_VALUE with the
+ * message when a kernel found an index out of range. */
+RtStatus rt_ctx_forward(RtContext *c);
+/* Checks that the file's tensor w can be param t's value (the declared
+ * shape; the storage dtype, or any floating dtype for a floating param):
+ * TGCRT_ERR_SHAPE / TGCRT_ERR_DTYPE naming the file (rt_st_name) and tensor. */
+RtStatus rt_ctx_check_param_tensor(RtContext *c, const RtSafetensors *st, const RtStTensor *w,
+                                   const RtTensorInfo *t);
+/* Copies w (checked) into dst at t's storage dtype: converted between
+ * floating dtypes, bool bytes normalised to 0/1. */
+void rt_ctx_copy_param_tensor(RtContext *c, const RtStTensor *w, const RtTensorInfo *t, void *dst);
+
+/* ---- train.c ---- */
+
+/* The train descriptor's checks (run with the rest of check_program). */
+RtStatus rt_train_check(RtContext *c);
+/* Allocates the spare buffers and the user outputs' buffers (after the
+ * params are loaded). */
+RtStatus rt_train_setup(RtContext *c);
+void rt_train_free(RtContext *c);
+/* For rt_context_run on a training context: a storage-dtype buffer of
+ * output i to compute it into when its storage dtype differs from the
+ * declared one (the training buffers serve as staging), else NULL. */
+void *rt_train_out_stage(RtContext *c, int i);
+#endif

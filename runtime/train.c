@@ -1,0 +1,344 @@
+/* Training contexts (tgcrt.h "training contexts"; docs/runtime.md
+ * "Training programs").
+ *
+ * The generated forward of a training program computes, in one run, the
+ * loss, the gradients and the optimizer's update, and writes each updated
+ * param (and optimizer state) to an output of the param's storage dtype
+ * and shape. A step points those outputs at spare buffers, runs the
+ * forward and, when the loss is finite, swaps each spare with its param's
+ * buffer: the update costs no copy, and the forward never writes a buffer
+ * it reads (the params it reads and the spares it writes are distinct).
+ * The price is one spare per updated param, allocated in one block whose
+ * size rt_context_train_extra_bytes gives to tgc report. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context_internal.h"
+
+struct RtTrainState {
+    void *block;  /* every spare buffer, at spare_layout's offsets */
+    void **spare; /* per output: where the next step writes its update, or NULL */
+    void **out;   /* per output that updates nothing: its buffer (storage dtype), or NULL */
+    bool stepped; /* a step has run: out holds its values */
+};
+
+static size_t pad64(size_t n) {
+    return n > SIZE_MAX - (RT_ALIGN - 1) ? SIZE_MAX : (n + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
+}
+
+/* Bytes of output i at its storage dtype; 0 for an invalid descriptor. */
+static size_t out_bytes(const RtTensorInfo *t) {
+    RtDesc d = t->desc;
+    size_t nb = 0;
+    d.dtype = t->storage;
+    if (d.ndim < 0 || d.ndim > RT_MAX_DIMS || !rt_desc_nbytes(&d, &nb)) return 0;
+    return nb;
+}
+
+/* The spare buffers' offsets in the one block (off[i] for each output
+ * that updates a param, when off is not NULL) and the block's size, each
+ * buffer padded to 64 bytes as rt_aligned_alloc pads; SIZE_MAX on
+ * overflow. The allocation and rt_context_train_extra_bytes both use it,
+ * so what tgc report adds is what a context allocates. */
+static bool in_place(const RtProgram *p, int i) {
+    return p->train->in_place && p->train->in_place[i];
+}
+
+static size_t spare_layout(const RtProgram *p, size_t *off) {
+    size_t total = 0;
+    for (int i = 0; i < p->noutputs; i++) {
+        int32_t u = p->train->update_of[i];
+        if (u < 0 || u >= p->nparams || in_place(p, i)) continue;
+        size_t nb = pad64(out_bytes(&p->outputs[i]));
+        if (off) off[i] = total;
+        if (nb > SIZE_MAX - total) return SIZE_MAX;
+        total += nb;
+    }
+    return total;
+}
+
+size_t rt_context_train_extra_bytes(const RtProgram *p) {
+    if (!p || !p->train || p->noutputs <= 0 || !p->outputs || !p->train->update_of) return 0;
+    return spare_layout(p, NULL);
+}
+
+/* ---- the descriptor ---- */
+
+static const char *pname(const RtProgram *p) {
+    return p->name ? p->name : "?";
+}
+
+RtStatus rt_train_check(RtContext *c) {
+    const RtProgram *p = c->p;
+    const RtTrainDesc *tr = p->train;
+    char e[RT_DESC_STR_MAX], f[RT_DESC_STR_MAX];
+    if (p->cuda)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG,
+                            "program '%s': training on CUDA is not supported yet", pname(p));
+    if (!tr->optimizer || (p->noutputs && !tr->update_of) || (p->nparams && !tr->role) ||
+        tr->loss_output < 0 || tr->loss_output >= p->noutputs)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "program '%s': malformed train descriptor",
+                            pname(p));
+    const RtTensorInfo *loss = &p->outputs[tr->loss_output];
+    if (loss->desc.ndim != 0 || !rt_dtype_is_float(loss->storage) ||
+        tr->update_of[tr->loss_output] != -1)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG,
+                            "program '%s': the loss '%s' must be a 0-d floating output that "
+                            "updates no param",
+                            pname(p), loss->name);
+    for (int i = 0; i < p->nparams; i++)
+        if (tr->role[i] != RT_ROLE_WEIGHT && tr->role[i] != RT_ROLE_STATE)
+            return rt_error_set(&c->err, TGCRT_ERR_ARG, "param '%s': unknown role %d",
+                                p->params[i].name, (int)tr->role[i]);
+    /* by[u]: 1 + the output that updates param u (two would race for it) */
+    int *by = calloc((size_t)p->nparams + 1, sizeof *by);
+    if (!by) return rt_error_set(&c->err, TGCRT_ERR_NOMEM, "out of memory creating a context");
+    RtStatus s = TGCRT_OK;
+    for (int i = 0; !s && i < p->noutputs; i++) {
+        const RtTensorInfo *o = &p->outputs[i];
+        int32_t u = tr->update_of[i];
+        if (u == -1) continue;
+        if (u < -1 || u >= p->nparams) {
+            s = rt_error_set(&c->err, TGCRT_ERR_ARG,
+                             "output '%s': updates param %d, which does not exist", o->name,
+                             (int)u);
+            break;
+        }
+        const RtTensorInfo *t = &p->params[u];
+        RtDesc od = o->desc, pd = t->desc;
+        od.dtype = o->storage, pd.dtype = t->storage;
+        if (by[u])
+            s = rt_error_set(&c->err, TGCRT_ERR_ARG,
+                             "param '%s' is updated by two outputs ('%s' and '%s')", t->name,
+                             p->outputs[by[u] - 1].name, o->name);
+        else if (!rt_desc_equal(&od, &pd))
+            s = rt_error_set(&c->err, TGCRT_ERR_ARG,
+                             "output '%s' updates param '%s' but is stored as %s, not %s", o->name,
+                             t->name, rt_desc_format(&od, e, sizeof e),
+                             rt_desc_format(&pd, f, sizeof f));
+        by[u] = i + 1;
+    }
+    free(by);
+    return s;
+}
+
+/* A convolution whose weights are folded once at setup (constant_weights)
+ * would keep using the first step's weights: refuse it if a step updates
+ * any of its operands. */
+static RtStatus check_convs(RtContext *c) {
+    const RtProgram *p = c->p;
+    int first = 1 + p->ninputs;
+    for (int k = 0; k < p->nconvs; k++) {
+        const RtConvDesc *d = &p->convs[k];
+        if (!d->constant_weights) continue;
+        const RtConvRef refs[] = {d->weight, d->bias,      d->bn_mean,
+                                  d->bn_var, d->bn_weight, d->bn_bias};
+        for (size_t r = 0; r < sizeof refs / sizeof refs[0]; r++) {
+            int slot = refs[r].slot;
+            if (slot < first || slot >= first + p->nparams) continue;
+            for (int i = 0; i < p->noutputs; i++)
+                if (p->train->update_of[i] == slot - first)
+                    return rt_error_set(&c->err, TGCRT_ERR_ARG,
+                                        "program '%s': convolution %d folds param '%s' once "
+                                        "(constant_weights), but a step updates it",
+                                        pname(p), k, p->params[slot - first].name);
+        }
+    }
+    return TGCRT_OK;
+}
+
+/* ---- the context's buffers ---- */
+
+RtStatus rt_train_setup(RtContext *c) {
+    const RtProgram *p = c->p;
+    RtStatus s = check_convs(c);
+    if (s) return s;
+    RtTrainState *tr = c->train = calloc(1, sizeof *tr);
+    size_t *off = calloc((size_t)p->noutputs + 1, sizeof *off);
+    if (tr) {
+        tr->spare = calloc((size_t)p->noutputs + 1, sizeof *tr->spare);
+        tr->out = calloc((size_t)p->noutputs + 1, sizeof *tr->out);
+    }
+    if (!tr || !off || !tr->spare || !tr->out) {
+        free(off);
+        return rt_error_set(&c->err, TGCRT_ERR_NOMEM, "out of memory creating a context");
+    }
+    size_t extra = spare_layout(p, off);
+    if (extra == SIZE_MAX || !(tr->block = rt_aligned_alloc(extra))) {
+        free(off);
+        return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
+                            "out of memory for the updated params' spare buffers (%zu bytes)",
+                            extra);
+    }
+    for (int i = 0; i < p->noutputs; i++)
+        if (p->train->update_of[i] >= 0 && !in_place(p, i))
+            tr->spare[i] = (char *)tr->block + off[i];
+    free(off);
+    for (int i = 0; i < p->noutputs; i++) {
+        if (p->train->update_of[i] >= 0) continue;
+        size_t nb = rt_ctx_storage_bytes(&p->outputs[i]);
+        if (!(tr->out[i] = rt_aligned_alloc(nb)))
+            return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
+                                "out of memory for output '%s' (%zu bytes)", p->outputs[i].name,
+                                nb);
+    }
+    return TGCRT_OK;
+}
+
+void rt_train_free(RtContext *c) {
+    RtTrainState *tr = c->train;
+    if (!tr) return;
+    for (int i = 0; tr->out && i < c->p->noutputs; i++)
+        rt_aligned_free(tr->out[i]);
+    rt_aligned_free(tr->block);
+    free(tr->spare);
+    free(tr->out);
+    free(tr);
+    c->train = NULL;
+}
+
+void *rt_train_out_stage(RtContext *c, int i) {
+    const RtTensorInfo *t = &c->p->outputs[i];
+    if (t->storage == t->desc.dtype) return NULL;
+    return c->p->train->update_of[i] >= 0 ? c->train->spare[i] : c->train->out[i];
+}
+
+/* ---- a step ---- */
+
+static RtStatus not_training(RtContext *c, const char *fn) {
+    return rt_error_set(&c->err, TGCRT_ERR_ARG,
+                        "%s: program '%s' is not a training program (tgc build --train)", fn,
+                        pname(c->p));
+}
+
+RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *loss) {
+    if (loss) *loss = NAN;
+    if (!c) return TGCRT_ERR_ARG;
+    if (c->ready && !c->train) return not_training(c, "rt_context_train_step");
+    RtStatus s = rt_ctx_stage_inputs(c, inputs, "rt_context_train_step");
+    if (s) return s;
+    const RtProgram *p = c->p;
+    const RtTrainDesc *td = p->train;
+    RtTrainState *tr = c->train;
+    void **params = c->bufs + 1 + p->ninputs, **out = params + p->nparams;
+    for (int i = 0; i < p->noutputs; i++)
+        out[i] = td->update_of[i] < 0 ? tr->out[i]
+                 : in_place(p, i)     ? params[td->update_of[i]]
+                                      : tr->spare[i];
+    s = rt_ctx_forward(c);
+    tr->stepped = true;
+    if (s) return s;
+    double l = rt_load_float(tr->out[td->loss_output], p->outputs[td->loss_output].storage, 0);
+    if (loss) *loss = l;
+    if (!isfinite(l))
+        return rt_error_set(&c->err, TGCRT_ERR_VALUE, "the loss is %s",
+                            isnan(l) ? "nan"
+                            : l > 0  ? "inf"
+                                     : "-inf");
+    for (int i = 0; i < p->noutputs; i++) {
+        int32_t u = td->update_of[i];
+        if (u < 0 || in_place(p, i)) continue;
+        void *old = params[u];
+        params[u] = tr->spare[i];
+        tr->spare[i] = old;
+    }
+    rt_error_clear(&c->err);
+    return TGCRT_OK;
+}
+
+const void *rt_context_output_data(const RtContext *c, int i) {
+    if (!c || !c->train || !c->train->stepped || i < 0 || i >= c->p->noutputs) return NULL;
+    int32_t u = c->p->train->update_of[i];
+    return u >= 0 ? c->bufs[1 + c->p->ninputs + u] : c->train->out[i];
+}
+
+void *rt_context_param_data(RtContext *c, int i) {
+    if (!c || !c->train || i < 0 || i >= c->p->nparams) return NULL;
+    return c->bufs[1 + c->p->ninputs + i];
+}
+
+/* ---- saving and loading params ---- */
+
+static int role_of(const RtProgram *p, int i) {
+    return p->train ? p->train->role[i] : RT_ROLE_WEIGHT;
+}
+
+static RtStatus check_call(RtContext *c, const char *fn, const char *path, int role) {
+    if (!c->ready) {
+        if (c->err.status) return c->err.status;
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "the context was not created");
+    }
+    if (!path) return rt_error_set(&c->err, TGCRT_ERR_ARG, "%s: no path given", fn);
+    if (role != RT_ROLE_WEIGHT && role != RT_ROLE_STATE)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "%s: unknown role %d", fn, role);
+    return TGCRT_OK;
+}
+
+RtStatus rt_context_save_params(RtContext *c, const char *path, int role) {
+    if (!c) return TGCRT_ERR_ARG;
+    RtStatus s = check_call(c, "rt_context_save_params", path, role);
+    if (s) return s;
+    const RtProgram *p = c->p;
+    RtStTensorOut *t = calloc((size_t)p->nparams + 1, sizeof *t);
+    void **conv = calloc((size_t)p->nparams + 1, sizeof *conv); /* converted copies */
+    size_t n = 0;
+    if (!t || !conv) s = rt_error_set(&c->err, TGCRT_ERR_NOMEM, "out of memory writing '%s'", path);
+    for (int i = 0; !s && i < p->nparams; i++) {
+        const RtTensorInfo *ti = &p->params[i];
+        if (role_of(p, i) != role) continue;
+        const void *data = c->bufs[1 + p->ninputs + i];
+        size_t nb = 0;
+        int64_t numel = 0;
+        rt_desc_nbytes(&ti->desc, &nb); /* checked by rt_context_create */
+        rt_desc_numel(&ti->desc, &numel);
+        if (ti->storage != ti->desc.dtype) { /* files hold the declared dtype */
+            if (!(conv[n] = rt_aligned_alloc(nb))) {
+                s = rt_error_set(&c->err, TGCRT_ERR_NOMEM,
+                                 "out of memory converting param '%s' (%zu bytes)", ti->name, nb);
+                break;
+            }
+            rt_convert_float_par(c->pool, data, ti->storage, conv[n], ti->desc.dtype,
+                                 (size_t)numel);
+            data = conv[n];
+        }
+        t[n++] = (RtStTensorOut){.name = ti->name, .desc = ti->desc, .data = data, .nbytes = nb};
+    }
+    if (!s) s = rt_st_write(path, t, n, &c->err);
+    for (size_t i = 0; conv && i < n; i++)
+        rt_aligned_free(conv[i]);
+    free(conv);
+    free(t);
+    if (!s) rt_error_clear(&c->err);
+    return s;
+}
+
+RtStatus rt_context_load_params(RtContext *c, const char *path, int role) {
+    if (!c) return TGCRT_ERR_ARG;
+    RtStatus s = check_call(c, "rt_context_load_params", path, role);
+    if (s) return s;
+    if (!c->train) return not_training(c, "rt_context_load_params");
+    const RtProgram *p = c->p;
+    RtSafetensors *st = NULL;
+    if ((s = rt_st_open(path, &st, &c->err))) return s;
+    /* Every tensor is checked before any is copied: a bad file changes
+     * nothing. */
+    for (int i = 0; !s && i < p->nparams; i++) {
+        const RtTensorInfo *t = &p->params[i];
+        if (role_of(p, i) != role) continue;
+        const RtStTensor *w = rt_st_find(st, t->name);
+        char e[RT_DESC_STR_MAX];
+        if (!w)
+            s = rt_error_set(&c->err, TGCRT_ERR_MISSING, "%s: missing tensor '%s' (expected %s)",
+                             rt_st_name(st), t->name, rt_desc_format(&t->desc, e, sizeof e));
+        else
+            s = rt_ctx_check_param_tensor(c, st, w, t);
+    }
+    for (int i = 0; !s && i < p->nparams; i++)
+        if (role_of(p, i) == role)
+            rt_ctx_copy_param_tensor(c, rt_st_find(st, p->params[i].name), &p->params[i],
+                                     c->bufs[1 + p->ninputs + i]);
+    rt_st_close(st);
+    if (!s) rt_error_clear(&c->err);
+    return s;
+}
