@@ -75,3 +75,27 @@ def write_safetensors(path, entries):
 
 def write_npy(path, t):
     np.save(path, to_numpy(t), allow_pickle=False)
+
+
+ST_DTYPES = {"F64": (np.float64, None), "F32": (np.float32, None), "F16": (np.float16, None),
+             "BF16": (np.int16, torch.bfloat16), "I64": (np.int64, None), "I32": (np.int32, None),
+             "I16": (np.int16, None), "I8": (np.int8, None), "U8": (np.uint8, None),
+             "BOOL": (np.bool_, None)}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack_from("<Q", data, 0)
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        npdt, view = ST_DTYPES[e["dtype"]]
+        b, en = e["data_offsets"]
+        a = np.frombuffer(data[base + b:base + en], dtype=npdt).copy().reshape(e["shape"])
+        t = torch.from_numpy(a)
+        out[name] = t.view(view) if view is not None else t
+    return out

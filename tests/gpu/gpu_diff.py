@@ -94,11 +94,6 @@ import oracle  # noqa: E402
 TIMEOUT = 300
 GPU_SCALE = {"reduction": 2, "long": 2, "transcendental": 2}
 LOWP = (torch.float16, torch.bfloat16)
-ST_DTYPES = {"F64": (np.float64, None), "F32": (np.float32, None), "F16": (np.float16, None),
-             "BF16": (np.int16, torch.bfloat16), "I64": (np.int64, None), "I32": (np.int32, None),
-             "I16": (np.int16, None), "I8": (np.int8, None), "U8": (np.uint8, None),
-             "BOOL": (np.bool_, None)}
-
 
 # --------------------------------------------------------------------------
 # Reference set-up
@@ -169,27 +164,9 @@ def regenerate(cdir, meta):
     return None
 
 
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack_from("<Q", data, 0)
-    header = json.loads(data[8:8 + n])
-    base = 8 + n
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        npdt, view = ST_DTYPES[e["dtype"]]
-        b, en = e["data_offsets"]
-        a = np.frombuffer(data[base + b:base + en], dtype=npdt).copy().reshape(e["shape"])
-        t = torch.from_numpy(a)
-        out[name] = t.view(view) if view is not None else t
-    return out
-
-
 def load_feed(cdir, meta):
     """Every declaration's tensor, in order, as the executable sees it."""
-    weights = read_safetensors(os.path.join(cdir, meta["weights"])) if meta["weights"] else {}
+    weights = tensorio.read_safetensors(os.path.join(cdir, meta["weights"])) if meta["weights"] else {}
     feed = []
     for d in meta["decls"]:
         td = oracle.TORCH_DTYPE[d["dtype"]]
