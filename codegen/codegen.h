@@ -27,6 +27,9 @@ typedef struct CgInterface {
     int error_slot; /* bufs index of the error cell */
     int conv_slot;  /* bufs index of the context's conv state (error_slot + 1), or -1 */
     int nslots;     /* error_slot + 1, + 1 with convolutions */
+    /* By output: a training step's update that its kernel writes straight
+     * into the param's own buffer (its slot is the param's). */
+    bool *in_place;
 } CgInterface;
 
 typedef struct CgProgram {

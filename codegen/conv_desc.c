@@ -96,7 +96,8 @@ static void describe(const CgProgram *p, const Value *v, RtConvDesc *d) {
     d->dst = ref_of(p, v);
     nchw_strides(x, g.nd, g.batched, d->src_strides);
     nchw_strides(v, g.nd, g.batched, d->dst_strides);
-    d->constant_weights = is_param(w) && is_param(b);
+    /* A training step updates its params: fold nothing once at setup. */
+    d->constant_weights = is_param(w) && is_param(b) && !p->g->train_loss;
     const ConvEpilogue *e = v->conv_epi;
     if (e && e->bn) {
         d->has_bn = 1;

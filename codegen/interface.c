@@ -24,6 +24,31 @@ void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda) {
     cg_conv_plan(a, p, plan, cuda);
 }
 
+/* Whether a training step's update o may be written over its param's own
+ * buffer: the kernel that writes o is elementwise and reads the param only
+ * at o's index (same shape, dense), and no later kernel reads the param's
+ * old value. Then the step needs no second copy of the param. */
+static bool update_in_place(const CgProgram *p, const Value *o) {
+    const Value *par = o->updates;
+    const Schedule *s = p->sched;
+    if (!s || o->storage != o || p->dt[o->order] != p->dt[par->order] ||
+        !value_same_shape(o, par) || !layout_is_contiguous(o))
+        return false;
+    int w = -1;
+    for (int k = 0; k < s->nsteps && w < 0; k++)
+        for (int j = 0; j < s->steps[k].nwrites; j++)
+            if (s->steps[k].writes[j] == o) w = k;
+    if (w < 0 || !s->steps[w].elementwise || s->steps[w].nwrites != 1) return false;
+    for (int k = w; k < s->nsteps; k++)
+        for (int j = 0; j < s->steps[k].nreads; j++) {
+            const Value *r = s->steps[k].reads[j];
+            if (r->storage != par) continue;
+            if (k > w || !value_same_shape(r, o) || r->offset || !layout_is_contiguous(r))
+                return false;
+        }
+    return true;
+}
+
 void cg_interface_init(Arena *a, CgProgram *p) {
     const Graph *g = p->g;
     CgInterface *it = &p->iface;
@@ -56,6 +81,12 @@ void cg_interface_init(Arena *a, CgProgram *p) {
         if (o->storage == o && o->op != OP_INPUT && o->op != OP_PARAM && o->op != OP_SCALAR)
             it->slot[o->order] = 1 + ni + np + i;
     }
+    it->in_place = ARENA_ARRAY(a, bool, g->noutputs + 1);
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i]->updates && update_in_place(p, g->outputs[i])) {
+            it->in_place[i] = true;
+            it->slot[g->outputs[i]->order] = it->slot[g->outputs[i]->updates->order];
+        }
     it->error_slot = 1 + ni + np + g->noutputs;
     it->conv_slot = -1;
     for (int i = 0; i < g->nvalues; i++)

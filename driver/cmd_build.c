@@ -14,6 +14,8 @@
 #include "codegen/codegen.h"
 #include "driver/driver.h"
 #include "driver/build_cc.h"
+#include "driver/devices.h"
+#include "driver/report_checkpoint.h"
 #include "driver/outputs.h"
 #include "driver/toolchain.h"
 #include "driver/quantize_weights.h"
@@ -30,6 +32,7 @@ typedef struct BuildOpts {
     const char *cmd, *usage;
     Options o; /* file and -D */
     const char *out, *header, *target, *weights, *emit_kind, *emit_dir, *cpu;
+    const char *checkpoint, *budget; /* --train --checkpoint auto --budget SIZE */
     bool embed, static_rt, cuda_graph;
     const char *gpu_arch; /* --gpu-arch LIST, as given */
     int threads;
@@ -43,12 +46,38 @@ static const char *USAGE_BUILD =
     "                 [-D NAME=VALUE]... [--precision P] [--precision-io D]\n"
     "                 [--quantize int8|int4 [--group-size N]] [--emit llvm|asm|cuda|ptx DIR]\n"
     "                 [--cpu NAME] [--threads N] [--static-runtime]\n"
-    "                 [--gpu-arch sm_80,sm_90] [--cuda-graph]";
+    "                 [--gpu-arch sm_80,sm_90] [--cuda-graph]\n"
+    "                 " TRAIN_FLAGS_USAGE " [--checkpoint auto --budget SIZE]";
 static const char *USAGE_COMPILE = "tgc compile FILE -o OBJ.o --header H.h [same options as build]";
 static const char *USAGE_RUN =
     "tgc run FILE [--input NAME=FILE.npy]... [--weights W] [--output-dir D] [--random-inputs "
     "SEED]\n"
     "               [--print] [--bench N] [same options as build]";
+
+/* --checkpoint auto: the step with the activations report --checkpoint
+ * would recompute (driver/report_checkpoint.c) to fit --budget. */
+static Graph *checkpointed(BuildOpts *b, Arena *a, Diag *d, Graph *g, SrcFile *file, bool cuda) {
+    int64_t budget;
+    if (!devices_parse_size(b->budget, &budget)) {
+        fprintf(stderr, "tgc %s: error: --budget %s: expected a size such as 24GiB or 512MiB\n",
+                b->cmd, b->budget);
+        return NULL;
+    }
+    Target t = cuda ? TARGET_CUDA : TARGET_CPU;
+    Report *r = report_build(a, g, b->o.prec, t);
+    CkptInput in = {.file = file, .o = &b->o, .prec = b->o.prec, .target = t, .budget = budget};
+    CkptResult ck;
+    report_checkpoint_search(a, &in, r, &ck);
+    if (!ck.fits)
+        fprintf(stderr,
+                "tgc %s: warning: --checkpoint auto: the step needs %lld bytes with %d "
+                "activations recomputed, more than --budget %s\n",
+                b->cmd, (long long)ck.peak_after, ck.n, b->budget);
+    if (!ck.n) return g;
+    b->o.train.recompute = ck.ids;
+    b->o.train.nrecompute = ck.n;
+    return load_graph(a, d, &b->o, file);
+}
 
 static int usage_err(BuildOpts *b, const char *fmt, const char *arg) {
     fprintf(stderr, "tgc %s: ", b->cmd);
@@ -75,7 +104,9 @@ static void help(BuildOpts *b) {
            "  --gpu-arch LIST      CUDA architectures to compile for (sm_90); PTX for the last\n"
            "                       is embedded too, for newer GPUs\n"
            "  --cuda-graph         run the kernels as one captured CUDA graph (less launch "
-           "overhead)\n");
+           "overhead)\n" TRAIN_FLAGS_HELP "  --checkpoint auto --budget SIZE\n"
+           "                       --train: recompute activations in the backward pass until the\n"
+           "                       step's peak fits SIZE (as tgc report --checkpoint auto)\n");
     if (b->mode == MODE_RUN)
         printf("  --input NAME=FILE    an input .npy file\n"
                "  --output-dir D       where outputs are written (default .)\n"
@@ -96,6 +127,7 @@ static int parse(BuildOpts *b, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int prc = options_precision_flag(&b->o, argc, argv, &i, b->usage);
+        if (prc < 0) prc = options_train_flag(&b->o, argc, argv, &i, b->usage);
         if (prc >= 0) {
             if (prc) return prc;
             continue;
@@ -113,6 +145,9 @@ static int parse(BuildOpts *b, int argc, char **argv) {
         } else if (!strcmp(a, "--header") && b->mode == MODE_COMPILE) {
             NEED();
             b->header = argv[++i];
+        } else if (!strcmp(a, "--checkpoint") || !strcmp(a, "--budget")) {
+            NEED();
+            *(a[2] == 'c' ? &b->checkpoint : &b->budget) = argv[++i];
         } else if (!strcmp(a, "--target")) {
             NEED();
             b->target = argv[++i];
@@ -181,6 +216,14 @@ static int parse(BuildOpts *b, int argc, char **argv) {
     if (!b->o.file) return usage_err(b, "missing FILE%s", "");
     if (b->mode != MODE_RUN && !b->out) return usage_err(b, "missing -o%s", "");
     if (b->mode == MODE_COMPILE && !b->header) return usage_err(b, "missing --header%s", "");
+    if ((b->checkpoint || b->budget) &&
+        (!b->checkpoint || strcmp(b->checkpoint, "auto") || !b->budget || !(b->o.tf.given & 1))) {
+        fprintf(stderr,
+                "tgc %s: error: --checkpoint auto and --budget SIZE go together, with "
+                "--train LOSS\n",
+                b->cmd);
+        return 1;
+    }
     if (b->target && strcmp(b->target, "cpu") && strcmp(b->target, "cuda"))
         return usage_err(b, "--target expects cpu or cuda, found '%s'", b->target);
     if (b->emit_kind && strcmp(b->emit_kind, "llvm") && strcmp(b->emit_kind, "asm") &&
@@ -198,7 +241,8 @@ static int parse(BuildOpts *b, int argc, char **argv) {
         fprintf(stderr, "usage: %s\n", b->usage);
         return 2;
     }
-    return options_precision_finish(&b->o);
+    int rc = options_precision_finish(&b->o);
+    return rc ? rc : options_train_finish(&b->o);
 }
 
 /* Weights are checked at build time too: a bad file is the user's error
@@ -431,6 +475,7 @@ static int drive(Mode mode, int argc, char **argv) {
         if (d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
         goto out;
     }
+    if (b.checkpoint && !(g = checkpointed(&b, &a, &d, g, &file, cuda))) goto out;
     CgProgram p;
     cg_program_plan_target(&a, g, &p, cuda);
     if (b.weights && !b.o.quant_bits && !check_weights(&b, &p)) goto out;

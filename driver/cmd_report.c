@@ -11,6 +11,8 @@
 #include "driver/accuracy.h"
 #include "driver/outputs.h"
 #include "driver/report.h"
+#include "driver/report_checkpoint.h"
+#include "driver/report_train.h"
 #include "rt_atomic.h"
 
 #define FIT_CAP ((int64_t)1 << 31)
@@ -19,7 +21,8 @@ static const char *USAGE =
     "tgc report FILE [-D NAME=VALUE]... [--json] [--device NAME | --budget SIZE]\n"
     "                  [--fit NAME] [--precision P] [--precision-io D] [--quantize int8|int4]\n"
     "                  [--group-size N] [--accuracy N [--weights W]] [--target cpu|cuda]\n"
-    "                  [--html FILE]\n"
+    "                  [--html FILE] [--train LOSS [--optimizer O] [--shard N] [--checkpoint auto] "
+    "...]\n"
     "       tgc report --list-devices [--json]";
 
 static void help(void) {
@@ -38,12 +41,17 @@ static void help(void) {
         "uniform(+-1/sqrt(fan_in))\n"
         "                     for params without an initialiser)\n"
         "  --target T         cpu (default) or cuda (adds the CUDA runtime's fixed needs)\n"
-        "  --html FILE        also write a self-contained HTML page with the charts\n"
+        "  --html FILE        also write a self-contained HTML page with the "
+        "charts\n" TRAIN_FLAGS_HELP
+        "  --shard N          --train: the per-device peak with params, gradients and optimizer\n"
+        "                     states sharded over N devices (FSDP / ZeRO-3), on paper\n"
+        "  --checkpoint auto  --train with a budget: recompute activations in the backward pass\n"
+        "                     instead of keeping them, until the peak fits (extra FLOPs shown)\n"
         "  --list-devices     print the device presets and their memory sizes\n");
 }
 
 typedef struct ReportOpts {
-    const char *device, *budget, *fit, *target, *html, *accuracy, *weights;
+    const char *device, *budget, *fit, *target, *html, *accuracy, *weights, *shard, *checkpoint;
     bool list_devices, json, help;
 } ReportOpts;
 
@@ -66,6 +74,8 @@ static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *n
         {"--html", offsetof(ReportOpts, html)},
         {"--accuracy", offsetof(ReportOpts, accuracy)},
         {"--weights", offsetof(ReportOpts, weights)},
+        {"--shard", offsetof(ReportOpts, shard)},
+        {"--checkpoint", offsetof(ReportOpts, checkpoint)},
     };
     *nrest = 0;
     rest[(*nrest)++] = argv[0];
@@ -95,6 +105,10 @@ static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *n
     return 0;
 }
 
+static const TrainSpec *train_spec(const Options *o) {
+    return o->has_train ? &o->train : NULL;
+}
+
 typedef struct FitCtx {
     const SrcFile *file;
     const Options *o;
@@ -117,7 +131,7 @@ static int64_t peak_at(FitCtx *c, const char *dim, int64_t value) {
     Diag d;
     diag_init(&d, NULL);
     PrecisionPolicy pol = options_policy(c->o);
-    Graph *g = tgc_frontend(&a, &d, c->file, ov, n, &pol);
+    Graph *g = tgc_frontend_train(&a, &d, c->file, ov, n, &pol, train_spec(c->o));
     int64_t peak = -1;
     if (g && !d.errors)
         peak = report_build(&a, g, c->prec, c->target)->peak_bytes;
@@ -264,7 +278,8 @@ static Report *report_of_policy(void *ctx, const PrecisionPolicy *pol) {
     ChoiceCtx *c = ctx;
     Diag d;
     diag_init(&d, NULL);
-    Graph *g = tgc_frontend(c->a, &d, c->file, c->o->dims, c->o->ndims, pol);
+    Graph *g =
+        tgc_frontend_train(c->a, &d, c->file, c->o->dims, c->o->ndims, pol, train_spec(c->o));
     return g && !d.errors ? report_build(c->a, g, pol->prec, c->target) : NULL;
 }
 
@@ -348,7 +363,54 @@ static int run(const ReportOpts *ro, const Options *o) {
         arena_free(&a);
         return 1;
     }
+    int shard = 0;
+    if (ro->shard) {
+        char *end;
+        errno = 0;
+        long n = strtol(ro->shard, &end, 10);
+        if (errno || end == ro->shard || *end || n < 1 || n > 65536 || !o->has_train) {
+            fprintf(stderr, "tgc report: error: --shard %s: %s\n", ro->shard,
+                    o->has_train ? "expected a device count from 1 to 65536"
+                                 : "needs --train LOSS");
+            arena_free(&a);
+            return 1;
+        }
+        shard = (int)n;
+    }
+    if (runs && o->has_train) {
+        fprintf(stderr, "tgc report: error: --accuracy does not apply to --train\n");
+        arena_free(&a);
+        return 1;
+    }
+    if (ro->checkpoint &&
+        (strcmp(ro->checkpoint, "auto") || !o->has_train || (!ro->device && !ro->budget))) {
+        fprintf(stderr, "tgc report: error: --checkpoint %s: %s\n", ro->checkpoint,
+                strcmp(ro->checkpoint, "auto") ? "expected auto"
+                : !o->has_train                ? "needs --train LOSS"
+                                               : "needs --budget SIZE or --device NAME");
+        arena_free(&a);
+        return 1;
+    }
     Report *r = report_build(&a, g, prec, target);
+    CkptResult *ck = NULL;
+    if (ro->checkpoint) {
+        ck = ARENA_NEW(&a, CkptResult);
+        CkptInput in = {.file = &file, .o = o, .prec = prec, .target = target, .budget = budget};
+        report_checkpoint_search(&a, &in, r, ck);
+        if (ck->n) { /* the report of the checkpointed step */
+            Options *om = (Options *)o;
+            om->train.recompute = ck->ids;
+            om->train.nrecompute = ck->n;
+            g = load_graph(&a, &d, o, &file);
+            if (!g) {
+                arena_free(&a);
+                return 1;
+            }
+            r = report_build(&a, g, prec, target);
+        }
+    }
+    report_train_build(r, shard);
+    if (r->train) r->train->ckpt = ck;
     ChoiceCtx cc = {.a = &a, .file = &file, .o = o, .target = target};
     PrecisionPolicy base = options_policy(o);
     report_choices(r, &base, report_of_policy, &cc);

@@ -6,6 +6,17 @@
 #include "frontend/frontend.h"
 #include "passes/pipeline.h"
 
+/* The training flags as given (driver/train_options.c). */
+#define TRAIN_MAX_FREEZE 256
+typedef struct TrainFlags {
+    unsigned given; /* bit k: the k-th flag of options_train_flag was given */
+    const char *loss;
+    OptimKind optim;
+    double lr, momentum, weight_decay, beta1, beta2, eps;
+    char *freeze[TRAIN_MAX_FREEZE];
+    int nfreeze;
+} TrainFlags;
+
 /* Options shared by the subcommands that compile a graph. */
 typedef struct Options {
     const char *command;
@@ -25,6 +36,10 @@ typedef struct Options {
      * params, for build to embed); NULL: the import is dropped once the
      * graph is built. */
     struct OnnxImport *onnx_out;
+    /* --train LOSS and the optimizer flags; has_train once checked */
+    TrainFlags tf;
+    TrainSpec train;
+    bool has_train;
 } Options;
 
 /* Parses argv; returns 0 to go on, else the exit code (2: usage error). */
@@ -43,6 +58,24 @@ PrecisionPolicy options_policy(const Options *o);
     "  --quantize int8|int4 quantize the weights of matrix products (needs --weights to build)\n"  \
     "  --group-size N       k elements per scale (int4 default 128; int8 default per channel)\n"
 void options_free(Options *o);
+/* The training flags at argv[*i], like options_precision_flag. */
+int options_train_flag(Options *o, int argc, char **argv, int *i, const char *usage_line);
+/* Checks them together (after parsing, after options_precision_finish):
+ * 0 or an exit code; fills o->train and o->has_train. */
+int options_train_finish(Options *o);
+void options_train_free(Options *o);
+#define TRAIN_FLAGS_USAGE                                                                          \
+    "[--train LOSS [--optimizer sgd|adamw|none] [--lr F] [--momentum F] [--weight-decay F]\n"      \
+    "                 [--betas B1,B2] [--eps F] [--freeze NAME,...]]"
+#define TRAIN_FLAGS_HELP                                                                           \
+    "  --train LOSS         a training step: gradients of the 0-d output LOSS and the\n"           \
+    "                       optimizer's update of every param (docs/training.md)\n"                \
+    "  --optimizer O        sgd (default), adamw, or none (the gradients become outputs\n"         \
+    "                       NAME.grad)\n"                                                          \
+    "  --lr F, --momentum F, --weight-decay F, --betas B1,B2, --eps F\n"                           \
+    "                       torch.optim's hyper-parameters (defaults: lr 1e-3; SGD 0 and 0;\n"     \
+    "                       AdamW weight decay 1e-2, betas 0.9,0.999, eps 1e-8)\n"                 \
+    "  --freeze NAME,...    params that are not trained\n"
 /* Reads and compiles o->file (a .tg, or an ONNX model imported in memory
  * into .tg text first); NULL (with messages printed) on error. */
 Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file);

@@ -113,6 +113,7 @@ int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int prc = options_precision_flag(o, argc, argv, &i, usage_line);
+        if (prc < 0) prc = options_train_flag(o, argc, argv, &i, usage_line);
         if (prc >= 0) {
             if (prc) return prc;
             continue;
@@ -144,12 +145,14 @@ int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
         }
     }
     if (!o->file) return usage_error(o->command, usage_line, "missing FILE%s", "");
-    return options_precision_finish(o);
+    int rc = options_precision_finish(o);
+    return rc ? rc : options_train_finish(o);
 }
 
 void options_free(Options *o) {
     for (int i = 0; i < o->ndims; i++)
         free((void *)o->dims[i].name);
+    options_train_free(o);
 }
 
 char *driver_read_file(const char *path, int *len) {
@@ -244,7 +247,8 @@ Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file) {
     }
     if (!check_nul(d, file)) return NULL;
     PrecisionPolicy pol = options_policy(o);
-    Graph *g = tgc_frontend(a, d, file, o->dims, o->ndims, &pol);
+    Graph *g =
+        tgc_frontend_train(a, d, file, o->dims, o->ndims, &pol, o->has_train ? &o->train : NULL);
     if (!g) return NULL;
     /* Where the policy chose f16 for a value that can overflow it. */
     RtSafetensors *st = NULL;

@@ -123,9 +123,12 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
         r->quantize = v->quant->bits == 8 ? "int8" : "int4";
         if (!r->group_size || v->quant->group < r->group_size) r->group_size = v->quant->group;
     }
-    /* Outputs are caller-owned contiguous buffers, views included. */
+    /* Outputs are caller-owned contiguous buffers, views included; a
+     * training step's update written over its param needs none. */
+    r->in_place = cp.iface.in_place;
     for (int i = 0; i < g->noutputs; i++) {
         const Value *v = g->outputs[i];
+        if (cp.iface.in_place[i]) continue;
         int64_t n = 1;
         for (int k = 0; k < v->ndim; k++)
             n = sat_mul(n, v->shape[k]);

@@ -70,7 +70,9 @@ typedef struct Report {
     const char *budget_label;
     int64_t budget_bytes;
     ReportFit fit;
-    const char *note; /* a remark on the options (e.g. a target chosen from the device) */
+    const char *note;          /* a remark on the options (e.g. a target chosen from the device) */
+    struct ReportTrain *train; /* --train: the training step's parts (driver/report_train.h) */
+    const bool *in_place;      /* by output: an update written over its param (no buffer) */
 } Report;
 
 /* The Report of the same graph and options under another policy, or NULL

@@ -4,6 +4,7 @@
 
 #include "driver/accuracy.h"
 #include "driver/report.h"
+#include "driver/report_train.h"
 #include "passes/flops.h"
 
 static cJSON *num(int64_t v) {
@@ -164,6 +165,7 @@ char *report_json(const Report *r) {
     cJSON_AddStringToObject(act, "strategy", p->strategy);
     add(root, "fixed_bytes", r->fixed_bytes);
     add(root, "peak_bytes", r->peak_bytes);
+    report_train_json(root, r);
     add(root, "flops", r->flops);
     cJSON *byd = cJSON_AddArrayToObject(root, "by_dtype");
     for (int q = 0; q < REPORT_NQUANT; q++) {

@@ -5,6 +5,7 @@
 
 #include "driver/accuracy.h"
 #include "driver/report.h"
+#include "driver/report_train.h"
 
 #define BAR_WIDTH 40
 #define TIMELINE_ROWS 48
@@ -253,6 +254,7 @@ static void print_cuda(FILE *out, const Report *r) {
 void report_text(FILE *out, const Report *r) {
     print_verdict(out, r);
     print_summary(out, r);
+    report_train_text(out, r);
     print_peak(out, r);
     print_timeline(out, r);
     print_by_dtype(out, r);

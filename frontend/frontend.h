@@ -7,10 +7,15 @@
 #define TGC_FRONTEND_H
 #include "ir/ir.h"
 #include "passes/precision.h"
+#include "passes/train.h"
 
 /* Parses and checks a source and runs every pass up to (not including)
  * fusion, the precision policy pol (NULL: declared dtypes) included.
  * Returns NULL when the source has errors (reported to d). */
 Graph *tgc_frontend(Arena *a, Diag *d, const SrcFile *file, const DimOverride *ov, int nov,
                     const PrecisionPolicy *pol);
+/* The same for a training build: the gradient pass and the optimizer's
+ * update (passes/train.h) join the graph before the other passes. */
+Graph *tgc_frontend_train(Arena *a, Diag *d, const SrcFile *file, const DimOverride *ov, int nov,
+                          const PrecisionPolicy *pol, const TrainSpec *train);
 #endif

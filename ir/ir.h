@@ -18,7 +18,7 @@
 #define TG_MAX_NUMEL ((int64_t)1 << 48) /* elements of one tensor, size-0 dims counted as 1 */
 
 typedef enum {
-#define OP(id, name, sig, flags, infer, layout) OP_##id,
+#define OP(id, name, sig, flags, infer, layout, vjp) OP_##id,
 #include "ir/ops.def"
 #undef OP
     OP_COUNT
@@ -125,6 +125,12 @@ struct Value {
     int ntuple;
 
     bool is_output;
+    /* A training program's output that becomes this param's value after
+     * each step (passes/train.c); NULL otherwise. */
+    Value *updates;
+    /* A param the optimizer made (momentum, Adam's moments, the step
+     * count): saved with the optimizer state, not with the weights. */
+    bool optim_state;
     bool dead;
     int order; /* position in the graph's value list */
 };
@@ -163,6 +169,11 @@ typedef struct Graph {
     Value **outputs; /* declaration order */
     int noutputs, cap_outputs;
     int next_id;
+    /* A training step (passes/train.c): the loss, whose output the runtime
+     * reads after each step, and the optimizer's name; NULL otherwise. */
+    Value *train_loss;
+    const char *optimizer;
+    int backward_id; /* values with an id from here on were made by the gradient pass or later */
 } Graph;
 
 /* Context the table's inference functions run in. */
@@ -173,6 +184,9 @@ typedef struct InferCtx {
 } InferCtx;
 
 typedef bool (*InferFn)(InferCtx *c, Value *v);
+/* The vector-Jacobian product of v (ir/vjp.h). */
+struct VjpCtx;
+typedef bool (*VjpFn)(struct VjpCtx *c, Value *v, Value *gy, Value **gx);
 /* Computes v's strides and offset from its input's layout; returns false
  * when no view is possible (the op then becomes a copy, or an error). */
 typedef bool (*LayoutFn)(Value *v);
@@ -205,6 +219,7 @@ typedef struct OpInfo {
     unsigned flags;
     InferFn infer;
     LayoutFn layout;
+    VjpFn vjp;
     ParamSpec params[8];
     int nparams;
 } OpInfo;

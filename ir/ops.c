@@ -4,10 +4,11 @@
 #include <string.h>
 
 #include "ir/infer.h"
+#include "ir/vjp.h"
 
 OpInfo op_table[OP_COUNT] = {
-#define OP(id, nm, sg, fl, inf, lay)                                                               \
-    [OP_##id] = {.name = nm, .sig = sg, .flags = fl, .infer = inf, .layout = lay},
+#define OP(id, nm, sg, fl, inf, lay, vj)                                                           \
+    [OP_##id] = {.name = nm, .sig = sg, .flags = fl, .infer = inf, .layout = lay, .vjp = vj},
 #include "ir/ops.def"
 #undef OP
 };

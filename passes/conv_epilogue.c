@@ -80,7 +80,8 @@ static void fuse(Graph *g, Users *us, Value *c) {
     ConvEpilogue *e = ARENA_NEW(g->arena, ConvEpilogue);
     Value *cur = c;
     bool f32 = c->dtype == DT_F32;
-    if (c->dtype == DT_F32 || c->dtype == DT_F64) {
+    /* A training step updates the batch norm's params: nothing is folded. */
+    if ((c->dtype == DT_F32 || c->dtype == DT_F64) && !g->train_loss) {
         Value *u = bn_of(us, c);
         if (u) {
             e->bn = u->bn;

@@ -2,8 +2,10 @@
  * what it requires and what it gives; the verifier runs between them. */
 #include "passes/pipeline.h"
 
-bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol) {
+bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const TrainSpec *train) {
     pass_verify(g, false);
+    if (train && !pass_train(g, d, train)) return false;
+    if (train) pass_verify(g, false);
     pass_precision(g, d, pol);
     pass_quantize(g, d, pol);
     if (d->errors) return false;

@@ -3,11 +3,14 @@
 #define TGC_PIPELINE_H
 #include "ir/ir.h"
 #include "passes/precision.h"
+#include "passes/train.h"
 
 /* Runs every pass on a front end's graph up to (not including) fusion, the
  * precision policy pol (NULL: declared dtypes) included. Returns false when
  * a pass reported errors to d. */
-bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol);
+/* With train set (a training build), the gradients and the optimizer's update
+ * (passes/train.h) join the graph first. */
+bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const TrainSpec *train);
 
 void pass_insert_casts(Graph *g, Diag *d);
 void pass_broadcast(Graph *g, Diag *d);

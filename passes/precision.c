@@ -149,7 +149,9 @@ static void apply_policy(Rewriter *rw, Value *v, void *ctx) {
         return;
     }
     if (v->op == OP_PARAM) {
-        if (dtype_is_float(v->dtype)) v->dtype = c->low;
+        /* A training step keeps f32 master weights and optimizer states;
+         * the products cast them at use, as autocast does. */
+        if (dtype_is_float(v->dtype) && !(mixed && rw->g->train_loss)) v->dtype = c->low;
         return;
     }
     unsigned flags = op_info(v->op)->flags;

@@ -10,6 +10,7 @@
 #include "frontend/tg/build_const.h"
 #include "frontend/tg/build_internal.h"
 #include "ir/infer.h"
+#include "ir/lower_loss.h"
 #include "ir/lower_nn.h"
 #include "ir/lower_sugar.h"
 
@@ -538,6 +539,7 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
     if ((info->flags & OPF_CONV) && !dense_conv_operands(B, v)) return ev_err();
     if (v->op == OP_REPEAT_INTERLEAVE && !(v = lower_repeat_interleave(&B->ic, v))) return ev_err();
     if (lower_nn_applies(v->op) && !(v = lower_nn(&B->ic, v))) return ev_err();
+    if (lower_loss_applies(v->op) && !(v = lower_loss(&B->ic, v))) return ev_err();
     return result_of(B, v);
 }
 

@@ -112,6 +112,38 @@ static int first_dim_name(const SrcFile *file, char *buf, size_t cap) {
     return ok;
 }
 
+/* A training step (passes/train.c): the graph's first 0-d float output as
+ * the loss (else its first output: the error path), an optimizer, loss
+ * scaling and recomputed values chosen by the input's first byte. */
+static void compile_train(const SrcFile *file, uint8_t knob) {
+    Arena a = {0};
+    Diag d;
+    diag_init(&d, NULL);
+    Graph *g = tgc_frontend(&a, &d, file, NULL, 0, NULL);
+    const char *loss = NULL;
+    for (int i = 0; g && i < g->noutputs && !loss; i++)
+        if (g->outputs[i]->ndim == 0 && dtype_is_float(g->outputs[i]->dtype))
+            loss = g->outputs[i]->name;
+    if (g && !loss && g->noutputs) loss = g->outputs[0]->name;
+    if (loss) {
+        Arena b = {0};
+        Diag d2;
+        diag_init(&d2, NULL);
+        static const int ids[] = {1, 2, 3, 5, 8, 13, 21};
+        TrainSpec t = train_spec_default((OptimKind)(knob % 3));
+        t.loss = loss;
+        t.momentum = knob & 4 ? 0.9 : 0;
+        t.loss_scaling = (knob & 8) && t.optim != OPTIM_NONE;
+        t.recompute = ids;
+        t.nrecompute = knob & 16 ? 7 : 0;
+        PrecisionPolicy pol = {.prec = knob & 8 ? PREC_MIXED_F16 : PREC_DECLARED, .io = DT_NONE};
+        Graph *tg = tgc_frontend_train(&b, &d2, file, NULL, 0, &pol, &t);
+        if (tg) show(tg);
+        arena_free(&b);
+    }
+    arena_free(&a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > (size_t)INT_MAX) return 0;
     if (size > 0 && memchr(data, 0, size)) return 0; /* the driver rejects NUL */
@@ -136,6 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                .quant_bits = data[0] & 16 ? (data[0] & 32 ? 4 : 8) : 0,
                                .group_size = data[0] & 64 ? 3 : 0};
         compile_policy(&file, NULL, 0, NULL, &pol);
+    } else if (size >= 2) {
+        compile_train(&file, data[0]);
     }
     return 0;
 }

@@ -256,6 +256,7 @@ F_FIRST = {
     "adaptive_max_pool1d", "adaptive_max_pool2d", "batch_norm", "group_norm", "instance_norm",
     "pad", "interpolate", "pixel_shuffle", "pixel_unshuffle", "hardswish", "hardsigmoid",
     "leaky_relu", "elu", "softplus", "mish", "hardtanh", "relu6",
+    "binary_cross_entropy_with_logits",
 }
 
 
