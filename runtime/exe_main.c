@@ -21,6 +21,7 @@
 
 #include "exe_internal.h"
 #include "rt_atomic.h"
+#include "rt_file_id.h"
 
 #define MAX_BENCH 1000000000LL /* samples are kept in memory */
 
@@ -322,46 +323,6 @@ static char *output_path(const char *dir, const char *name) {
  * caught before either exists. Character devices (/dev/null) are never
  * the same file: writing one twice loses nothing. */
 
-typedef struct FileId {
-    bool known;  /* false: nothing to compare (absent, unreadable directory) */
-    bool exists; /* the file itself; else dir + name */
-    bool chardev;
-    dev_t dev;
-    ino_t ino;
-    const char *name; /* the last component, for a file not there yet */
-} FileId;
-
-static FileId identify(const char *path, bool written) {
-    FileId id = {0};
-    struct stat st;
-    if (!path) return id;
-    if (stat(path, &st) == 0) {
-        id.known = id.exists = true;
-        id.chardev = S_ISCHR(st.st_mode);
-        id.dev = st.st_dev;
-        id.ino = st.st_ino;
-        return id;
-    }
-    if (!written) return id;
-    const char *slash = strrchr(path, '/');
-    const char *name = slash ? slash + 1 : path;
-    char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
-    if (dir && *name && stat(dir, &st) == 0) {
-        id.known = true;
-        id.dev = st.st_dev;
-        id.ino = st.st_ino;
-        id.name = name;
-    }
-    free(dir);
-    return id;
-}
-
-static bool same_file(const FileId *a, const FileId *b) {
-    if (!a->known || !b->known || a->exists != b->exists || a->dev != b->dev || a->ino != b->ino)
-        return false;
-    return a->exists ? !a->chardev : !strcmp(a->name, b->name);
-}
-
 /* A file the run reads or writes. */
 typedef enum IoKind {
     IO_INPUT,
@@ -377,7 +338,7 @@ typedef struct IoFile {
     char *owned;      /* path, when it was made here */
     const char *name; /* input or output name, len bytes */
     int len;
-    FileId id;
+    RtFileId id;
 } IoFile;
 
 /* How messages call f. */
@@ -400,7 +361,7 @@ static const char *flag_of(IoKind k) {
 
 static IoFile io_file(IoKind kind, const char *path, const char *name, int len) {
     IoFile f = {.kind = kind, .path = path, .name = name, .len = len};
-    f.id = identify(path, kind >= IO_OUTPUT);
+    f.id = rt_file_id(path, kind >= IO_OUTPUT);
     return f;
 }
 
@@ -434,9 +395,10 @@ static int check_files(const RtProgram *p, const Args *a, IoFile *in, IoFile *ou
     }
     for (int i = 0; i < *nout; i++) {
         for (int k = 0; k < nin; k++)
-            if (same_file(&out[i].id, &in[k].id)) return same_file_error(a, &out[i], &in[k], true);
+            if (rt_same_file(&out[i].id, &in[k].id))
+                return same_file_error(a, &out[i], &in[k], true);
         for (int k = 0; k < i; k++)
-            if (same_file(&out[i].id, &out[k].id))
+            if (rt_same_file(&out[i].id, &out[k].id))
                 return same_file_error(a, &out[i], &out[k], false);
     }
     return 0;
