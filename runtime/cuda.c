@@ -134,6 +134,20 @@ static RtStatus pin_alloc(RtCudaCtx *c, void **p, size_t bytes, const char *what
     return r ? rt_cuda_fail(c, err, r, "cuMemHostAlloc", w) : TGCRT_OK;
 }
 
+/* A training step's update that its kernel writes straight over its param
+ * (RtTrainDesc.in_place): the output's slot is the param's buffer, as
+ * tgc report counts it (no buffer of its own). */
+static bool aliased(const RtProgram *p, int out) {
+    return p->train && p->train->in_place && p->train->in_place[out] &&
+           p->train->update_of[out] >= 0;
+}
+
+/* An output that updates a param stays on the GPU (cuda_run.c): no
+ * staging. */
+static bool staged(const RtProgram *p, int out) {
+    return !p->train || p->train->update_of[out] < 0;
+}
+
 static RtStatus alloc_buffers(RtCudaCtx *c, void *const *host_params, RtError *err) {
     const RtProgram *p = c->p;
     const CuDriver *cu = c->cu;
@@ -145,8 +159,11 @@ static RtStatus alloc_buffers(RtCudaCtx *c, void *const *host_params, RtError *e
         s = dev_alloc(c, &c->dev[1 + ni + i], c->bytes[1 + ni + i], "param", p->params[i].name,
                       err);
     for (int i = 0; !s && i < no; i++)
-        s = dev_alloc(c, &c->dev[1 + ni + np + i], c->bytes[1 + ni + np + i], "output",
-                      p->outputs[i].name, err);
+        if (aliased(p, i))
+            c->dev[1 + ni + np + i] = c->dev[1 + ni + p->train->update_of[i]];
+        else
+            s = dev_alloc(c, &c->dev[1 + ni + np + i], c->bytes[1 + ni + np + i], "output",
+                          p->outputs[i].name, err);
     if (!s)
         s = dev_alloc(c, &c->dev[c->nbufs - 1], 8 * RT_INDEX_ERROR_WORDS, "the error cell", NULL,
                       err);
@@ -170,8 +187,9 @@ static RtStatus alloc_buffers(RtCudaCtx *c, void *const *host_params, RtError *e
         s = pin_alloc(c, &c->in_pin[i], c->bytes[1 + i], "the staging buffer of input",
                       p->inputs[i].name, err);
     for (int i = 0; !s && i < no; i++)
-        s = pin_alloc(c, &c->out_pin[i], c->bytes[1 + ni + np + i], "the staging buffer of output",
-                      p->outputs[i].name, err);
+        if (staged(p, i))
+            s = pin_alloc(c, &c->out_pin[i], c->bytes[1 + ni + np + i],
+                          "the staging buffer of output", p->outputs[i].name, err);
     if (!s)
         s = pin_alloc(c, (void **)&c->err_pin, 8 * RT_INDEX_ERROR_WORDS, "the error cell's copy",
                       NULL, err);
@@ -253,8 +271,11 @@ void rt_cuda_destroy(RtCudaCtx *c) {
         rt_cuda_conv_free(c);
         if (c->workspace) cu->cuMemFree_v2(c->workspace);
         if (c->bufs) cu->cuMemFree_v2(c->bufs);
-        for (int i = 0; c->dev && i < c->nbufs; i++)
-            if (c->dev[i]) cu->cuMemFree_v2(c->dev[i]);
+        int first_out = 1 + c->p->ninputs + c->p->nparams;
+        for (int i = 0; c->dev && i < c->nbufs; i++) {
+            bool alias = i >= first_out && i < c->nbufs - 1 && aliased(c->p, i - first_out);
+            if (c->dev[i] && !alias) cu->cuMemFree_v2(c->dev[i]);
+        }
         for (int i = 0; c->in_pin && i < c->p->ninputs; i++)
             if (c->in_pin[i]) cu->cuMemFreeHost(c->in_pin[i]);
         for (int i = 0; c->out_pin && i < c->p->noutputs; i++)

@@ -51,6 +51,8 @@ static const struct {
     SYM(cuMemcpyHtoD_v2),
     SYM(cuMemcpyHtoDAsync_v2),
     SYM(cuMemcpyDtoHAsync_v2),
+    SYM(cuMemcpyDtoH_v2),
+    SYM(cuMemcpyDtoDAsync_v2),
     SYM(cuMemsetD8Async),
     SYM(cuLaunchKernel),
     SYM(cuStreamBeginCapture_v2),

@@ -26,6 +26,16 @@ RtStatus rt_cuda_create(const RtProgram *p, void *const *host_params, RtCudaCtx 
  * TGCRT_ERR_DEVICE naming the call. */
 RtStatus rt_cuda_run(RtCudaCtx *c, const void *const *inputs, void *const *outputs, RtPool *pool,
                      RtError *err);
+/* A training program's run (rt_cuda_run refuses one): outputs that update
+ * no param land in outputs at their storage dtype; each update becomes its
+ * param's value on the GPU (written in place by its kernel, or copied over
+ * the param after the steps), so params never leave the device. */
+RtStatus rt_cuda_train_run(RtCudaCtx *c, const void *const *inputs, void *const *outputs,
+                           RtPool *pool, RtError *err);
+/* Param i between its device buffer and host (storage dtype), after the
+ * work on the stream: what the training API reads and writes. */
+RtStatus rt_cuda_param_download(RtCudaCtx *c, int i, void *host, RtError *err);
+RtStatus rt_cuda_param_upload(RtCudaCtx *c, int i, const void *host, RtError *err);
 void rt_cuda_destroy(RtCudaCtx *c); /* NULL is fine */
 
 /* tg_matmul's launch configuration, as codegen/cuda/cu_matmul_src.c

@@ -113,8 +113,23 @@ static size_t numel_of(const RtTensorInfo *t) {
     return (size_t)n;
 }
 
-static RtStatus run(RtCudaCtx *c, const void *const *inputs, void *const *outputs, RtPool *pool,
-                    RtError *err) {
+/* Output i of a training program that updates a param (train.c): it
+ * stays on the GPU. In place, the step's kernel already wrote it over the
+ * param (the slots alias, cuda.c); otherwise it is copied over the param
+ * after the steps. The compiled step leaves every param as it was when the
+ * loss is not finite, so the copy needs no test of the loss. */
+static int updates(const RtProgram *p, int i) {
+    return p->train ? p->train->update_of[i] : -1;
+}
+
+static bool in_place(const RtProgram *p, int i) {
+    return p->train && p->train->in_place && p->train->in_place[i];
+}
+
+/* storage_out: outputs receive the storage dtype (a training context's
+ * own buffers), else the declared dtype (the caller's). */
+static RtStatus run(RtCudaCtx *c, const void *const *inputs, void *const *outputs, bool storage_out,
+                    RtPool *pool, RtError *err) {
     const RtProgram *p = c->p;
     const CuDriver *cu = c->cu;
     int ni = p->ninputs, np = p->nparams;
@@ -140,9 +155,16 @@ static RtStatus run(RtCudaCtx *c, const void *const *inputs, void *const *output
         return rt_cuda_fail(c, err, r, "cuMemcpyDtoHAsync_v2", "(the error cell)");
     for (int i = 0; i < p->noutputs; i++) {
         size_t nb = c->bytes[1 + ni + np + i];
-        if (nb &&
-            (r = cu->cuMemcpyDtoHAsync_v2(c->out_pin[i], c->dev[1 + ni + np + i], nb, c->stream)))
-            return copy_failed(c, err, r, "cuMemcpyDtoHAsync_v2", "output", p->outputs[i].name);
+        int u = updates(p, i);
+        if (!nb || (u >= 0 && in_place(p, i))) continue;
+        if (u >= 0)
+            r = cu->cuMemcpyDtoDAsync_v2(c->dev[1 + ni + u], c->dev[1 + ni + np + i], nb,
+                                         c->stream);
+        else
+            r = cu->cuMemcpyDtoHAsync_v2(c->out_pin[i], c->dev[1 + ni + np + i], nb, c->stream);
+        if (r)
+            return copy_failed(c, err, r, u >= 0 ? "cuMemcpyDtoDAsync_v2" : "cuMemcpyDtoHAsync_v2",
+                               "output", p->outputs[i].name);
     }
     /* A kernel's fault (an illegal address, say) surfaces here. */
     if ((r = cu->cuStreamSynchronize(c->stream)))
@@ -161,8 +183,8 @@ static RtStatus run(RtCudaCtx *c, const void *const *inputs, void *const *output
     for (int i = 0; i < p->noutputs; i++) {
         const RtTensorInfo *t = &p->outputs[i];
         size_t nb = c->bytes[1 + ni + np + i];
-        if (!nb) continue;
-        if (t->storage != t->desc.dtype)
+        if (!nb || updates(p, i) >= 0) continue;
+        if (t->storage != t->desc.dtype && !storage_out)
             rt_convert_float_par(pool, c->out_pin[i], t->storage, outputs[i], t->desc.dtype,
                                  numel_of(t));
         else
@@ -171,14 +193,14 @@ static RtStatus run(RtCudaCtx *c, const void *const *inputs, void *const *output
     return TGCRT_OK;
 }
 
-RtStatus rt_cuda_run(RtCudaCtx *c, const void *const *inputs, void *const *outputs, RtPool *pool,
-                     RtError *err) {
+static RtStatus run_current(RtCudaCtx *c, const void *const *inputs, void *const *outputs,
+                            bool storage_out, RtPool *pool, RtError *err) {
     if (!c) return rt_error_set(err, TGCRT_ERR_ARG, "no CUDA context");
     /* The context is current only during the call: the caller's thread
      * keeps whatever CUDA context it had. */
     CUresult r = c->cu->cuCtxPushCurrent_v2(c->ctx);
     if (r) return rt_cuda_fail(c, err, r, "cuCtxPushCurrent_v2", "");
-    RtStatus s = run(c, inputs, outputs, pool, err);
+    RtStatus s = run(c, inputs, outputs, storage_out, pool, err);
     if (s) {
         /* Leave nothing in flight that reads a caller's buffer or writes
          * the staging of the next run. */
@@ -187,4 +209,50 @@ RtStatus rt_cuda_run(RtCudaCtx *c, const void *const *inputs, void *const *outpu
     CUcontext prev;
     c->cu->cuCtxPopCurrent_v2(&prev);
     return s;
+}
+
+RtStatus rt_cuda_run(RtCudaCtx *c, const void *const *inputs, void *const *outputs, RtPool *pool,
+                     RtError *err) {
+    /* A training program's in-place updates would overwrite its params:
+     * only a step (rt_cuda_train_run) may run it. */
+    if (c && c->p->train)
+        return rt_error_set(err, TGCRT_ERR_ARG,
+                            "program '%s' is a CUDA training program: run it with "
+                            "rt_context_train_step, which applies its updates",
+                            c->p->name ? c->p->name : "?");
+    return run_current(c, inputs, outputs, false, pool, err);
+}
+
+RtStatus rt_cuda_train_run(RtCudaCtx *c, const void *const *inputs, void *const *outputs,
+                           RtPool *pool, RtError *err) {
+    return run_current(c, inputs, outputs, true, pool, err);
+}
+
+/* A param's device buffer to or from host (its storage dtype, c->bytes),
+ * synchronously, ordered after the work already on the stream. */
+static RtStatus param_copy(RtCudaCtx *c, int i, void *host, bool up, RtError *err) {
+    const CuDriver *cu = c->cu;
+    size_t nb = c->bytes[1 + c->p->ninputs + i];
+    CUdeviceptr d = c->dev[1 + c->p->ninputs + i];
+    CUresult r = cu->cuCtxPushCurrent_v2(c->ctx);
+    if (r) return rt_cuda_fail(c, err, r, "cuCtxPushCurrent_v2", "");
+    /* The stream is non-blocking: synchronise it first, so the copy sees
+     * (or precedes) every step enqueued on it. */
+    r = cu->cuStreamSynchronize(c->stream);
+    const char *call = "cuStreamSynchronize";
+    if (!r && nb) {
+        call = up ? "cuMemcpyHtoD_v2" : "cuMemcpyDtoH_v2";
+        r = up ? cu->cuMemcpyHtoD_v2(d, host, nb) : cu->cuMemcpyDtoH_v2(host, d, nb);
+    }
+    CUcontext prev;
+    cu->cuCtxPopCurrent_v2(&prev);
+    return r ? copy_failed(c, err, r, call, "param", c->p->params[i].name) : TGCRT_OK;
+}
+
+RtStatus rt_cuda_param_download(RtCudaCtx *c, int i, void *host, RtError *err) {
+    return param_copy(c, i, host, false, err);
+}
+
+RtStatus rt_cuda_param_upload(RtCudaCtx *c, int i, const void *host, RtError *err) {
+    return param_copy(c, i, (void *)host, true, err);
 }

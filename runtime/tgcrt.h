@@ -397,14 +397,23 @@ int rt_main(const RtProgram *p, int argc, char **argv);
  * into the spares and then swaps each spare with its param's buffer, so
  * the update costs no copy and the next step reads the new values.
  * rt_context_create checks the train descriptor (TGCRT_ERR_ARG when
- * malformed; "training on CUDA is not supported yet" for a CUDA program). */
+ * malformed).
+ *
+ * A CUDA program (--target cuda) keeps its params on the GPU: a step's
+ * updates become their values there (written over them by the step's
+ * kernel, or copied), and the context's host copies are what the calls
+ * below read and write: downloaded when read, uploaded before the next
+ * step once handed out by rt_context_param_data or loaded.
+ * rt_context_run refuses a CUDA training program (its in-place updates
+ * would change the params): use rt_context_train_step. */
 
 /* The bytes a training context allocates beyond an inference context of
  * the same program: the spare buffers, one per output with update_of >= 0,
  * of that output's storage bytes rounded up to 64 (what tgc report adds to
  * the peak). It reads only noutputs, outputs[].desc/.storage, nparams and
  * train->update_of, so a partly filled descriptor will do. 0 for a program
- * without `train`. */
+ * without `train`, and for a CUDA program (its updates are device outputs,
+ * which tgc report counts as outputs). */
 size_t rt_context_train_extra_bytes(const RtProgram *p);
 /* Runs one step on inputs (declared dtypes, as rt_context_run takes them).
  * *loss (when loss is not NULL) is the loss as a double. When it is finite
@@ -420,8 +429,11 @@ RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *
  * when c is not a training context. */
 const void *rt_context_output_data(const RtContext *c, int i);
 /* Param i's current buffer at its storage dtype; writing to it sets the
- * param. NULL for an index out of range or when c is not a training
- * context (an inference context's params may be a read-only mapping). */
+ * param (on CUDA: the host copy, uploaded before the next step; the
+ * pointer's contents are current until then). NULL for an index out of
+ * range, when c is not a training context (an inference context's params
+ * may be a read-only mapping), or when a CUDA download failed
+ * (rt_context_error says why). */
 void *rt_context_param_data(RtContext *c, int i);
 /* Writes every param whose role is `role` (RtParamRole) to path as
  * safetensors, under its name, at its declared dtype (converted from the

@@ -9,7 +9,13 @@
  * buffer: the update costs no copy, and the forward never writes a buffer
  * it reads (the params it reads and the spares it writes are distinct).
  * The price is one spare per updated param, allocated in one block whose
- * size rt_context_train_extra_bytes gives to tgc report. */
+ * size rt_context_train_extra_bytes gives to tgc report.
+ *
+ * On a GPU (p->cuda) the params live on the device and the step's updates
+ * become their values there (cuda_run.c): no spares, no swap. The host
+ * copies of the params are then what the API hands out: downloaded when
+ * read, and, once handed out for writing or loaded from a file, uploaded
+ * before the next step. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +27,13 @@ struct RtTrainState {
     void **spare; /* per output: where the next step writes its update, or NULL */
     void **out;   /* per output that updates nothing: its buffer (storage dtype), or NULL */
     bool stepped; /* a step has run: out holds its values */
+    /* CUDA, per param: the host copy is newer than the device's (handed
+     * out by rt_context_param_data, or loaded): uploaded before the next
+     * step; ... */
+    bool *lent;
+    /* ... the host copy equals the device's (downloaded since the last
+     * step). */
+    bool *fresh;
 };
 
 static size_t pad64(size_t n) {
@@ -47,6 +60,7 @@ static bool in_place(const RtProgram *p, int i) {
 
 static size_t spare_layout(const RtProgram *p, size_t *off) {
     size_t total = 0;
+    if (p->cuda) return 0; /* the updates are device outputs */
     for (int i = 0; i < p->noutputs; i++) {
         int32_t u = p->train->update_of[i];
         if (u < 0 || u >= p->nparams || in_place(p, i)) continue;
@@ -73,9 +87,6 @@ RtStatus rt_train_check(RtContext *c) {
     const RtProgram *p = c->p;
     const RtTrainDesc *tr = p->train;
     char e[RT_DESC_STR_MAX], f[RT_DESC_STR_MAX];
-    if (p->cuda)
-        return rt_error_set(&c->err, TGCRT_ERR_ARG,
-                            "program '%s': training on CUDA is not supported yet", pname(p));
     if (!tr->optimizer || (p->noutputs && !tr->update_of) || (p->nparams && !tr->role) ||
         tr->loss_output < 0 || tr->loss_output >= p->noutputs)
         return rt_error_set(&c->err, TGCRT_ERR_ARG, "program '%s': malformed train descriptor",
@@ -159,19 +170,21 @@ RtStatus rt_train_setup(RtContext *c) {
     if (tr) {
         tr->spare = calloc((size_t)p->noutputs + 1, sizeof *tr->spare);
         tr->out = calloc((size_t)p->noutputs + 1, sizeof *tr->out);
+        tr->lent = calloc((size_t)p->nparams + 1, sizeof *tr->lent);
+        tr->fresh = calloc((size_t)p->nparams + 1, sizeof *tr->fresh);
     }
-    if (!tr || !off || !tr->spare || !tr->out) {
+    if (!tr || !off || !tr->spare || !tr->out || !tr->lent || !tr->fresh) {
         free(off);
         return rt_error_set(&c->err, TGCRT_ERR_NOMEM, "out of memory creating a context");
     }
     size_t extra = spare_layout(p, off);
-    if (extra == SIZE_MAX || !(tr->block = rt_aligned_alloc(extra))) {
+    if (extra == SIZE_MAX || (extra && !(tr->block = rt_aligned_alloc(extra)))) {
         free(off);
         return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
                             "out of memory for the updated params' spare buffers (%zu bytes)",
                             extra);
     }
-    for (int i = 0; i < p->noutputs; i++)
+    for (int i = 0; tr->block && i < p->noutputs; i++) /* no block: CUDA, or nothing to spare */
         if (p->train->update_of[i] >= 0 && !in_place(p, i))
             tr->spare[i] = (char *)tr->block + off[i];
     free(off);
@@ -194,6 +207,8 @@ void rt_train_free(RtContext *c) {
     rt_aligned_free(tr->block);
     free(tr->spare);
     free(tr->out);
+    free(tr->lent);
+    free(tr->fresh);
     free(tr);
     c->train = NULL;
 }
@@ -212,6 +227,39 @@ static RtStatus not_training(RtContext *c, const char *fn) {
                         pname(c->p));
 }
 
+/* ---- the host copies of a CUDA context's params ---- */
+
+/* Makes the host copy of param i current (downloading it unless it is
+ * already): TGCRT_OK at once off CUDA, where the host copy is the param. */
+static RtStatus host_current(const RtContext *c, int i, RtError *err) {
+    RtTrainState *tr = c->train;
+    if (!c->cuda || tr->lent[i] || tr->fresh[i]) return TGCRT_OK;
+    RtStatus s = rt_cuda_param_download(c->cuda, i, c->bufs[1 + c->p->ninputs + i], err);
+    tr->fresh[i] = s == TGCRT_OK;
+    return s;
+}
+
+/* Before a CUDA step: the host copies handed out or loaded go up. */
+static RtStatus upload_lent(RtContext *c) {
+    RtTrainState *tr = c->train;
+    for (int i = 0; i < c->p->nparams; i++) {
+        if (!tr->lent[i]) continue;
+        RtStatus s = rt_cuda_param_upload(c->cuda, i, c->bufs[1 + c->p->ninputs + i], &c->err);
+        if (s) return s;
+        tr->lent[i] = false;
+    }
+    return TGCRT_OK;
+}
+
+static RtStatus cuda_step(RtContext *c, const void *const *inputs) {
+    RtStatus s = upload_lent(c);
+    if (s) return s;
+    s = rt_cuda_train_run(c->cuda, inputs, c->train->out, c->pool, &c->err);
+    /* The device's params may have changed, even on an error. */
+    memset(c->train->fresh, 0, (size_t)c->p->nparams * sizeof *c->train->fresh);
+    return s;
+}
+
 RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *loss) {
     if (loss) *loss = NAN;
     if (!c) return TGCRT_ERR_ARG;
@@ -226,7 +274,7 @@ RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *
         out[i] = td->update_of[i] < 0 ? tr->out[i]
                  : in_place(p, i)     ? params[td->update_of[i]]
                                       : tr->spare[i];
-    s = rt_ctx_forward(c);
+    s = c->cuda ? cuda_step(c, inputs) : rt_ctx_forward(c);
     tr->stepped = true;
     if (s) return s;
     double l = rt_load_float(tr->out[td->loss_output], p->outputs[td->loss_output].storage, 0);
@@ -236,7 +284,7 @@ RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *
                             isnan(l) ? "nan"
                             : l > 0  ? "inf"
                                      : "-inf");
-    for (int i = 0; i < p->noutputs; i++) {
+    for (int i = 0; !c->cuda && i < p->noutputs; i++) {
         int32_t u = td->update_of[i];
         if (u < 0 || in_place(p, i)) continue;
         void *old = params[u];
@@ -250,11 +298,16 @@ RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *
 const void *rt_context_output_data(const RtContext *c, int i) {
     if (!c || !c->train || !c->train->stepped || i < 0 || i >= c->p->noutputs) return NULL;
     int32_t u = c->p->train->update_of[i];
-    return u >= 0 ? c->bufs[1 + c->p->ninputs + u] : c->train->out[i];
+    if (u < 0) return c->train->out[i];
+    RtError e; /* c is const: a failed download is only NULL */
+    rt_error_clear(&e);
+    return host_current(c, u, &e) ? NULL : c->bufs[1 + c->p->ninputs + u];
 }
 
 void *rt_context_param_data(RtContext *c, int i) {
     if (!c || !c->train || i < 0 || i >= c->p->nparams) return NULL;
+    if (host_current(c, i, &c->err)) return NULL;
+    if (c->cuda) c->train->lent[i] = true; /* the caller may write to it */
     return c->bufs[1 + c->p->ninputs + i];
 }
 
@@ -287,6 +340,7 @@ RtStatus rt_context_save_params(RtContext *c, const char *path, int role) {
     for (int i = 0; !s && i < p->nparams; i++) {
         const RtTensorInfo *ti = &p->params[i];
         if (role_of(p, i) != role) continue;
+        if (c->train && (s = host_current(c, i, &c->err))) break;
         const void *data = c->bufs[1 + p->ninputs + i];
         size_t nb = 0;
         int64_t numel = 0;
@@ -335,9 +389,11 @@ RtStatus rt_context_load_params(RtContext *c, const char *path, int role) {
             s = rt_ctx_check_param_tensor(c, st, w, t);
     }
     for (int i = 0; !s && i < p->nparams; i++)
-        if (role_of(p, i) == role)
+        if (role_of(p, i) == role) {
             rt_ctx_copy_param_tensor(c, rt_st_find(st, p->params[i].name), &p->params[i],
                                      c->bufs[1 + p->ninputs + i]);
+            if (c->cuda) c->train->lent[i] = true; /* uploaded before the next step */
+        }
     rt_st_close(st);
     if (!s) rt_error_clear(&c->err);
     return s;

@@ -243,8 +243,9 @@ CUresult cuMemFreeHost(void *p) {
     return 0;
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
-    memcpy((void *)(uintptr_t)d, s, n);
-    return 0;
+    CUresult r = fail("cuMemcpyHtoD_v2");
+    if (!r) memcpy((void *)(uintptr_t)d, s, n);
+    return r;
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) {
     (void)st;
@@ -258,6 +259,20 @@ CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
     memcpy(d, (void *)(uintptr_t)s, n);
     return 0;
 }
+CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
+    CUresult r = fail("cuMemcpyDtoH_v2");
+    if (!r) memcpy(d, (void *)(uintptr_t)s, n);
+    return r;
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+    (void)st;
+    if (F.capturing) return 900;
+    CUresult r = fail("cuMemcpyDtoDAsync_v2");
+    if (!r) memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
+    return r;
+}
+
 CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st) {
     (void)st;
     if (F.capturing) return 900;
