@@ -23,13 +23,52 @@ if(DICT)
   set(dict_flag "-dict=${DICT}")
 endif()
 
+# The fuzzer's own output (tens of KiB of progress lines) goes to a log:
+# on failure only its head (the seed) and its tail (the sanitizer's report)
+# are printed, with the reproducer, so that a CI excerpt of the test's
+# output shows the crash itself rather than progress lines.
+set(log ${dir}/fuzz.log)
 execute_process(
   COMMAND ${FUZZER} -max_total_time=${SECONDS} ${dict_flag} -timeout=5
           -rss_limit_mb=2048 -print_final_stats=1
           -artifact_prefix=${dir}/artifacts/ ${dir}/corpus
-  RESULT_VARIABLE rc)
+  RESULT_VARIABLE rc
+  OUTPUT_FILE ${log}
+  ERROR_FILE ${log})
+file(STRINGS ${log} lines)
+list(LENGTH lines n)
 if(NOT rc EQUAL 0)
   get_filename_component(name ${FUZZER} NAME)
-  message(FATAL_ERROR "${name} exited with ${rc}; reproducer(s) in ${dir}/artifacts/")
+  set(head_n 6)
+  if(n LESS head_n)
+    set(head_n ${n})
+  endif()
+  list(SUBLIST lines 0 ${head_n} head)
+  set(tail_from 0)
+  if(n GREATER 120)
+    math(EXPR tail_from "${n} - 120")
+  endif()
+  list(SUBLIST lines ${tail_from} -1 tail)
+  string(REPLACE ";" "\n" head "${head}")
+  string(REPLACE ";" "\n" tail "${tail}")
+  message("---- ${name}: the first lines of its output ----\n${head}")
+  message("---- ${name}: its last lines (of ${n}) ----\n${tail}")
+  file(GLOB repro ${dir}/artifacts/*)
+  foreach(f ${repro})
+    file(SIZE ${f} size)
+    if(size LESS 8192)
+      file(READ ${f} hex HEX)
+      message("---- reproducer ${f} (${size} bytes, hex) ----\n${hex}")
+    else()
+      message("---- reproducer ${f} (${size} bytes) ----")
+    endif()
+  endforeach()
+  message(FATAL_ERROR "${name} exited with ${rc}; reproducer(s) in ${dir}/artifacts/, "
+                      "its whole output in ${log}")
 endif()
+foreach(l ${lines})
+  if(l MATCHES "^(Done|stat::number_of_executed_units|stat::peak_rss_mb)")
+    message(STATUS "${l}")
+  endif()
+endforeach()
 file(REMOVE_RECURSE ${dir})
