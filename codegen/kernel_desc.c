@@ -257,6 +257,36 @@ void kd_reduction(const CgProgram *p, const Value *v, bool same_shape_out, KRedu
     kspace_build(&r->space, x->shape, x->ndim, red, acc, na, uses_index);
 }
 
+static int64_t abs64(int64_t x) {
+    return x < 0 ? -x : x;
+}
+
+bool kd_reduction_by_columns(const CgProgram *p, const KReduce *r) {
+    const KSpace *s = &r->space;
+    int col = s->nkept - 1;
+    if (s->nloops <= s->nkept || s->inner_dim[col] < 0) return false; /* no kept dim */
+    for (int l = 0; l < s->nloops; l++)
+        if (s->ext[l] <= 0) return false; /* empty: nothing to gain */
+    Access leaves[64];
+    int nl = 0;
+    bool uses_index = false;
+    if (kd_is_inlined(p, r->x))
+        nl = kd_collect_leaves(p, r->x, NULL, leaves, 64, &uses_index);
+    else if (r->x->storage->op != OP_SCALAR)
+        kd_access_of(p, r->x, &leaves[nl++]);
+    int votes = 0;
+    for (int i = 0; i < nl; i++) {
+        int64_t kept = abs64(leaves[i].strides[s->inner_dim[col]]), red = 0;
+        for (int l = s->nkept; l < s->nloops; l++) {
+            int64_t st = abs64(leaves[i].strides[s->inner_dim[l]]);
+            if (st && (!red || st < red)) red = st;
+        }
+        if (!red) continue;
+        votes += kept && kept < red ? 1 : -1;
+    }
+    return votes > 0;
+}
+
 /* ---- copies over another layout ---- */
 
 static void copy_init(KCopy *c, const Value *src, const char *what, const int64_t *shape, int n) {

@@ -76,6 +76,14 @@ typedef struct KReduce {
 /* same_shape_out: the output has x's shape (softmax, the norms). */
 void kd_reduction(const CgProgram *p, const Value *v, bool same_shape_out, KReduce *r);
 void kd_reduced_dims(const Value *v, const Value *x, bool *red);
+/* Whether a reduction reads its input along the innermost kept loop
+ * (space.nkept - 1) with a smaller stride than along any reduced loop: a
+ * sum over the leading dims of a contiguous tensor (a bias gradient). Such
+ * a reduction is better walked reduced loops outside, kept loop inside,
+ * accumulating a row of outputs at once (the LLVM backend's
+ * k_reduce_cols.c). Decided by the input's leaves, each voting by its own
+ * strides; leaves broadcast over the reduced dims do not vote. */
+bool kd_reduction_by_columns(const CgProgram *p, const KReduce *r);
 
 /* A copy that is elementwise over another layout: src's elements over
  * `shape` stored through dst. src is read through src_access when

@@ -105,10 +105,16 @@ typedef struct LoopNest {
     bool hint; /* force-vectorise the innermost loop (lets float reductions reassociate) */
 } LoopNest;
 void kern_open(Kern *k, LoopNest *ln, int from, int to, bool vectorize_hint);
+/* Marks the loop whose latch branch is br for forced vectorisation. */
+void kern_hint_vectorize(Cg *cg, LLVMValueRef br);
 void kern_close(Kern *k, LoopNest *ln);
 /* Finishes the kernel and calls it from the forward function over its
  * first loop, in parallel when there is enough work. */
 void kern_end(Kern *k, int64_t work_per_outer);
+/* The same over [0, n) of a kernel that splits its work itself. */
+void kern_end_n(Kern *k, int64_t n, int64_t work_per_outer);
+/* Work below which a kernel is one chunk (see loops.c, kern_open). */
+#define KERN_SINGLE_CHUNK_WORK (32768 / 8)
 LLVMValueRef kern_ptr(Kern *k, const Access *a);     /* element address at the open loops */
 LLVMValueRef kern_offset(Kern *k, const Access *a);  /* its element offset (i64) */
 LLVMValueRef kern_base(Kern *k, const Value *owner); /* i8* of the owner's buffer */
@@ -163,6 +169,11 @@ void k_repeat(Cg *cg, const Value *v);
 void k_flip(Cg *cg, const Value *v);
 void k_reduce(Cg *cg, const Value *v);
 void k_norm(Cg *cg, const Value *v);
+/* k_reduce_cols.c: a reduction over leading dims (kd_reduction_by_columns);
+ * false, having emitted nothing, when v is not one. */
+bool k_reduce_cols(Cg *cg, const Value *v);
+/* k_reduce.c: the identity of max (min) in t's compute type. */
+LLVMValueRef cg_red_extreme(Cg *cg, DType t, bool is_max);
 void k_gather(Cg *cg, const Value *v);
 void k_matmul(Cg *cg, const Value *v);
 void k_einsum(Cg *cg, const Value *v);

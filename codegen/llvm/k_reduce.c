@@ -3,7 +3,9 @@
  * the input's elementwise producers computed in the inner loop. Sums
  * accumulate in f32 (f64 for f64, i64 for integers) as PyTorch does for
  * reduced-precision inputs; multi-pass ops (var, logsumexp, softmax,
- * layer_norm) re-read their input rather than store it. */
+ * layer_norm) re-read their input rather than store it. Reductions over
+ * leading dims, whose input is contiguous along a kept dim, go to
+ * k_reduce_cols.c instead (reduced loops outside, kept ones inside). */
 #include <math.h>
 #include <string.h>
 
@@ -149,7 +151,7 @@ static LLVMValueRef fmax_pass(Cg *cg, Red *r, DType at, bool is_max, bool nan_wi
     return LLVMBuildSelect(B, any, LLVMConstReal(ft, NAN), res, "");
 }
 
-static LLVMValueRef extreme(Cg *cg, DType t, bool is_max) {
+LLVMValueRef cg_red_extreme(Cg *cg, DType t, bool is_max) {
     /* The identity of max (min): -inf (+inf), or the type's bounds. */
     if (isf(t)) return cg_const(cg, t, is_max ? -INFINITY : INFINITY);
     if (t == DT_BOOL) return LLVMConstInt(cg->t_i1, !is_max, false);
@@ -166,7 +168,7 @@ static LLVMValueRef arg_extreme(Cg *cg, Red *r, bool is_max) {
     DType t = r->d.xt;
     LLVMTypeRef ct = cg_ctype(cg, t);
     LLVMValueRef best = kern_alloca(&r->k, ct), bi = kern_alloca(&r->k, cg->t_i64);
-    LLVMBuildStore(B, extreme(cg, t, is_max), best);
+    LLVMBuildStore(B, cg_red_extreme(cg, t, is_max), best);
     LLVMBuildStore(B, cg_const_i64(cg, 0), bi);
     LoopNest ln;
     kern_open(&r->k, &ln, r->k.sp.nkept, r->k.sp.nloops, false);
@@ -195,6 +197,7 @@ static LLVMValueRef fconst(Cg *cg, DType at, double x) {
 }
 
 void k_reduce(Cg *cg, const Value *v) {
+    if (k_reduce_cols(cg, v)) return; /* over leading dims: k_reduce_cols.c */
     Red r;
     red_setup(cg, &r, v, false);
     Kern *k = &r.k;
@@ -228,7 +231,7 @@ void k_reduce(Cg *cg, const Value *v) {
             res = fmax_pass(cg, &r, at, c.is_max, true);
             res_t = at;
         } else {
-            res = run_pass(cg, &r, r.d.xt, extreme(cg, r.d.xt, c.is_max), st_max, &c, false);
+            res = run_pass(cg, &r, r.d.xt, cg_red_extreme(cg, r.d.xt, c.is_max), st_max, &c, false);
             res_t = r.d.xt;
         }
         break;

@@ -91,7 +91,7 @@ void kern_space(Kern *k, const int64_t *shape, int n, const bool *reduced, Acces
     kspace_build(&k->sp, shape, n, reduced, acc, nacc, uses_index);
 }
 
-static void set_vectorize_hint(Cg *cg, LLVMValueRef br) {
+void kern_hint_vectorize(Cg *cg, LLVMValueRef br) {
     LLVMMetadataRef tmp = LLVMTemporaryMDNode(cg->ctx, NULL, 0);
     LLVMMetadataRef kv[2] = {LLVMMDStringInContext2(cg->ctx, "llvm.loop.vectorize.enable", 26),
                              LLVMValueAsMetadata(LLVMConstInt(cg->t_i1, 1, false))};
@@ -103,14 +103,12 @@ static void set_vectorize_hint(Cg *cg, LLVMValueRef br) {
     LLVMSetMetadata(br, kind, LLVMMetadataAsValue(cg->ctx, loop));
 }
 
-/* Work below which a kernel is one chunk whatever kern_end's weight per
- * outer iteration (at most 4 per element): the pool would call it once over
- * its whole range anyway. Its loops then have constant trip counts, so LLVM
- * emits straight-line code instead of a runtime-bounded vector loop with
- * remainder and alias checks (about 400 IR lines, and 16 ms of compile time,
- * per kernel: the cost of a graph with thousands of small outputs). */
-#define KERN_SINGLE_CHUNK_WORK (32768 / 8)
-
+/* KERN_SINGLE_CHUNK_WORK (cg.h): work below which a kernel is one chunk
+ * whatever kern_end's weight per outer iteration (at most 4 per element):
+ * the pool would call it once over its whole range anyway. Its loops then have constant trip
+ * counts, so LLVM emits straight-line code instead of a runtime-bounded vector loop with remainder
+ * and alias checks (about 400 IR lines, and 16 ms of compile time, per kernel: the cost of a graph
+ * with thousands of small outputs). */
 static bool space_is_single_chunk(const KSpace *sp) {
     int64_t w = 1;
     for (int l = 0; l < sp->nloops; l++) {
@@ -154,7 +152,7 @@ void kern_close(Kern *k, LoopNest *ln) {
         LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
         LLVMValueRef next = LLVMBuildAdd(cg->b, ln->phi[l], cg_const_i64(cg, 1), "");
         LLVMValueRef br = LLVMBuildBr(cg->b, ln->header[l]);
-        if (hint && l == ln->to - 1) set_vectorize_hint(cg, br);
+        if (hint && l == ln->to - 1) kern_hint_vectorize(cg, br);
         LLVMAddIncoming(ln->phi[l], &next, &cur, 1);
         LLVMPositionBuilderAtEnd(cg->b, ln->exit[l]);
         k->idx[l] = NULL;
@@ -191,6 +189,10 @@ LLVMValueRef kern_ptr(Kern *k, const Access *a) {
 }
 
 void kern_end(Kern *k, int64_t work_per_outer) {
+    kern_end_n(k, k->sp.ext[0], work_per_outer);
+}
+
+void kern_end_n(Kern *k, int64_t n, int64_t work_per_outer) {
     Cg *cg = k->cg;
     LLVMBuildRetVoid(cg->b);
     if (k->single_chunk)
@@ -222,7 +224,7 @@ void kern_end(Kern *k, int64_t work_per_outer) {
     LLVMValueRef table = LLVMBuildBitCast(cg->b, cg->fwd_ptrs, cg->t_ptr, "");
     if (k->single_chunk) {
         /* What the pool does for one chunk, without its dispatch. */
-        LLVMValueRef args[4] = {table, cg_const_i64(cg, 0), cg_const_i64(cg, k->sp.ext[0]),
+        LLVMValueRef args[4] = {table, cg_const_i64(cg, 0), cg_const_i64(cg, n),
                                 LLVMConstInt(cg->t_i32, 0, false)};
         LLVMBuildCall2(cg->b, cg->t_kernel, fn, args, 4, "");
         cg_fwd_step_done(cg);
@@ -232,7 +234,7 @@ void kern_end(Kern *k, int64_t work_per_outer) {
     if (grain < 1) grain = 1;
     LLVMValueRef args[6] = {cg->fwd_pool,
                             cg_const_i64(cg, 0),
-                            cg_const_i64(cg, k->sp.ext[0]),
+                            cg_const_i64(cg, n),
                             cg_const_i64(cg, grain),
                             LLVMBuildBitCast(cg->b, fn, cg->t_ptr, ""),
                             table};

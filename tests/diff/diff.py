@@ -59,7 +59,8 @@ f16/bf16 paths, casts, views, chains, examples, executables). Last line:
 Case lists: diff_ops.py (operations), diff_models.py (examples/*.tg),
 diff_random.py (random chains), diff_modules.py (def blocks, prefix=, repeat,
 dotted param names: weights keyed by full dotted names), diff_conv.py
-(convolutions, pools, norms), diff_loss.py (loss functions).
+(convolutions, pools, norms), diff_loss.py (loss functions), diff_reduce.py
+(reductions over leading dims).
 
 Other suites reuse the corpus by importing this module (never copying the
 case lists): select_cases(subset, pattern) gives the cases, and
@@ -776,9 +777,10 @@ def all_cases():
     import diff_modules
     import diff_conv
     import diff_loss
+    import diff_reduce
     cases = diff_ops.cases(DiffCase) + diff_models.cases(DiffCase, ROOT) \
         + diff_random.cases(DiffCase) + diff_modules.cases(DiffCase) + diff_conv.cases(DiffCase) \
-        + diff_loss.cases(DiffCase)
+        + diff_loss.cases(DiffCase) + diff_reduce.cases(DiffCase)
     names = [c.name for c in cases]
     dup = {n for n in names if names.count(n) > 1}
     assert not dup, "duplicate case names: %s" % sorted(dup)
