@@ -281,6 +281,32 @@ void k_reduce(Cg *cg, const Value *v) {
     kern_end(k, red_work(&r) * 2);
 }
 
+/* softmax at f32 or f64 storage: max, then e = exp(x - max) stored into
+ * the output while summed, then the output scaled by 1 / sum. exp (the
+ * kernel's cost: a row of 4096 f32 is read from L1 by every pass) runs
+ * once per element instead of twice. Under f16/bf16 storage the stored e
+ * would be rounded before the scaling (two roundings where PyTorch has
+ * one), so k_norm's recomputing form stays. */
+static void softmax_store_exp(Cg *cg, Red *r, DType at) {
+    Kern *k = &r->k;
+    LLVMValueRef m = fmax_pass(cg, r, at, true, false);
+    LLVMValueRef slot = kern_alloca(k, LLVMTypeOf(m));
+    LLVMBuildStore(B, fconst(cg, at, 0), slot);
+    LoopNest ln;
+    kern_open(k, &ln, k->sp.nkept, k->sp.nloops, true);
+    LLVMValueRef e = cg_exp(cg, LLVMBuildFSub(B, x_as(cg, r, at), m, ""), at);
+    cg_store(k, kern_ptr(k, &r->d.dst), e, at);
+    LLVMValueRef acc = LLVMBuildLoad2(B, LLVMTypeOf(m), slot, "");
+    LLVMBuildStore(B, LLVMBuildFAdd(B, acc, e, ""), slot);
+    kern_close(k, &ln);
+    LLVMValueRef c =
+        LLVMBuildFDiv(B, fconst(cg, at, 1), LLVMBuildLoad2(B, LLVMTypeOf(m), slot, ""), "");
+    kern_open(k, &ln, k->sp.nkept, k->sp.nloops, false);
+    LLVMValueRef p = kern_ptr(k, &r->d.dst);
+    cg_store(k, p, LLVMBuildFMul(B, cg_load(k, p, at), c, ""), at);
+    kern_close(k, &ln);
+}
+
 void k_norm(Cg *cg, const Value *v) {
     Red r;
     red_setup(cg, &r, v, true);
@@ -289,6 +315,12 @@ void k_norm(Cg *cg, const Value *v) {
     DType at = float_acc(out == DT_F64 || r.d.xt == DT_F64 ? DT_F64 : DT_F32);
     LoopNest outer, ln;
     kern_open(k, &outer, 0, k->sp.nkept, false);
+    if (v->op == OP_SOFTMAX && out == at && r.d.naux == 0) {
+        softmax_store_exp(cg, &r, at);
+        kern_close(k, &outer);
+        kern_end(k, red_work(&r) * 4);
+        return;
+    }
     LLVMValueRef a = NULL, c = NULL; /* out = f(x) per op, from a and c */
     double eps = 0;
     switch (v->op) {
