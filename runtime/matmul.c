@@ -207,8 +207,42 @@ static bool blas_operand(Mat X, int64_t r, int64_t c, size_t es, Slot *s, const 
     return true;
 }
 
+/* A product with one row (or one column) is a matrix-vector product:
+ * OpenBLAS 0.3.21's gemm packs the whole matrix operand on every call
+ * (the weights, at batch 1), its gemv streams it once. Measured (2
+ * threads, this machine: bench note in docs/performance.md "Batch 1"):
+ * [1, 784] x [784, 512] 160 us through sgemm, 15 us through sgemv. */
+static bool gemv(RtDType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                 int lda, const void *b, int ldb, bool acc, void *c, int ldc) {
+    enum CBLAS_TRANSPOSE NT = CblasNoTrans, T = CblasTrans;
+    const void *mat, *vec;
+    int ldm, incx, incy, rows, cols;
+    enum CBLAS_TRANSPOSE how;
+    if (m == 1) { /* c[j] = sum_i a[i] B[i][j]: B's rows stored as given */
+        mat = b, ldm = ldb, vec = a, incy = 1;
+        incx = ta ? lda : 1; /* a: one row; as a transpose its elements are lda apart */
+        how = tb ? NT : T;   /* tb: B^T [n][k] stored; else B [k][n] */
+        rows = (int)(tb ? n : k), cols = (int)(tb ? k : n);
+    } else if (n == 1) { /* c[i * ldc] = sum_j A[i][j] b[j] */
+        mat = a, ldm = lda, vec = b, incy = ldc;
+        incx = tb ? 1 : ldb;
+        how = ta ? T : NT;
+        rows = (int)(ta ? k : m), cols = (int)(ta ? m : k);
+    } else {
+        return false;
+    }
+    if (t == RT_F64)
+        cblas_dgemv(CblasRowMajor, how, rows, cols, 1.0, mat, ldm, vec, incx, acc ? 1.0 : 0.0, c,
+                    incy);
+    else
+        cblas_sgemv(CblasRowMajor, how, rows, cols, 1.0f, mat, ldm, vec, incx, acc ? 1.0f : 0.0f, c,
+                    incy);
+    return true;
+}
+
 static void gemm(RtDType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                  int lda, const void *b, int ldb, bool acc, void *c, int ldc) {
+    if (gemv(t, ta, tb, m, n, k, a, lda, b, ldb, acc, c, ldc)) return;
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     if (t == RT_F64)
         cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, a, lda, b, ldb,
@@ -298,8 +332,8 @@ static bool matmul_half(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Ma
     s->a.src = A.p;
     s->b.src = B.p;
     if (acc) widen(s->c.p, C.p, t, m, n, C.rs, C.cs);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, s->a.p,
-                (int)k, s->b.p, (int)n, acc ? 1.0f : 0.0f, s->c.p, (int)n);
+    gemm(RT_F32, false, false, m, n, k, s->a.p, (int)max1(k), s->b.p, (int)max1(n), acc, s->c.p,
+         (int)max1(n));
     narrow((char *)C.p, s->c.p, t, m, n, C.rs, C.cs);
     return true;
 }
