@@ -46,6 +46,9 @@ typedef struct CgProgram {
     int nconvs;
     int64_t conv_scratch_bytes;  /* the arena's tail: the largest conv's scratch */
     int64_t conv_prepared_bytes; /* folded, reordered weights kept outside the arena */
+    /* Attention (codegen/attn_desc.c): the blocks' scratch, sharing the
+     * convolutions' tail of the arena (they never run at once). */
+    int64_t attn_scratch_offset, attn_scratch_bytes;
 } CgProgram;
 
 void cg_interface_init(Arena *a, CgProgram *p);
@@ -54,6 +57,11 @@ void cg_interface_init(Arena *a, CgProgram *p);
  * the runtime of the target: oneDNN's (rt_conv_scratch_bytes,
  * rt_conv_prepared_bytes) or, for cuda, cuDNN's (rt_cuda_conv_*). */
 void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan, bool cuda);
+/* Plans the scratch of the attention nodes (CPU target only): the tail of
+ * the arena grows to the largest rt_attention_scratch_bytes. */
+void cg_attn_plan(CgProgram *p, MemPlan *plan, bool cuda);
+/* The runtime descriptor of attention node v (scratch not included). */
+void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d);
 /* The index of conv node v in p->convs. */
 int cg_conv_index(const CgProgram *p, const Value *v);
 /* The whole plan of a checked graph, as tgc build makes it: storage dtypes,

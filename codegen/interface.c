@@ -14,7 +14,8 @@ void cg_program_plan(Arena *a, const Graph *g, CgProgram *p) {
 void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda) {
     memset(p, 0, sizeof *p);
     p->g = g;
-    pass_conv_epilogue((Graph *)g);
+    /* The CUDA backend has no attention kernel: written-out attention stays. */
+    pipeline_plan((Graph *)g, cuda ? NULL : rt_attention_scratch_bytes);
     p->dt = precision_storage_dtypes(a, g); /* by the new value order */
     p->kp = fusion_plan(a, g);
     p->sched = fusion_schedule(a, g, p->kp, p->dt);
@@ -22,6 +23,7 @@ void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda) {
     p->plan = plan;
     cg_interface_init(a, p);
     cg_conv_plan(a, p, plan, cuda);
+    cg_attn_plan(p, plan, cuda);
 }
 
 /* Whether a training step's update o may be written over its param's own

@@ -104,12 +104,16 @@ static void print_summary(FILE *out, const Report *r) {
         p->lower_bound_bytes ? (double)p->arena_bytes / (double)p->lower_bound_bytes : 1.0;
     fprintf(out, "  %-14s %12s   planned (%s), %.3f x lower bound, %d in place%s\n", "arena",
             B(b, p->arena_bytes), p->strategy, ratio, p->ninplace,
-            r->conv_scratch_bytes ? " (scratch included)" : "");
+            r->conv_scratch_bytes || r->attn_scratch_bytes ? " (scratch included)" : "");
     bool gpu = r->target == TARGET_CUDA;
     if (r->conv_scratch_bytes)
         fprintf(out, "  %-14s %12s   %s at the arena's tail (largest conv)\n", "conv scratch",
                 B(b, r->conv_scratch_bytes),
                 gpu ? "cuDNN's workspace (and staging)" : "oneDNN's scratchpad");
+    if (r->attn_scratch_bytes)
+        fprintf(out,
+                "  %-14s %12s   f32 blocks of scaled_dot_product_attention at the arena's tail\n",
+                "attn scratch", B(b, r->attn_scratch_bytes));
     if (r->conv_prepared_bytes)
         fprintf(out, "  %-14s %12s   %s, made at load\n", "conv weights",
                 B(b, r->conv_prepared_bytes),

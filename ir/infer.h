@@ -23,7 +23,8 @@
     X(infer_repeat_interleave) X(infer_conv) X(infer_pool) X(infer_adaptive_pool) \
     X(infer_batch_norm) X(infer_group_norm) X(infer_instance_norm) X(infer_pad) \
     X(infer_interpolate) X(infer_pixel_shuffle) X(infer_windows) \
-    X(infer_pointwise_loss) X(infer_nll_loss) X(infer_cross_entropy) X(infer_bce_with_logits)
+    X(infer_pointwise_loss) X(infer_nll_loss) X(infer_cross_entropy) X(infer_bce_with_logits) \
+    X(infer_sdpa)
 
 #define LAYOUT_FNS(X) \
     X(layout_identity) X(layout_slice) X(layout_reshape) X(layout_transpose) X(layout_permute) \

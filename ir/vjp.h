@@ -34,7 +34,9 @@ typedef struct VjpCtx {
     X(vjp_sum_mean) X(vjp_prod) X(vjp_amax) X(vjp_var_std) X(vjp_logsumexp) \
     X(vjp_softmax) X(vjp_log_softmax) X(vjp_layer_norm) X(vjp_rms_norm) \
     /* vjp_products.c */ \
-    X(vjp_linear) X(vjp_matmul) X(vjp_outer) X(vjp_einsum) X(vjp_conv) X(vjp_conv_transpose)
+    X(vjp_linear) X(vjp_matmul) X(vjp_outer) X(vjp_einsum) X(vjp_conv) X(vjp_conv_transpose) \
+    /* vjp_attention.c */ \
+    X(vjp_sdpa)
 /* clang-format on */
 #define DECLARE_VJP(fn) bool fn(VjpCtx *c, Value *v, Value *gy, Value **gx);
 VJP_FNS(DECLARE_VJP)

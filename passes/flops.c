@@ -88,6 +88,13 @@ int64_t flops_value(const Value *v) {
                             sat_mul(g.cin / g.groups, sat_mul(g.k[0], g.k[1])));
         return g.has_bias ? sat_add(f, out) : f;
     }
+    case OP_SDPA: {
+        /* the two products and the softmax over [..., L, S] */
+        const Value *k = v->in[1];
+        int64_t ls = sat_mul(out / (v->shape[v->ndim - 1] ? v->shape[v->ndim - 1] : 1),
+                             k->shape[k->ndim - 2]);
+        return sat_mul(ls, sat_add(sat_mul(2, sat_add(last_dim(x), v->shape[v->ndim - 1])), 5));
+    }
     case OP_EINSUM: return sat_mul(einsum_points(v), v->nin > 1 ? 2 * (v->nin - 1) : 1);
     case OP_GELU: return sat_mul(out, 8);
     case OP_SILU: return sat_mul(out, 4);

@@ -19,3 +19,10 @@ bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const Train
     pass_verify(g, true);
     return true;
 }
+
+/* After `tgc show`'s view, in the code generators' planning: rewrites that
+ * change which ops run but not what the graph computes. */
+void pipeline_plan(Graph *g, AttnScratchFn attn_scratch) {
+    if (attn_scratch) pass_attention_fuse(g, attn_scratch);
+    pass_conv_epilogue(g);
+}

@@ -1,6 +1,8 @@
 /* The passes between a front end's checked graph and fusion. */
 #ifndef TGC_PIPELINE_H
 #define TGC_PIPELINE_H
+#include <stddef.h>
+
 #include "ir/ir.h"
 #include "passes/precision.h"
 #include "passes/train.h"
@@ -21,4 +23,17 @@ void pass_verify(const Graph *g, bool layouts);
 /* Folds batch norms into convs and fuses their epilogues (passes/conv_epilogue.c);
  * run by the code generators' planning, after `tgc show`'s view. */
 void pass_conv_epilogue(Graph *g);
+/* The runtime's scratch bytes for one attention (rt_attention_scratch_bytes,
+ * runtime/tgcrt.h): given by the code generators, since the compiler's core
+ * does not link the runtime. */
+struct RtAttnDesc;
+typedef size_t (*AttnScratchFn)(const struct RtAttnDesc *d);
+/* Recognises attention written out (softmax(q @ k^T * c [+ mask]) @ v) as
+ * scaled_dot_product_attention where that saves memory
+ * (passes/attention_fuse.c). */
+void pass_attention_fuse(Graph *g, AttnScratchFn scratch);
+/* The passes the code generators' planning runs on a prepared graph (after
+ * `tgc show`'s view): attention recognition (attn_scratch NULL: a target
+ * without an attention kernel, CUDA), then the conv epilogues. */
+void pipeline_plan(Graph *g, AttnScratchFn attn_scratch);
 #endif

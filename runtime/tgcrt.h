@@ -611,6 +611,44 @@ typedef struct RtQMatmulDesc {
 void rt_qmatmul(const RtQMatmulDesc *d, const void *x, const void *q, const float *scales, void *y,
                 RtPool *pool);
 
+/* ---- scaled dot-product attention (attention.c) ----
+ *
+ * out[b] = softmax(q[b] @ k[b]^T * scale + mask[b]) @ v[b], flash-attention
+ * style: for each block of RT_ATTN_BLOCK_M query rows the keys are visited
+ * in blocks of RT_ATTN_BLOCK_N with a running row max and sum, so the
+ * [l, s] scores are never stored whole. q is [l, e], k [s, e], v [s, ev],
+ * out [l, ev], mask [l, s], each addressed with element strides and batch
+ * strides (0 where broadcast). All int64 fields (scale: a double's bits) so
+ * that generated code can emit the descriptor as a constant i64 array. */
+#define RT_ATTN_MAX_BATCH 10
+#define RT_ATTN_BLOCK_M 64
+#define RT_ATTN_BLOCK_N 256
+/* At most this many blocks run at once, each with its own scratch, so the
+ * planned scratch does not depend on the run's thread count. */
+#define RT_ATTN_MAX_SLOTS 16
+typedef struct RtAttnDesc {
+    int64_t dtype;     /* RtDType of q, k, v and out: f32, f16 or bf16 (computed in f32) */
+    int64_t mask_kind; /* 0: none; 1: bool (one byte, nonzero takes part); 2: float, added */
+    int64_t causal;    /* 1: key j takes part in query i's row only when j <= i */
+    double scale;
+    int64_t l, s, e, ev;
+    int64_t q_rs, q_cs, k_rs, k_cs, v_rs, v_cs, o_rs, o_cs, m_rs, m_cs;
+    int64_t nbatch; /* <= RT_ATTN_MAX_BATCH */
+    int64_t batch[RT_ATTN_MAX_BATCH];
+    int64_t q_bs[RT_ATTN_MAX_BATCH], k_bs[RT_ATTN_MAX_BATCH], v_bs[RT_ATTN_MAX_BATCH];
+    int64_t m_bs[RT_ATTN_MAX_BATCH], o_bs[RT_ATTN_MAX_BATCH];
+} RtAttnDesc;
+
+/* Bytes of scratch rt_attention needs (the compiler plans them in the
+ * arena): per slot, the f32 blocks of q, k, v, the scores, the output
+ * accumulator and the row statistics. 0 for a malformed descriptor. */
+size_t rt_attention_scratch_bytes(const RtAttnDesc *d);
+/* Computes out; scratch holds rt_attention_scratch_bytes(d) bytes, 64-byte
+ * aligned. A row whose keys are all masked out is NaN, as in PyTorch; s = 0
+ * gives zeros. A malformed descriptor does nothing. */
+void rt_attention(const RtAttnDesc *d, const void *q, const void *k, const void *v,
+                  const void *mask, void *out, void *scratch, RtPool *pool);
+
 /* ---- CUDA programs (cuda*.c) ----
  *
  * tgc build --target cuda emits, instead of a forward function, the

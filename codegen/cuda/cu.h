@@ -47,6 +47,7 @@ typedef struct Cu {
     int nkernels;
     const char **error_names; /* index tensors' names, for the error cell */
     int nerror_names, error_cap;
+    int smem_max; /* dynamic shared memory a kernel may take (cu_attention_smem_limit) */
     bool fail;
     char err[256];
 } Cu;
@@ -174,4 +175,11 @@ void cu_k_conv(Cu *cu, const Value *v); /* cu_conv.c */
 /* Why cuDNN cannot take one of p's convolutions (a user-facing message,
  * naming the op and its line), or NULL. */
 const char *cu_conv_unsupported(const CgProgram *p);
+void cu_k_attention(Cu *cu, const Value *v); /* cu_attention.c */
+/* The dynamic shared memory (bytes) a block may take on every GPU that
+ * the images of archs may run on. */
+int cu_attention_smem_limit(const int *archs, int narchs);
+/* Why an attention of p cannot be compiled (a user-facing message naming
+ * the op and its location), or NULL. */
+const char *cu_attention_unsupported(const CgProgram *p, int smem_max);
 #endif

@@ -57,6 +57,7 @@ static void emit_kernel(Cu *cu, const Kernel *kn) {
     case OP_OUTER:
     case OP_LINEAR: cu_k_matmul(cu, v); return;
     case OP_EINSUM: cu_k_einsum(cu, v); return;
+    case OP_SDPA: cu_k_attention(cu, v); return;
     default: cu_fail(cu, "internal: no CUDA code generator for op '%s'", op_display_name(v));
     }
 }
@@ -179,13 +180,14 @@ static void write_decl(Sb *d, const Cu *cu, const CudaOptions *o, const size_t *
               ni, cu->nsteps, cu->nerror_names, o->cuda_graph ? 1 : 0);
 }
 
-static const char *unsupported(const CgProgram *p) {
+static const char *unsupported(const CgProgram *p, int smem_max) {
     const Graph *g = p->g;
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i]->op == OP_QMATMUL)
             return "--quantize is not supported with --target cuda yet (quantized products run on "
                    "the CPU backend only)";
-    return cu_conv_unsupported(p);
+    const char *why = cu_attention_unsupported(p, smem_max);
+    return why ? why : cu_conv_unsupported(p);
 }
 
 int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *err, size_t nerr) {
@@ -196,7 +198,8 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
                  "rebuild it where /usr/local/cuda exists, or use --target cpu");
         return 1;
     }
-    const char *why = unsupported(p);
+    int smem_max = cu_attention_smem_limit(o->archs, o->narchs);
+    const char *why = unsupported(p, smem_max);
     if (why) {
         snprintf(err, nerr, "error: %s", why);
         return 1;
@@ -206,6 +209,7 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
     memset(&cu, 0, sizeof cu);
     cu.p = p;
     cu.a = &a;
+    cu.smem_max = smem_max;
     for (int i = 0; i < p->kp->nkernels && !cu.fail; i++)
         emit_kernel(&cu, &p->kp->kernels[i]);
     /* The generic product kernel only where there are products: it is

@@ -156,6 +156,7 @@ typedef struct QMM {
 } QMM;
 void k_qmatmul(Cg *cg, const Value *v);
 void k_conv(Cg *cg, const Value *v);
+void k_attention(Cg *cg, const Value *v);
 LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v);
 
 /* kernels */
@@ -168,12 +169,12 @@ void k_cat(Cg *cg, const Value *v);
 void k_repeat(Cg *cg, const Value *v);
 void k_flip(Cg *cg, const Value *v);
 void k_reduce(Cg *cg, const Value *v);
-void k_norm(Cg *cg, const Value *v);
 /* k_reduce_cols.c: a reduction over leading dims (kd_reduction_by_columns);
  * false, having emitted nothing, when v is not one. */
 bool k_reduce_cols(Cg *cg, const Value *v);
 /* k_reduce.c: the identity of max (min) in t's compute type. */
 LLVMValueRef cg_red_extreme(Cg *cg, DType t, bool is_max);
+void k_norm(Cg *cg, const Value *v);
 void k_gather(Cg *cg, const Value *v);
 void k_matmul(Cg *cg, const Value *v);
 void k_einsum(Cg *cg, const Value *v);

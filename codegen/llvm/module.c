@@ -54,6 +54,7 @@ static void emit_kernel(Cg *cg, const Kernel *kn) {
     case OP_LINEAR: k_matmul(cg, v); return;
     case OP_EINSUM: k_einsum(cg, v); return;
     case OP_QMATMUL: k_qmatmul(cg, v); return;
+    case OP_SDPA: k_attention(cg, v); return;
     case OP_CONV1D:
     case OP_CONV2D:
     case OP_CONV_TRANSPOSE1D:

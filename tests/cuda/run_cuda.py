@@ -84,6 +84,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "diff"))
 
 import cudabin  # noqa: E402
+import cuda_attention_checks  # noqa: E402
 import diff  # noqa: E402  (imports torch and the oracle)
 import oracle  # noqa: E402
 import tensorio  # noqa: E402
@@ -739,6 +740,8 @@ def main():
         os.makedirs(comp, exist_ok=True)
         compile_check(R, args, tgc, comp, no_driver, why_driver)
         conv_plan_check(R, args, tgc, comp, no_driver)
+        cuda_attention_checks.attention_checks(R, args, tgc, comp, run, rcs, oneline, HERE, CFLAGS,
+                                               LIBS)
 
         cases = diff.select_cases(args.subset, args.pattern)
         print("corpus: %d cases%s, --gpu-arch %s, %d jobs" % (

@@ -96,6 +96,7 @@ import torch  # noqa: E402
 
 import oracle  # noqa: E402
 import tensorio  # noqa: E402
+import diff_attention  # noqa: E402,F401  (rounds the oracle's f16/bf16 attention once)
 
 # --------------------------------------------------------------------------
 # Tolerances: the one place they are set.
@@ -778,9 +779,11 @@ def all_cases():
     import diff_conv
     import diff_loss
     import diff_reduce
+    import diff_attention
     cases = diff_ops.cases(DiffCase) + diff_models.cases(DiffCase, ROOT) \
         + diff_random.cases(DiffCase) + diff_modules.cases(DiffCase) + diff_conv.cases(DiffCase) \
         + diff_loss.cases(DiffCase) + diff_reduce.cases(DiffCase)
+    cases += diff_attention.cases(DiffCase)
     names = [c.name for c in cases]
     dup = {n for n in names if names.count(n) > 1}
     assert not dup, "duplicate case names: %s" % sorted(dup)

@@ -694,6 +694,19 @@ y = (a * x
 # ---- coverage: every op with a VJP (and every op lowered into others) has a case
 
 # Ops the front end writes for syntax or makes itself: the case covering each.
+# Attention (ir/vjp_attention.c): f32 only, as tgc has no f64 attention;
+# key and value broadcast over the query's batch dims, the mask over them,
+# a strided (transposed) query, and a causal call with its own scale.
+op("scaled_dot_product_attention", """
+param qt : {dt}[2, l, 3, e]
+param k : {dt}[2, 1, s, e]
+param v : {dt}[3, s, e]
+param m : {dt}[l, s]
+q = qt.transpose(1, 2)
+y = scaled_dot_product_attention(q, k, v, m)
+y2 = scaled_dot_product_attention(q, k, v, is_causal=true, scale=0.7)
+""", dict(l=(3, 9), s=(4, 11), e=(2, 5)), ys=("y", "y2"), dtypes=("f32",))
+
 BY_CASE = {
     "alias": "alias_clone_contiguous", "cast": "cast_promotion", "slice": "slice_step",
     "index": "index_tensor", "unfold": "max_pool2d", "add": "add_bcast", "sub": "sub_scalar",

@@ -295,6 +295,7 @@ def base_env():
         "zeros_like": torch.zeros_like, "ones_like": torch.ones_like,
         "full_like": torch.full_like,
         "tril": torch.tril, "triu": torch.triu,
+        "scaled_dot_product_attention": _sdpa,
     })
     # Compile-time numbers: `math`, float("-inf"), int(3.7) (a call to the
     # dtype alias `float`/`int` is rewritten to these by CALL_CAST below), and
@@ -304,6 +305,21 @@ def base_env():
     for name, pyfn in NUMBER_FOLDS.items():
         env[name] = _fold_numbers(pyfn, Env.__missing__(env, name))
     return env
+
+
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    """PyTorch 2's F.scaled_dot_product_attention, which 1.13 lacks: its
+    math path, softmax(q @ k^T * scale + mask) @ v."""
+    assert dropout_p == 0.0
+    s = query @ key.transpose(-2, -1)
+    s = s * (1 / math.sqrt(query.shape[-1]) if scale is None else scale)
+    if is_causal:
+        attn_mask = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril()
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        s = s.masked_fill(~attn_mask, float("-inf"))
+    elif attn_mask is not None:
+        s = s + attn_mask
+    return torch.softmax(s, -1) @ value
 
 
 def _fold_numbers(pyfn, tensorfn):

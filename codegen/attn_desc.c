@@ -1,0 +1,80 @@
+/* scaled_dot_product_attention nodes as the runtime's RtAttnDesc
+ * (runtime/attention.c), and their scratch: each node's blocks need
+ * rt_attention_scratch_bytes of f32 workspace, planned at the arena's tail
+ * where the convolutions' scratch is (the steps run one at a time, so the
+ * tail is the largest of them, not their sum). The arena the executable
+ * allocates is then the one `tgc report` prints. */
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+/* The strides of x (an operand with ndim - 2 batch dims of its own) for
+ * the nb batch dims of the result, right-aligned: 0 where x has no such
+ * dim or broadcasts it. */
+static void batch_strides(const Value *x, int nb, const int64_t *batch, int64_t *out) {
+    int own = x->ndim - 2;
+    for (int d = 0; d < nb; d++) {
+        int xd = d - (nb - own);
+        out[d] = xd < 0 || (x->shape[xd] == 1 && batch[d] != 1) ? 0 : x->strides[xd];
+    }
+}
+
+void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d) {
+    const Value *q = v->args[0].t, *k = v->args[1].t, *val = v->args[2].t;
+    const Value *m = v->args[3].kind == ARG_TENSOR ? v->args[3].t : NULL;
+    memset(d, 0, sizeof *d);
+    d->dtype = p->dt[q->order];
+    d->causal = v->args[5].kind == ARG_BOOL && v->args[5].i;
+    d->l = q->shape[q->ndim - 2];
+    d->e = q->shape[q->ndim - 1];
+    d->s = k->shape[k->ndim - 2];
+    d->ev = val->shape[val->ndim - 1];
+    d->scale = v->args[6].kind == ARG_NUM ? v->args[6].f : 1.0 / __builtin_sqrt((double)d->e);
+    int nb = v->ndim - 2;
+    TGC_ASSERT(nb <= RT_ATTN_MAX_BATCH);
+    d->nbatch = nb;
+    memcpy(d->batch, v->shape, sizeof(int64_t) * (size_t)nb);
+    d->q_rs = q->strides[q->ndim - 2], d->q_cs = q->strides[q->ndim - 1];
+    d->k_rs = k->strides[k->ndim - 2], d->k_cs = k->strides[k->ndim - 1];
+    d->v_rs = val->strides[val->ndim - 2], d->v_cs = val->strides[val->ndim - 1];
+    d->o_rs = v->strides[v->ndim - 2], d->o_cs = v->strides[v->ndim - 1];
+    batch_strides(q, nb, d->batch, d->q_bs);
+    batch_strides(k, nb, d->batch, d->k_bs);
+    batch_strides(val, nb, d->batch, d->v_bs);
+    batch_strides(v, nb, d->batch, d->o_bs);
+    if (m) {
+        d->mask_kind = p->dt[m->order] == DT_BOOL ? 1 : 2;
+        /* The mask right-aligned against [batch..., L, S]; a size-1 dim
+         * (or a missing one) broadcasts with stride 0. */
+        int64_t full[TG_MAX_DIMS], st[TG_MAX_DIMS];
+        memcpy(full, d->batch, sizeof(int64_t) * (size_t)nb);
+        full[nb] = d->l, full[nb + 1] = d->s;
+        for (int i = 0; i < nb + 2; i++) {
+            int md = i - (nb + 2 - m->ndim);
+            st[i] = md < 0 || (m->shape[md] == 1 && full[i] != 1) ? 0 : m->strides[md];
+        }
+        memcpy(d->m_bs, st, sizeof(int64_t) * (size_t)nb);
+        d->m_rs = st[nb], d->m_cs = st[nb + 1];
+    }
+}
+
+void cg_attn_plan(CgProgram *p, MemPlan *plan, bool cuda) {
+    const Graph *g = p->g;
+    if (cuda) return; /* the CUDA kernel keeps its tiles in shared memory (cu_attention.c) */
+    int64_t need = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        const Value *v = g->values[i];
+        if (v->op != OP_SDPA || v->dead) continue;
+        RtAttnDesc d;
+        cg_attn_describe(p, v, &d);
+        int64_t s = (int64_t)rt_attention_scratch_bytes(&d);
+        if (s > need) need = s;
+    }
+    if (!need) return;
+    int64_t base =
+        p->conv_scratch_bytes ? p->convs[0].scratch_offset : memplan_align(plan->arena_bytes);
+    p->attn_scratch_offset = base;
+    p->attn_scratch_bytes = memplan_align(need);
+    if (base + p->attn_scratch_bytes > plan->arena_bytes)
+        plan->arena_bytes = base + p->attn_scratch_bytes;
+}

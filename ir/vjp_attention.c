@@ -1,0 +1,74 @@
+/* The gradient of scaled_dot_product_attention, written in primitive ops:
+ * the probabilities are recomputed from the operands,
+ *   P = softmax(q @ k^T * scale + mask)        (-inf where masked/causal)
+ * and then, with g the output's gradient,
+ *   dv = P^T @ g,  dP = g @ v^T,  dS = P * (dP - rowsum(dP * P)),
+ *   dq = dS @ k * scale,  dk = dS^T @ q * scale,  dmask = dS (a float mask).
+ * Unlike the forward kernel (runtime/attention.c) this stores [..., L, S]
+ * tensors: a blockwise backward kernel is future work. f16/bf16 operands
+ * are differentiated in f32 (the pass casts the results back). Batch dims
+ * that broadcast are summed by the gradient pass (ir/vjp.h). */
+#include <math.h>
+
+#include "ir/infer.h"
+#include "ir/vjp.h"
+
+static Value *mm(IrB *b, Value *x, Value *y) {
+    return irb_binary(b, OP_MATMUL, x, y);
+}
+
+static Value *mT(IrB *b, Value *x) {
+    return x ? irb_transpose(b, x, x->ndim - 2, x->ndim - 1) : NULL;
+}
+
+static Value *times(IrB *b, Value *x, double s) {
+    return irb_binary(b, OP_MUL, x, irb_scalar(b, s));
+}
+
+static Value *where(IrB *b, Value *cond, Value *x, Value *y) {
+    Arg a[3] = {irb_t(b, cond), irb_t(b, x), irb_t(b, y)};
+    return irb_op(b, OP_WHERE, 3, a);
+}
+
+/* arange(n) as int64 (every argument given: value_make fills no defaults). */
+static Value *arange(IrB *b, int64_t n) {
+    Arg a[3] = {{.kind = ARG_NUM, .f = 0, .num_is_int = true, .loc = b->loc},
+                {.kind = ARG_NUM, .f = (double)n, .num_is_int = true, .loc = b->loc},
+                {.kind = ARG_NUM, .f = 1, .num_is_int = true, .loc = b->loc}};
+    return irb_op(b, OP_ARANGE, 3, a);
+}
+
+bool vjp_sdpa(VjpCtx *c, Value *v, Value *gy, Value **gx) {
+    IrB *b = &c->b;
+    Value *q = ARG(v, 0)->t, *k = ARG(v, 1)->t, *val = ARG(v, 2)->t;
+    const Arg *mask = ARG(v, 3), *sc = ARG(v, 6);
+    DType t = dtype_size(q->dtype) == 2 ? DT_F32 : q->dtype;
+    int64_t E = q->shape[q->ndim - 1], L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2];
+    double scale = sc->kind == ARG_NUM ? sc->f : 1.0 / sqrt((double)E);
+    Value *qf = irb_to(b, q, t), *kf = irb_to(b, k, t), *vf = irb_to(b, val, t);
+    Value *g = irb_to(b, gy, t);
+
+    Value *s = times(b, mm(b, qf, mT(b, kf)), scale);
+    if (ARG(v, 5)->i) { /* key j takes part in row i when j <= i */
+        int64_t col[2] = {L, 1};
+        Value *rows = irb_reshape(b, arange(b, L), col, 2);
+        Value *keep = irb_binary(b, OP_GE, rows, arange(b, S));
+        s = where(b, keep, s, irb_scalar(b, -INFINITY));
+    } else if (mask->kind == ARG_TENSOR && mask->t->dtype == DT_BOOL) {
+        s = where(b, mask->t, s, irb_scalar(b, -INFINITY));
+    } else if (mask->kind == ARG_TENSOR) {
+        s = irb_binary(b, OP_ADD, s, irb_to(b, mask->t, t));
+    }
+    if (!s) return false;
+    Arg sa[2] = {irb_t(b, s), irb_i(b, s->ndim - 1)};
+    Value *p = irb_op(b, OP_SOFTMAX, 2, sa);
+    Value *dp = mm(b, g, mT(b, vf));
+    int64_t last = s->ndim - 1;
+    Value *rowsum = irb_reduce_keep(b, OP_SUM, irb_binary(b, OP_MUL, dp, p), &last, 1, true);
+    Value *ds = irb_binary(b, OP_MUL, p, irb_binary(b, OP_SUB, dp, rowsum));
+    vjp_set(c, v, 0, gx, times(b, mm(b, ds, kf), scale));
+    vjp_set(c, v, 1, gx, times(b, mm(b, mT(b, ds), qf), scale));
+    vjp_set(c, v, 2, gx, mm(b, mT(b, p), g));
+    if (mask->kind == ARG_TENSOR && mask->t->dtype != DT_BOOL) vjp_set(c, v, 3, gx, ds);
+    return ds != NULL;
+}

@@ -1,0 +1,353 @@
+/* Scaled dot-product attention for generated code (see tgcrt.h), computed
+ * flash-attention style (Dao et al., "FlashAttention", 2022) so that the
+ * [l, s] scores are never stored whole:
+ *
+ *   for each batch index and block of BM query rows (one task):
+ *     m = -inf, sum = 0, acc = 0                          // per row
+ *     for each block of BN keys (causal: only up to the block's last row):
+ *       S = scale * Q_blk K_blk^T  (+ mask, or -inf where masked/causal)
+ *       m' = max(m, rowmax S); P = exp(S - m'); c = exp(m - m')
+ *       sum = sum * c + rowsum P; acc = acc * c + P V_blk; m = m'
+ *     out = acc / sum                                      // rounded once
+ *
+ * q [l, e], k [s, e], v [s, ev], out [l, ev], mask [l, s] per batch index,
+ * all addressed by element strides. Everything is computed in f32; f16 and
+ * bf16 blocks are widened as they are loaded. The two block products go to
+ * OpenBLAS's sgemm (several times faster than a plain loop here, as the
+ * library picks AVX2/AVX-512 kernels at run time while this file is built
+ * for the baseline ISA). Tasks run on the pool in at most
+ * RT_ATTN_MAX_SLOTS slots, each with its own part of the planned scratch,
+ * and BLAS runs single-threaded meanwhile: the blocks are the parallelism. */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+/* Floats rounded up to 64 bytes, so every part of a slot stays aligned. */
+static int64_t pad16(int64_t n) {
+    return (n + 15) / 16 * 16;
+}
+
+typedef struct Geo {
+    int64_t bm, bn;      /* block sizes, clamped to l and s */
+    int64_t nbatch_flat; /* product of the batch dims */
+    int64_t nqb;         /* query blocks per batch index */
+    int64_t ntasks, nslots;
+    bool k_direct, v_direct; /* BLAS reads k / v in place: no block copies */
+    int64_t slot_floats;
+} Geo;
+
+static bool valid(const RtAttnDesc *d) {
+    if (d->dtype != RT_F32 && d->dtype != RT_F16 && d->dtype != RT_BF16) return false;
+    if (d->mask_kind < 0 || d->mask_kind > 2 || d->nbatch < 0 || d->nbatch > RT_ATTN_MAX_BATCH)
+        return false;
+    if (d->l < 0 || d->s < 0 || d->e < 0 || d->ev < 0) return false;
+    for (int64_t i = 0; i < d->nbatch; i++)
+        if (d->batch[i] < 0) return false;
+    return true;
+}
+
+/* A block BLAS can read in place: f32, unit column stride, a leading
+ * dimension it accepts. */
+static bool direct(const RtAttnDesc *d, int64_t rs, int64_t cs, int64_t cols) {
+    return d->dtype == RT_F32 && cs == 1 && rs >= cols && rs >= 1;
+}
+
+static bool geometry(const RtAttnDesc *d, Geo *g) {
+    if (!valid(d)) return false;
+    memset(g, 0, sizeof *g);
+    g->bm = min64(RT_ATTN_BLOCK_M, d->l);
+    g->bn = min64(RT_ATTN_BLOCK_N, d->s);
+    g->nbatch_flat = 1;
+    for (int64_t i = 0; i < d->nbatch; i++)
+        g->nbatch_flat *= d->batch[i];
+    g->nqb = g->bm ? (d->l + g->bm - 1) / g->bm : 0;
+    g->ntasks = g->nbatch_flat * g->nqb;
+    g->nslots = min64(RT_ATTN_MAX_SLOTS, g->ntasks);
+    g->k_direct = direct(d, d->k_rs, d->k_cs, d->e);
+    g->v_direct = direct(d, d->v_rs, d->v_cs, d->ev);
+    /* q block, k block, v block, scores, accumulator, row max, row sum */
+    g->slot_floats = pad16(g->bm * d->e) + (g->k_direct ? 0 : pad16(g->bn * d->e)) +
+                     (g->v_direct ? 0 : pad16(g->bn * d->ev)) + pad16(g->bm * g->bn) +
+                     pad16(g->bm * d->ev) + 2 * pad16(g->bm);
+    return true;
+}
+
+size_t rt_attention_scratch_bytes(const RtAttnDesc *d) {
+    Geo g;
+    if (!geometry(d, &g) || d->s == 0 || d->ev == 0) return 0;
+    return (size_t)(g.nslots * g.slot_floats) * sizeof(float);
+}
+
+static float load_f(const char *p, int64_t t) {
+    uint16_t h;
+    switch (t) {
+    case RT_F32: {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    case RT_BF16: memcpy(&h, p, 2); return rt_bf16_to_f32(h);
+    default: memcpy(&h, p, 2); return rt_f16_to_f32(h);
+    }
+}
+
+static void store_f(char *p, int64_t t, float x) {
+    uint16_t h;
+    switch (t) {
+    case RT_F32: memcpy(p, &x, 4); return;
+    case RT_BF16: h = rt_f32_to_bf16(x); break;
+    default: h = rt_f32_to_f16(x); break;
+    }
+    memcpy(p, &h, 2);
+}
+
+/* rows x cols elements at base (element strides rs, cs) as dense f32 rows
+ * of ld floats. */
+static void load_block(const char *base, int64_t t, int64_t rs, int64_t cs, int64_t rows,
+                       int64_t cols, float *dst, int64_t ld) {
+    size_t es = t == RT_F32 ? 4 : 2;
+    for (int64_t r = 0; r < rows; r++) {
+        const char *row = base + (size_t)(r * rs) * es;
+        float *o = dst + r * ld;
+        if (t == RT_F32 && cs == 1) {
+            memcpy(o, row, (size_t)cols * 4);
+            continue;
+        }
+        for (int64_t c = 0; c < cols; c++)
+            o[c] = load_f(row + (size_t)(c * cs) * es, t);
+    }
+}
+
+/* The scores' row max and exponentials are most of the kernel's time after
+ * the two products; libm's expf does not vectorise and this file is built
+ * for the baseline ISA, so they are written with GCC's vector extensions
+ * (eight floats at a time, AVX2 clones where the CPU has it). exp8 is
+ * Cephes' expf (range reduction by ln 2 in two parts, a degree-5
+ * polynomial, 2^n through the exponent bits; within 2 ulps of expf);
+ * arguments below -87.3, masked keys' -inf among them, give exactly 0. */
+/* The helpers below are static and inlined into their callers, so the
+ * calling convention of 32-byte vectors without AVX never applies. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ATTN_CLONES __attribute__((target_clones("avx2,fma", "default")))
+#else
+#define ATTN_CLONES
+#endif
+
+static inline v8f splat(float x) {
+    return (v8f){x, x, x, x, x, x, x, x};
+}
+
+static inline v8f select8(v8i m, v8f a, v8f b) {
+    return (v8f)(((v8i)a & m) | ((v8i)b & ~m));
+}
+
+static inline v8f exp8(v8f x) {
+    v8i dead = x < splat(-87.3f);
+    x = select8(dead, splat(-87.3f), x);
+    const v8f magic = splat(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+    v8f fx = (x * splat(1.44269504088896341f) + magic) - magic;
+    v8f r = x - fx * splat(0.693359375f) + fx * splat(2.12194440e-4f);
+    v8f p = splat(1.9875691500e-4f);
+    p = p * r + splat(1.3981999507e-3f);
+    p = p * r + splat(8.3334519073e-3f);
+    p = p * r + splat(4.1665795894e-2f);
+    p = p * r + splat(1.6666665459e-1f);
+    p = p * r + splat(5.0000001201e-1f);
+    p = p * r * r + r + splat(1.0f);
+    v8i bits = (__builtin_convertvector(fx, v8i) + 127) << 23;
+    return (v8f)((v8i)(p * (v8f)bits) & ~dead);
+}
+
+/* row[j..j+8), or its part before n followed by `pad`: a whole vector is
+ * one fixed-size load, the tail alone is copied piecewise. */
+static inline v8f load8(const float *row, int64_t j, int64_t n, float pad) {
+    v8f x;
+    if (n - j >= 8) {
+        memcpy(&x, row + j, sizeof x);
+        return x;
+    }
+    x = splat(pad);
+    for (int64_t l = 0; l < n - j; l++)
+        x[l] = row[j + l];
+    return x;
+}
+
+/* max(m, row[0..n)) (NaN scores are skipped; their exp makes the row NaN). */
+ATTN_CLONES static float row_max(const float *row, int64_t n, float m) {
+    v8f acc = splat(m);
+    for (int64_t j = 0; j < n; j += 8) {
+        v8f x = load8(row, j, n, m);
+        acc = select8(x > acc, x, acc);
+    }
+    for (int l = 0; l < 8; l++)
+        m = acc[l] > m ? acc[l] : m;
+    return m;
+}
+
+/* row[j] = exp(row[j] - m), returning their sum. */
+ATTN_CLONES static float exp_row(float *row, int64_t n, float m) {
+    v8f sum = splat(0.0f);
+    for (int64_t j = 0; j < n; j += 8) {
+        v8f e = exp8(load8(row, j, n, -INFINITY) - splat(m));
+        sum += e;
+        if (n - j >= 8)
+            memcpy(row + j, &e, sizeof e);
+        else
+            for (int64_t l = 0; l < n - j; l++)
+                row[j + l] = e[l];
+    }
+    float s = 0;
+    for (int l = 0; l < 8; l++)
+        s += sum[l];
+    return s;
+}
+
+typedef struct Ctx {
+    const RtAttnDesc *d;
+    Geo g;
+    const char *q, *k, *v, *mask;
+    char *out;
+    float *scratch;
+} Ctx;
+
+/* Mask and causality of one row of a score block (query row gi, keys
+ * j0..j0+bn), then its online-softmax update; returns the factor the row's
+ * accumulator must be scaled by. */
+static float row_update(const Ctx *c, float *row, int64_t bn, int64_t gi, int64_t j0,
+                        const char *mrow, float *mx, float *sum) {
+    const RtAttnDesc *d = c->d;
+    if (d->mask_kind == 1) {
+        for (int64_t j = 0; j < bn; j++)
+            if (!mrow[(j0 + j) * d->m_cs]) row[j] = -INFINITY;
+    } else if (d->mask_kind == 2) {
+        size_t es = d->dtype == RT_F32 ? 4 : 2;
+        for (int64_t j = 0; j < bn; j++)
+            row[j] += load_f(mrow + (size_t)((j0 + j) * d->m_cs) * es, d->dtype);
+    }
+    if (d->causal)
+        for (int64_t j = gi - j0 + 1 < 0 ? 0 : gi - j0 + 1; j < bn; j++)
+            row[j] = -INFINITY;
+    float m = row_max(row, bn, *mx);
+    if (m == -INFINITY) { /* nothing takes part yet: P = 0, nothing to rescale */
+        memset(row, 0, sizeof(float) * (size_t)bn);
+        return 1.0f;
+    }
+    float s = exp_row(row, bn, m);
+    float corr = expf(*mx - m); /* 0 when the old max was -inf */
+    *sum = *sum * corr + s;
+    *mx = m;
+    return corr;
+}
+
+/* One task: query rows [i0, i0 + bm) of batch index b. */
+static void run_task(const Ctx *c, int64_t b, int64_t i0, float *ws) {
+    const RtAttnDesc *d = c->d;
+    const Geo *g = &c->g;
+    size_t es = d->dtype == RT_F32 ? 4 : 2;
+    int64_t qo = 0, ko = 0, vo = 0, mo = 0, oo = 0, rest = b;
+    for (int64_t i = d->nbatch - 1; i >= 0; i--) {
+        int64_t x = rest % d->batch[i];
+        rest /= d->batch[i];
+        qo += x * d->q_bs[i], ko += x * d->k_bs[i], vo += x * d->v_bs[i];
+        mo += x * d->m_bs[i], oo += x * d->o_bs[i];
+    }
+    int64_t bm = min64(g->bm, d->l - i0), e = d->e, ev = d->ev;
+    float *qb = ws, *kb = qb + pad16(g->bm * e);
+    float *vb = kb + (g->k_direct ? 0 : pad16(g->bn * e));
+    float *sb = vb + (g->v_direct ? 0 : pad16(g->bn * ev)), *acc = sb + pad16(g->bm * g->bn);
+    float *mx = acc + pad16(g->bm * ev), *sum = mx + pad16(g->bm);
+    load_block(c->q + (size_t)(qo + i0 * d->q_rs) * es, d->dtype, d->q_rs, d->q_cs, bm, e, qb, e);
+    for (int64_t i = 0; i < bm; i++)
+        mx[i] = -INFINITY, sum[i] = 0;
+    memset(acc, 0, sizeof(float) * (size_t)(bm * ev));
+    /* Causal: keys past the block's last row take part in none of its rows. */
+    int64_t jend = d->causal ? min64(d->s, i0 + bm) : d->s;
+    for (int64_t j0 = 0; j0 < jend; j0 += g->bn) {
+        int64_t bn = min64(g->bn, jend - j0);
+        const char *kp = c->k + (size_t)(ko + j0 * d->k_rs) * es;
+        const char *vp = c->v + (size_t)(vo + j0 * d->v_rs) * es;
+        const float *kf = kb, *vf = vb;
+        int64_t kld = e, vld = ev;
+        if (g->k_direct)
+            kf = (const float *)kp, kld = d->k_rs;
+        else
+            load_block(kp, d->dtype, d->k_rs, d->k_cs, bn, e, kb, e);
+        if (g->v_direct)
+            vf = (const float *)vp, vld = d->v_rs;
+        else
+            load_block(vp, d->dtype, d->v_rs, d->v_cs, bn, ev, vb, ev);
+        if (e > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bm, (int)bn, (int)e,
+                        (float)d->scale, qb, (int)e, kf, (int)kld, 0.0f, sb, (int)bn);
+        else
+            memset(sb, 0, sizeof(float) * (size_t)(bm * bn));
+        for (int64_t i = 0; i < bm; i++) {
+            const char *mrow =
+                c->mask ? c->mask + (size_t)(mo + (i0 + i) * d->m_rs) * (d->mask_kind == 1 ? 1 : es)
+                        : NULL;
+            float corr = row_update(c, sb + i * bn, bn, i0 + i, j0, mrow, &mx[i], &sum[i]);
+            if (corr != 1.0f)
+                for (int64_t x = 0; x < ev; x++)
+                    acc[i * ev + x] *= corr;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bm, (int)ev, (int)bn, 1.0f, sb,
+                    (int)bn, vf, (int)vld, 1.0f, acc, (int)ev);
+    }
+    for (int64_t i = 0; i < bm; i++) {
+        char *orow = c->out + (size_t)(oo + (i0 + i) * d->o_rs) * es;
+        float inv = 1.0f / sum[i]; /* all keys masked: 0 * inf = NaN, as PyTorch */
+        for (int64_t x = 0; x < ev; x++)
+            store_f(orow + (size_t)(x * d->o_cs) * es, d->dtype, acc[i * ev + x] * inv);
+    }
+}
+
+/* Slot t runs tasks t, t + nslots, ...: interleaved, so causal blocks
+ * (whose cost grows with their row) spread evenly over the slots. */
+static void run_slots(void *ctx, int64_t begin, int64_t end, int thread) {
+    (void)thread;
+    const Ctx *c = ctx;
+    for (int64_t t = begin; t < end; t++) {
+        float *ws = c->scratch + t * c->g.slot_floats;
+        for (int64_t task = t; task < c->g.ntasks; task += c->g.nslots)
+            run_task(c, task / c->g.nqb, task % c->g.nqb * c->g.bm, ws);
+    }
+}
+
+static void zero_out(const RtAttnDesc *d, const Geo *g, char *out) {
+    size_t es = d->dtype == RT_F32 ? 4 : 2;
+    for (int64_t b = 0; b < g->nbatch_flat; b++) {
+        int64_t oo = 0, rest = b;
+        for (int64_t i = d->nbatch - 1; i >= 0; i--) {
+            oo += rest % d->batch[i] * d->o_bs[i];
+            rest /= d->batch[i];
+        }
+        for (int64_t i = 0; i < d->l; i++)
+            for (int64_t x = 0; x < d->ev; x++)
+                store_f(out + (size_t)(oo + i * d->o_rs + x * d->o_cs) * es, d->dtype, 0.0f);
+    }
+}
+
+void rt_attention(const RtAttnDesc *d, const void *q, const void *k, const void *v,
+                  const void *mask, void *out, void *scratch, RtPool *pool) {
+    Ctx c = {.d = d, .q = q, .k = k, .v = v, .mask = d->mask_kind ? mask : NULL, .out = out};
+    if (!geometry(d, &c.g) || c.g.ntasks == 0 || d->ev == 0) return;
+    if (d->s == 0) { /* softmax over no keys, times an empty v: zeros */
+        zero_out(d, &c.g, out);
+        return;
+    }
+    c.scratch = scratch;
+    int blas = openblas_get_num_threads();
+    if (blas != 1) openblas_set_num_threads(1);
+    rt_pool_parallel_for(pool, 0, c.g.nslots, 1, run_slots, &c);
+    if (blas != 1) openblas_set_num_threads(blas);
+}
