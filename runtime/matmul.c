@@ -210,7 +210,7 @@ static bool blas_operand(Mat X, int64_t r, int64_t c, size_t es, Slot *s, const 
 /* A product with one row (or one column) is a matrix-vector product:
  * OpenBLAS 0.3.21's gemm packs the whole matrix operand on every call
  * (the weights, at batch 1), its gemv streams it once. Measured (2
- * threads, this machine: bench note in docs/performance.md "Batch 1"):
+ * threads, this machine: docs/performance.md "Batch 1: products with one row go to gemv"):
  * [1, 784] x [784, 512] 160 us through sgemm, 15 us through sgemv. */
 static bool gemv(RtDType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                  int lda, const void *b, int ldb, bool acc, void *c, int ldc) {
@@ -321,6 +321,10 @@ static bool matmul_half(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Ma
     if (t == RT_BF16 && m <= RT_BF16_KERNEL_MAX_M &&
         rt_matmul_bf16(m, n, k, (const uint16_t *)A.p, A.rs, A.cs, (const uint16_t *)B.p, B.rs,
                        B.cs, (void *)C.p, RT_BF16, C.rs, C.cs, acc, pool))
+        return true;
+    /* Few rows (or columns) on AVX2: B read in place, not widened per call. */
+    if (rt_matmul_half_gemv(t, m, n, k, (const uint16_t *)A.p, A.rs, A.cs, (const uint16_t *)B.p,
+                            B.rs, B.cs, (uint16_t *)C.p, C.rs, C.cs, acc, pool))
         return true;
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
     size_t ba, bb, bc;

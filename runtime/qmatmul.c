@@ -29,6 +29,7 @@
 #include <immintrin.h>
 #define QM_X86 1
 #define QM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define QM_AVX2 __attribute__((target("avx2,fma")))
 #else
 #define QM_X86 0
 #endif
@@ -38,6 +39,11 @@
  * about 6 ms against 10, m = 64 about 24 against 21). */
 #define QM_GEMV_MAX_ROWS 32
 #define QM_MR 8 /* rows of x one pass over a weight row serves */
+/* Least multiply-adds (rows * k per weight row) per pool task: waking the
+ * second thread costs ~10 us on the loaded 2-core machine measured, so
+ * mlp.tg's 784 -> 256 int8 layer at batch 1 (200k) took 24.7 us split
+ * (grain 65536) against 14.5 us on one thread; 4096 x 4096 still splits. */
+#define QM_GRAIN (1 << 18)
 /* Bytes of f32 weights dequantized per sgemm call: OpenBLAS repacks x for
  * every call, so blocks of 256 rows (4 MiB at k = 4096) ran 30% slower
  * than one call; 1024 rows are within a few percent. */
@@ -215,27 +221,164 @@ static bool have_avx512(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
+/* ---- the same kernels on AVX2 + FMA (CPUs without AVX-512): 8 lanes,
+ * and no masked byte loads, so a chunk shorter than 8 (only the last one
+ * of a row) is copied into a zeroed buffer first. Without them the GEMV
+ * fell back to dot_rows_c: mlp.tg at batch 1 took 562 us against 8.6 us
+ * in f32 (docs/performance.md "Low precision at batch 1 on AVX2"). ---- */
+
+/* 8 weights from element kk of `row` (kk a multiple of 8), as f32.
+ * int4: 4 bytes, each duplicated, the low nibble shifted into place for
+ * even lanes and the high one for odd lanes, sign-extended by a shift
+ * pair. Reads 8 (int8) or 4 (int4) bytes: the caller guarantees them. */
+QM_AVX2 static inline __m256 load8(const uint8_t *row, int bits, int64_t kk) {
+    __m256i v;
+    if (bits == 8) {
+        v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(row + kk)));
+    } else {
+        int32_t b4;
+        memcpy(&b4, row + kk / 2, 4);
+        __m128i b = _mm_cvtsi32_si128(b4);
+        v = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+        v = _mm256_srlv_epi32(v, _mm256_set_epi32(4, 0, 4, 0, 4, 0, 4, 0));
+        v = _mm256_srai_epi32(_mm256_slli_epi32(v, 28), 28);
+    }
+    return _mm256_cvtepi32_ps(v);
+}
+
+/* The last `live` (< 8) weights of a row from kk: through a zeroed copy,
+ * since reading 8 bytes could run past the end of q. */
+QM_AVX2 static inline __m256 load8_tail(const uint8_t *row, int bits, int64_t kk, int live) {
+    uint8_t buf[8] = {0};
+    memcpy(buf, row + (bits == 8 ? kk : kk / 2), bits == 8 ? (size_t)live : (size_t)(live + 1) / 2);
+    return load8(buf, bits, 0);
+}
+
+/* Lanes below `live` all ones: for maskload/maskstore. */
+QM_AVX2 static inline __m256i live_mask(int live) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(live), _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+}
+
+QM_AVX2 static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* As dot_rows_body: needs group % 8 == 0 or group >= k. mr <= 8 keeps the
+ * 8 accumulators, the weights and one x vector in the 16 ymm registers.
+ * Four accumulators at mr == 1, unrolled by 32: FMA latency bounds one
+ * chain (two chains: mlp.tg int8 at batch 1 took 16.5 us on one thread, four:
+ * 14.5 us). */
+QM_AVX2 static inline __attribute__((always_inline)) void
+dot_rows_body2(const QmShape *s, const int mr, const float *x, const uint8_t *row, const float *sc,
+               float *out) {
+    int64_t k = s->d->k;
+    int bits = (int)s->d->bits;
+    __m256 acc[QM_MR], acc1[3] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        acc[r] = _mm256_setzero_ps();
+    for (int64_t g0 = 0, g = 0; g0 < k; g0 += s->group, g++) {
+        int64_t g1 = g0 + s->group < k ? g0 + s->group : k;
+        __m256 scale = _mm256_set1_ps(sc[g]);
+        int64_t kk = g0;
+        if (mr == 1)
+            for (; kk + 32 <= g1; kk += 32) {
+                __m256 w0 = _mm256_mul_ps(load8(row, bits, kk), scale);
+                __m256 w1 = _mm256_mul_ps(load8(row, bits, kk + 8), scale);
+                __m256 w2 = _mm256_mul_ps(load8(row, bits, kk + 16), scale);
+                __m256 w3 = _mm256_mul_ps(load8(row, bits, kk + 24), scale);
+                acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), w0, acc[0]);
+                acc1[0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 8), w1, acc1[0]);
+                acc1[1] = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 16), w2, acc1[1]);
+                acc1[2] = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 24), w3, acc1[2]);
+            }
+        for (; kk + 8 <= g1; kk += 8) {
+            __m256 w = _mm256_mul_ps(load8(row, bits, kk), scale);
+#pragma GCC unroll 8
+            for (int r = 0; r < mr; r++)
+                acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * k + kk), w, acc[r]);
+        }
+        if (kk < g1) { /* the end of the row: x masked too (the next row follows) */
+            int live = (int)(g1 - kk);
+            __m256i m = live_mask(live);
+            __m256 w = _mm256_mul_ps(load8_tail(row, bits, kk, live), scale);
+#pragma GCC unroll 8
+            for (int r = 0; r < mr; r++)
+                acc[r] = _mm256_fmadd_ps(_mm256_maskload_ps(x + r * k + kk, m), w, acc[r]);
+        }
+    }
+    acc[0] = _mm256_add_ps(_mm256_add_ps(acc[0], acc1[0]), _mm256_add_ps(acc1[1], acc1[2]));
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        out[r] = hsum8(acc[r]);
+}
+
+QM_AVX2 static void dot_rows_avx2(const QmShape *s, int mr, const float *x, const void *q,
+                                  const float *scales, int64_t n, float *out) {
+    const uint8_t *row = (const uint8_t *)q + n * s->kbytes;
+    const float *sc = scales + n * s->ngroups;
+    switch (mr) {
+    case 1: dot_rows_body2(s, 1, x, row, sc, out); break;
+    case 2: dot_rows_body2(s, 2, x, row, sc, out); break;
+    case 3: dot_rows_body2(s, 3, x, row, sc, out); break;
+    case 4: dot_rows_body2(s, 4, x, row, sc, out); break;
+    case 5: dot_rows_body2(s, 5, x, row, sc, out); break;
+    case 6: dot_rows_body2(s, 6, x, row, sc, out); break;
+    case 7: dot_rows_body2(s, 7, x, row, sc, out); break;
+    default: dot_rows_body2(s, 8, x, row, sc, out); break;
+    }
+}
+
+QM_AVX2 static void dequant_row_avx2(const QmShape *s, const void *q, const float *scales,
+                                     int64_t n, float *w) {
+    int64_t k = s->d->k;
+    int bits = (int)s->d->bits;
+    const uint8_t *row = (const uint8_t *)q + n * s->kbytes;
+    const float *sc = scales + n * s->ngroups;
+    for (int64_t g0 = 0, g = 0; g0 < k; g0 += s->group, g++) {
+        int64_t g1 = g0 + s->group < k ? g0 + s->group : k;
+        __m256 scale = _mm256_set1_ps(sc[g]);
+        int64_t kk = g0;
+        for (; kk + 8 <= g1; kk += 8)
+            _mm256_storeu_ps(w + kk, _mm256_mul_ps(load8(row, bits, kk), scale));
+        if (kk < g1) {
+            int live = (int)(g1 - kk);
+            _mm256_maskstore_ps(w + kk, live_mask(live),
+                                _mm256_mul_ps(load8_tail(row, bits, kk, live), scale));
+        }
+    }
+}
+
+static bool have_avx2(void) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 #endif
 
 typedef void (*DotFn)(const QmShape *, int, const float *, const void *, const float *, int64_t,
                       float *);
 typedef void (*DequantFn)(const QmShape *, const void *, const float *, int64_t, float *);
 
-/* The vector kernels need every 16-element chunk under one scale. */
-static bool vector_ok(const QmShape *s) {
-    return QM_X86 && (s->group % 16 == 0 || s->group >= s->d->k);
+/* The vector kernels need every chunk (16 elements on AVX-512, 8 on AVX2)
+ * under one scale. */
+static bool vector_ok(const QmShape *s, int64_t chunk) {
+    return QM_X86 && (s->group % chunk == 0 || s->group >= s->d->k);
 }
 
 static DotFn pick_dot(const QmShape *s) {
 #if QM_X86
-    if (vector_ok(s) && have_avx512()) return dot_rows_avx512;
+    if (vector_ok(s, 16) && have_avx512()) return dot_rows_avx512;
+    if (vector_ok(s, 8) && have_avx2()) return dot_rows_avx2;
 #endif
     return dot_rows_c;
 }
 
 static DequantFn pick_dequant(const QmShape *s) {
 #if QM_X86
-    if (vector_ok(s) && have_avx512()) return dequant_row_avx512;
+    if (vector_ok(s, 16) && have_avx512()) return dequant_row_avx512;
+    if (vector_ok(s, 8) && have_avx2()) return dequant_row_avx2;
 #endif
     return dequant_row_c;
 }
@@ -278,7 +421,7 @@ static void run_gemv(const QmShape *s, const float *x, const void *q, const floa
                      RtPool *pool) {
     GemvJob j = {s, x, q, scales, y, pick_dot(s)};
     int64_t work = s->rows * s->d->k;
-    int64_t grain = work >= 65536 ? 1 : 65536 / work;
+    int64_t grain = work >= QM_GRAIN ? 1 : QM_GRAIN / work;
     rt_pool_parallel_for(pool, 0, s->d->n, grain, gemv_range, &j);
 }
 

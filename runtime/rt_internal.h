@@ -32,4 +32,10 @@ enum { RT_FILL_RANDOM_INPUT = 100 }; /* --random-inputs: randn / [0, 10) / 0-1 *
 bool rt_matmul_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t a_rs, int64_t a_cs,
                     const uint16_t *b, int64_t b_rs, int64_t b_cs, void *c, RtDType ct,
                     int64_t c_rs, int64_t c_cs, bool acc, RtPool *pool);
+/* f16/bf16 C (+)= A @ B with few rows or columns on AVX2 + FMA (+ F16C),
+ * reading B in place (matmul_half_gemv.c); false when the CPU, the shape
+ * or B's layout does not suit it, or memory is short (the caller widens). */
+bool rt_matmul_half_gemv(RtDType t, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                         int64_t a_rs, int64_t a_cs, const uint16_t *b, int64_t b_rs, int64_t b_cs,
+                         uint16_t *c, int64_t c_rs, int64_t c_cs, bool acc, RtPool *pool);
 #endif

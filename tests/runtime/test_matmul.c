@@ -386,6 +386,86 @@ static void test_bf16_tiles(RtPool *pool) {
     free(c0);
 }
 
+/* f16/bf16 products with few rows (or few columns): on AVX2 they read B in
+ * place (matmul_half_gemv.c; k contiguous: dot kernel, n contiguous: axpy
+ * kernel, else the widening path). m = 1..33 around the kernels' row
+ * blocks (8 and 4) and the in-place limit (32), m large with n small (the
+ * transposed product), k and n around the vector widths (8, 32), every
+ * layout of A, B and C, accumulate. Values with exact f32 products and
+ * sums: the result must be the exact sum rounded once, bit for bit. */
+static void test_half_gemv(RtPool *pool) {
+    static const int64_t ks[] = {1, 3, 7, 8, 9, 16, 31, 32, 33, 40, 65, 100, 257};
+    static const int64_t ns[] = {1, 2, 5, 15, 16, 17, 31, 32, 33, 47, 67};
+    int bad = 0, runs = 0;
+    for (int it = 0; it < 1200; it++) {
+        RtDType t = it % 2 ? RT_F16 : RT_BF16;
+        int64_t m = 1 + (int64_t)(rnd() % 33), n = ns[rnd() % (sizeof ns / sizeof ns[0])];
+        int64_t k = ks[rnd() % (sizeof ks / sizeof ks[0])];
+        if (it % 5 == 4) { /* few columns, many rows */
+            int64_t x = m;
+            m = 33 + (int64_t)(rnd() % 40), n = x;
+        }
+        /* B layouts the kernels take (column-major: k contiguous, row-major:
+         * n contiguous, padded or not) most of the time, any other else. */
+        int r = (int)(rnd() % 10);
+        int bm = r < 8 ? r % 4 : (int)(rnd() % NMODES);
+        int am = (int)(rnd() % NMODES), cm = (int)(rnd() % 6);
+        bool acc = rnd() % 2;
+        Phys pa = layout(am, m, k), pb = layout(bm, k, n), pc = layout(cm, m, n);
+        uint16_t *a = malloc(2 * (size_t)(pa.span + 1)), *b = malloc(2 * (size_t)(pb.span + 1));
+        uint16_t *c = malloc(2 * (size_t)(pc.span + 1)), *c0 = malloc(2 * (size_t)(pc.span + 1));
+        uint16_t (*cv)(float) = t == RT_F16 ? rt_f32_to_f16 : rt_f32_to_bf16;
+        float (*wd)(uint16_t) = t == RT_F16 ? rt_f16_to_f32 : rt_bf16_to_f32;
+        for (int64_t i = 0; i <= pa.span; i++)
+            a[i] = cv((float)((int)(rnd() % 61) - 30) / 8.0f);
+        for (int64_t i = 0; i <= pb.span; i++)
+            b[i] = cv((float)((int)(rnd() % 61) - 30) / 16.0f);
+        for (int64_t i = 0; i <= pc.span; i++)
+            c[i] = acc ? cv((float)((int)(rnd() % 1001) - 500) / 32.0f) : 0x7e00;
+        memcpy(c0, c, 2 * (size_t)(pc.span + 1));
+        RtMatmulDesc d = {.dtype = t,
+                          .m = m,
+                          .n = n,
+                          .k = k,
+                          .a_rs = pa.rs,
+                          .a_cs = pa.cs,
+                          .b_rs = pb.rs,
+                          .b_cs = pb.cs,
+                          .c_rs = pc.rs,
+                          .c_cs = pc.cs,
+                          .accumulate = acc};
+        rt_matmul(&d, a + pa.base, b + pb.base, c + pc.base, pool);
+        char *touched = calloc((size_t)pc.span + 1, 1);
+        int before = bad;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int64_t ci = pc.base + i * pc.rs + j * pc.cs;
+                touched[ci] = 1;
+                double sum = acc ? wd(c0[ci]) : 0;
+                for (int64_t kk = 0; kk < k; kk++)
+                    sum += (double)wd(a[pa.base + i * pa.rs + kk * pa.cs]) *
+                           wd(b[pb.base + kk * pb.rs + j * pb.cs]);
+                if (c[ci] != cv((float)sum) && bad++ < 3)
+                    printf("%s gemv m=%lld n=%lld k=%lld a%d b%d c%d acc=%d: C[%lld][%lld] = "
+                           "0x%04x, want 0x%04x\n",
+                           rt_dtype_name(t), (long long)m, (long long)n, (long long)k, am, bm, cm,
+                           acc, (long long)i, (long long)j, c[ci], cv((float)sum));
+            }
+        for (int64_t i = 0; i <= pc.span && bad == before; i++)
+            if (!touched[i] && c[i] != c0[i] && bad++ < 3)
+                printf("%s gemv m=%lld n=%lld k=%lld: C[%lld] outside the result changed\n",
+                       rt_dtype_name(t), (long long)m, (long long)n, (long long)k, (long long)i);
+        runs++;
+        free(touched);
+        free(a);
+        free(b);
+        free(c);
+        free(c0);
+    }
+    printf("%d half gemv cases, %d wrong elements\n", runs, bad);
+    CHECK_INT(0, bad);
+}
+
 static void test_edges(RtPool *pool) {
     /* Wrapping: i32 sums past 2^31, i8 products. */
     int32_t a32[2] = {INT32_MAX, 2}, b32[2] = {1, 1}, c32 = 0;
@@ -471,6 +551,8 @@ int main(void) {
     test_large(pool);
     test_bf16_tiles(pool);
     test_bf16_tiles(NULL);
+    test_half_gemv(pool);
+    test_half_gemv(NULL);
     test_edges(pool);
     rt_blas_set_threads(1);
     test_large(NULL);

@@ -194,7 +194,10 @@ static void run_case(const Case *c, RtPool *pool) {
 static const RtDType FLOATS[] = {RT_F32, RT_F16, RT_BF16};
 
 static void test_random(RtPool *pool) {
-    static const int64_t ks[] = {1, 2, 3, 15, 16, 17, 31, 32, 33, 64, 100, 129, 256, 300};
+    /* k around the vector widths (8 on AVX2, 16 on AVX-512) and the mr = 1
+     * unroll (32); groups of 8 and 24 reach the AVX2 kernels only. */
+    static const int64_t ks[] = {1,  2,  3,  7,  9,  15,  16,  17,  23,
+                                 31, 32, 33, 40, 64, 100, 129, 256, 300};
     for (int it = 0; it < 1500; it++) {
         Case c = {0};
         c.xt = FLOATS[rnd() % 3], c.yt = FLOATS[rnd() % 3];
@@ -202,8 +205,8 @@ static void test_random(RtPool *pool) {
         c.m = rnd() % 3 ? rnd_in(1, 9) : rnd_in(10, 40);
         c.n = rnd() % 4 ? rnd_in(1, 40) : 1;
         c.bits = rnd() % 2 ? 8 : 4;
-        int64_t groups[] = {1, 3, 5, 16, 32, 64, c.k, c.k + 7};
-        c.group = groups[rnd() % 8];
+        int64_t groups[] = {1, 3, 5, 8, 16, 24, 32, 64, c.k, c.k + 7};
+        c.group = groups[rnd() % 10];
         c.xmode = (int)(rnd() % 4), c.ymode = (int)(rnd() % 4);
         c.nbatch = (int)(rnd() % 3);
         c.batch[0] = rnd_in(1, 3), c.batch[1] = rnd_in(1, 3);
