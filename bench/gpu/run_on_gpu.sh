@@ -19,23 +19,9 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/tgc-gpu-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 tar -xJf "$data/gpu-bench.tar.xz" -C "$work"
-py=
-for c in "${PYTHON:-}" python3 /usr/bin/python3; do
-    if [[ -n $c ]] && "$c" -c 'import torch' >/dev/null 2>&1; then py=$c; break; fi
-done
-[[ -n $py ]] || { echo "run_on_gpu.sh: no python3 with torch (set PYTHON=...)" >&2; exit 2; }
-libpath=$work/gpu-bench/lib
-cublas=$("$py" -c 'import os, nvidia.cublas as m; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
-for d in "$cublas" /usr/local/cuda/lib64; do
-    if [[ -n $d ]] && compgen -G "$d/libcublas.so*" >/dev/null; then libpath=$libpath:$d; fi
-done
-# cuDNN 9 for the convolutions (dlopen("libcudnn.so.9")): PyTorch's wheel
-# ships it as nvidia-cudnn (or in torch/lib), the toolkit may have one.
-cudnn=$("$py" -c 'import os, nvidia.cudnn as m; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null || true)
-torchlib=$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)
-for d in "$cudnn" "$torchlib" /usr/local/cuda/lib64; do
-    if [[ -n $d ]] && compgen -G "$d/libcudnn.so.9*" >/dev/null; then libpath=$libpath:$d; break; fi
-done
-export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# py (a python3 with torch) and LD_LIBRARY_PATH (the bundle's lib/, cuBLAS,
+# cuDNN), as tests/gpu/run_on_gpu.sh sets them.
+bundle=$work/gpu-bench
+source "$(dirname "${BASH_SOURCE[0]}")/../../tests/gpu/gpu_env.sh"
 export PYTHONUNBUFFERED=1
 "$py" "$work/gpu-bench/bench_gpu.py" run --dir "$work/gpu-bench" "$@"

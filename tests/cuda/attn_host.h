@@ -101,7 +101,7 @@ static inline unsigned short tg_f2b(float f) {
                 for (unsigned b = 0; b < grid; b++) {                                              \
                     blockIdx = {b, 0, 0};                                                          \
                     kernel(bufs.data());                                                           \
-                    tg_bar->arrive_and_wait(); /* the block's shared memory is free */            \
+                    tg_bar->arrive_and_wait(); /* the block's shared memory is free */             \
                 }                                                                                  \
             });                                                                                    \
         for (auto &t : th)                                                                         \

@@ -122,29 +122,12 @@ def mlp_sgd(st):
 
 
 def lm_adamw(st):
-    exe = st.build("lm_adamw", rt.LM, ["--train", "loss", "--optimizer", "adamw", "--lr", "0.01",
-                                       "--betas", "0.9,0.95", "--weight-decay", "0.1"])
-    g = torch.Generator().manual_seed(3)
-    params = {"emb": torch.randn(16, 32, generator=g) * 0.3,
-              "pos": torch.randn(8, 32, generator=g) * 0.1,
-              "ln_w": 1 + 0.1 * torch.randn(32, generator=g),
-              "ln_b": 0.1 * torch.randn(32, generator=g)}
-    for n in ("wq", "wk", "wv", "wo"):
-        params[n] = torch.randn(32, 32, generator=g) * 0.15
-    params["head"] = torch.randn(16, 32, generator=g) * 0.15
-    seqs = torch.randint(0, 16, (2 * 4, 9), generator=g)
-    tokens, nxt = seqs[:, :8].contiguous(), seqs[:, 1:]
-    target = torch.nn.functional.one_hot(nxt, 16).float()
+    exe = st.build("lm_adamw", rt.LM, rt.LM_FLAGS)
+    params, tokens, target = rt.lm_data()
     w = st.weights("lm_init.safetensors", params)
     ins = ["--input", "tokens=" + st.npy("lm_tok.npy", tokens.numpy()),
            "--input", "target=" + st.npy("lm_tgt.npy", target.numpy())]
-    pt = {k: v.clone().requires_grad_(True) for k, v in params.items()}
-    opt = torch.optim.AdamW(list(pt.values()), lr=0.01, betas=(0.9, 0.95), weight_decay=0.1)
-    for s in range(20):
-        i = s % 2
-        opt.zero_grad()
-        rt.lm_forward(pt, tokens[i * 4:(i + 1) * 4], target[i * 4:(i + 1) * 4]).backward()
-        opt.step()
+    pt = rt.torch_lm(params, tokens, target, 20)
     ref = st.weights("lm_ref.safetensors", pt)
     st.case("lm_adamw",
             [[exe, "--weights", w] + ins + ["--steps", "20", "--save-weights", "lm_out.safetensors"],

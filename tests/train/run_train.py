@@ -274,12 +274,12 @@ def lm_forward(p, tokens, target, batch=4, seq=8):
     return -(torch.log_softmax(logits, dim=-1) * target).sum(dim=-1).mean()
 
 
-def case_lm_adamw(tgc, tmp):
-    flags = ["--train", "loss", "--optimizer", "adamw", "--lr", "0.01", "--betas", "0.9,0.95",
-             "--weight-decay", "0.1"]
-    exe = build(tgc, tmp, "lm_adamw", LM, flags)
-    if not exe:
-        return
+LM_FLAGS = ["--train", "loss", "--optimizer", "adamw", "--lr", "0.01", "--betas", "0.9,0.95",
+            "--weight-decay", "0.1"]
+
+
+def lm_data():
+    """The LM's initial params and a data set of 2 batches of 4 (tokens, one-hot targets)."""
     g = torch.Generator().manual_seed(3)
     params = {"emb": torch.randn(16, 32, generator=g) * 0.3,
               "pos": torch.randn(8, 32, generator=g) * 0.1,
@@ -291,6 +291,26 @@ def case_lm_adamw(tgc, tmp):
     seqs = torch.randint(0, 16, (2 * 4, 9), generator=g)  # 2 batches of next-token pairs
     tokens, nxt = seqs[:, :8].contiguous(), seqs[:, 1:]
     target = torch.nn.functional.one_hot(nxt, 16).float()
+    return params, tokens, target
+
+
+def torch_lm(params, tokens, target, steps):
+    """torch.optim.AdamW with LM_FLAGS' settings, steps over the 2 batches, cycled."""
+    pt = {k: v.clone().requires_grad_(True) for k, v in params.items()}
+    opt = torch.optim.AdamW(list(pt.values()), lr=0.01, betas=(0.9, 0.95), weight_decay=0.1)
+    for s in range(steps):
+        i = s % 2
+        opt.zero_grad()
+        lm_forward(pt, tokens[i * 4:(i + 1) * 4], target[i * 4:(i + 1) * 4]).backward()
+        opt.step()
+    return pt
+
+
+def case_lm_adamw(tgc, tmp):
+    exe = build(tgc, tmp, "lm_adamw", LM, LM_FLAGS)
+    if not exe:
+        return
+    params, tokens, target = lm_data()
     w = os.path.join(tmp, "lm_init.safetensors")
     save_weights(w, params)
     np.save(os.path.join(tmp, "lm_tok.npy"), tokens.numpy())
@@ -304,13 +324,7 @@ def case_lm_adamw(tgc, tmp):
     if p.returncode:
         return
     got = tensorio.read_safetensors(out)
-    pt = {k: v.clone().requires_grad_(True) for k, v in params.items()}
-    opt = torch.optim.AdamW(list(pt.values()), lr=0.01, betas=(0.9, 0.95), weight_decay=0.1)
-    for s in range(steps):
-        i = s % 2
-        opt.zero_grad()
-        lm_forward(pt, tokens[i * 4:(i + 1) * 4], target[i * 4:(i + 1) * 4]).backward()
-        opt.step()
+    pt = torch_lm(params, tokens, target, steps)
     # AdamW normalises each step by sqrt(v): an element whose gradient is
     # tiny moves by about lr either way, so rounding can move it by a
     # fraction of lr; measured ~2e-6 of the scale, allowed 1e-5.
