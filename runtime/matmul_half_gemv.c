@@ -37,8 +37,9 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
-#include <immintrin.h>
 #include <stdatomic.h>
+
+#include "rt_avx2.h"
 
 #define HG_TARGET __attribute__((target("avx2,fma,f16c")))
 
@@ -66,13 +67,6 @@ HG_TARGET static inline __m256 ld8h_tail(const uint16_t *p, int live, bool f16) 
     uint16_t buf[8] = {0};
     memcpy(buf, p, (size_t)live * 2);
     return ld8h(buf, f16);
-}
-
-HG_TARGET static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
 }
 
 /* C[i][j] = round(v (+ C[i][j])): one rounding of the f32 sum. */
@@ -107,8 +101,7 @@ dot_body(int64_t k, const int mr, const bool f16, const float *x, const uint16_t
     }
     if (kk < k) { /* x masked too: the next row of x follows */
         int live = (int)(k - kk);
-        __m256i msk =
-            _mm256_cmpgt_epi32(_mm256_set1_epi32(live), _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+        __m256i msk = rt_avx2_live_mask(live);
         __m256 w = ld8h_tail(col + kk, live, f16);
 #pragma GCC unroll 8
         for (int r = 0; r < mr; r++)
@@ -117,7 +110,7 @@ dot_body(int64_t k, const int mr, const bool f16, const float *x, const uint16_t
     acc[0] = _mm256_add_ps(_mm256_add_ps(acc[0], e[0]), _mm256_add_ps(e[1], e[2]));
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++)
-        out[r] = hsum8(acc[r]);
+        out[r] = rt_avx2_hsum8(acc[r]);
 }
 
 #define HG_DOT_CASES(F16)                                                                          \

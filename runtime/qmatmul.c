@@ -26,7 +26,7 @@
 #include "rt_internal.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "rt_avx2.h"
 #define QM_X86 1
 #define QM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #define QM_AVX2 __attribute__((target("avx2,fma")))
@@ -254,18 +254,6 @@ QM_AVX2 static inline __m256 load8_tail(const uint8_t *row, int bits, int64_t kk
     return load8(buf, bits, 0);
 }
 
-/* Lanes below `live` all ones: for maskload/maskstore. */
-QM_AVX2 static inline __m256i live_mask(int live) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(live), _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
-}
-
-QM_AVX2 static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 /* As dot_rows_body: needs group % 8 == 0 or group >= k. mr <= 8 keeps the
  * 8 accumulators, the weights and one x vector in the 16 ymm registers.
  * Four accumulators at mr == 1, unrolled by 32: FMA latency bounds one
@@ -303,7 +291,7 @@ dot_rows_body2(const QmShape *s, const int mr, const float *x, const uint8_t *ro
         }
         if (kk < g1) { /* the end of the row: x masked too (the next row follows) */
             int live = (int)(g1 - kk);
-            __m256i m = live_mask(live);
+            __m256i m = rt_avx2_live_mask(live);
             __m256 w = _mm256_mul_ps(load8_tail(row, bits, kk, live), scale);
 #pragma GCC unroll 8
             for (int r = 0; r < mr; r++)
@@ -313,7 +301,7 @@ dot_rows_body2(const QmShape *s, const int mr, const float *x, const uint8_t *ro
     acc[0] = _mm256_add_ps(_mm256_add_ps(acc[0], acc1[0]), _mm256_add_ps(acc1[1], acc1[2]));
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++)
-        out[r] = hsum8(acc[r]);
+        out[r] = rt_avx2_hsum8(acc[r]);
 }
 
 QM_AVX2 static void dot_rows_avx2(const QmShape *s, int mr, const float *x, const void *q,
@@ -346,7 +334,7 @@ QM_AVX2 static void dequant_row_avx2(const QmShape *s, const void *q, const floa
             _mm256_storeu_ps(w + kk, _mm256_mul_ps(load8(row, bits, kk), scale));
         if (kk < g1) {
             int live = (int)(g1 - kk);
-            _mm256_maskstore_ps(w + kk, live_mask(live),
+            _mm256_maskstore_ps(w + kk, rt_avx2_live_mask(live),
                                 _mm256_mul_ps(load8_tail(row, bits, kk, live), scale));
         }
     }

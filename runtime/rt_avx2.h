@@ -1,0 +1,24 @@
+/* Small AVX2 helpers shared by the runtime's hand-written kernels
+ * (qmatmul.c, matmul_half_gemv.c). Include only inside an
+ * `#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))`
+ * block: the functions carry their own target attribute, so the files
+ * still build for the baseline ISA and pick these paths at run time. */
+#ifndef TGCRT_RT_AVX2_H
+#define TGCRT_RT_AVX2_H
+#include <immintrin.h>
+
+#define RT_AVX2_TARGET __attribute__((target("avx2,fma")))
+
+/* Lanes below `live` all ones: for maskload/maskstore. */
+RT_AVX2_TARGET static inline __m256i rt_avx2_live_mask(int live) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(live), _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+}
+
+/* The sum of the 8 lanes. */
+RT_AVX2_TARGET static inline float rt_avx2_hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+#endif
