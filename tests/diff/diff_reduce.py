@@ -59,6 +59,26 @@ s7 = z.amin(dim = 0)
 
 BLOCKS_SPECS = {"x": "randn", "b": "randn", "z": "randn", "t": "randn"}
 
+# Normalisations whose output exceeds 8 MiB build each row in a stack
+# buffer (codegen/llvm/k_reduce.c, RowOut); above the last-level cache
+# (at most 32 MiB) rt_kernel_stream_row writes it with non-temporal stores.
+# [4097, 2056] f32 is 32.1 MiB and [4097, 4100] bf16 32.0 MiB: streamed;
+# their rows (8224 and 8200 bytes) start at every 16-byte misalignment, so
+# the unaligned head and tail are exercised. [2049, 1030] (8.05 MiB) takes
+# the buffer with a plain copy.
+STREAM = """
+input x : f32[4097, 2056]
+input w : f32[2056]
+input b : f32[2056]
+input h : bf16[4097, 4100]
+input s : f32[2049, 1030]
+n1 = layer_norm(x, [2056], w, b)
+n2 = rms_norm(x, w)
+n3 = log_softmax(x, dim = -1)
+n4 = layer_norm(h, [4100])
+n5 = layer_norm(s * 2.0 + 1.0, [1030])
+"""
+
 NAN = """
 input x : {dt}[20, 40]
 m1 = x.amax(dim = 0)
@@ -81,6 +101,8 @@ def cases(Case):
                         tol="long", prune=True, asan=dt == "f32", group="reduce"))
     out.append(Case("colred_blocks_threads", BLOCKS.replace("{dt}", "f32"), inputs=BLOCKS_SPECS,
                     tol="long", mode="build-threads", group="reduce"))
+    out.append(Case("norm_stream", STREAM, inputs={k: "randn" for k in "xwbhs"}, tol="reduction",
+                    group="reduce"))
     for dt in ("f32", "bf16"):
         out.append(Case("colred_nan_%s" % dt, NAN.replace("{dt}", dt), inputs={"x": "nan"},
                         tol="reduction", group="reduce"))
