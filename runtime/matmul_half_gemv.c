@@ -293,7 +293,73 @@ bool rt_matmul_half_gemv(RtDType t, int64_t m, int64_t n, int64_t k, const uint1
     rt_aligned_free(x);
     return true;
 }
+
+/* ---- whole rows converted 8 at a time, for matmul.c's widening path ---- */
+
+HG_TARGET static void widen_row(float *dst, const uint16_t *src, int64_t n, bool f16) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, ld8h(src + i, f16));
+    if (i < n) {
+        int live = (int)(n - i);
+        _mm256_maskstore_ps(dst + i, rt_avx2_live_mask(live), ld8h_tail(src + i, live, f16));
+    }
+}
+
+/* 8 floats rounded to bf16 as rt_f32_to_bf16 does: nearest even, NaN ->
+ * 0x7fc0. */
+HG_TARGET static inline __m128i bf16_round8(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    r = _mm256_srli_epi32(r, 16);
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc0), nan);
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+HG_TARGET static void narrow_row(uint16_t *dst, const float *src, int64_t n, bool f16) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(src + i);
+        if (!f16) {
+            _mm_storeu_si128((__m128i *)(dst + i), bf16_round8(v));
+            continue;
+        }
+        /* vcvtps2ph rounds like rt_f32_to_f16 but keeps NaN payloads,
+         * where c10 gives 0x7e00: lanes with a NaN go one by one. */
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
+            for (int e = 0; e < 8; e++)
+                dst[i + e] = rt_f32_to_f16(src[i + e]);
+            continue;
+        }
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    for (; i < n; i++)
+        dst[i] = f16 ? rt_f32_to_f16(src[i]) : rt_f32_to_bf16(src[i]);
+}
+
+bool rt_half_widen_row(float *dst, const uint16_t *src, int64_t n, bool f16) {
+    if (!have_cpu(f16)) return false;
+    widen_row(dst, src, n, f16);
+    return true;
+}
+
+bool rt_half_narrow_row(uint16_t *dst, const float *src, int64_t n, bool f16) {
+    if (!have_cpu(f16)) return false;
+    narrow_row(dst, src, n, f16);
+    return true;
+}
 #else
+bool rt_half_widen_row(float *dst, const uint16_t *src, int64_t n, bool f16) {
+    (void)dst, (void)src, (void)n, (void)f16;
+    return false;
+}
+bool rt_half_narrow_row(uint16_t *dst, const float *src, int64_t n, bool f16) {
+    (void)dst, (void)src, (void)n, (void)f16;
+    return false;
+}
 bool rt_matmul_half_gemv(RtDType t, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                          int64_t a_rs, int64_t a_cs, const uint16_t *b, int64_t b_rs, int64_t b_cs,
                          uint16_t *c, int64_t c_rs, int64_t c_cs, bool acc, RtPool *pool) {

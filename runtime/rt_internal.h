@@ -38,4 +38,10 @@ bool rt_matmul_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t 
 bool rt_matmul_half_gemv(RtDType t, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                          int64_t a_rs, int64_t a_cs, const uint16_t *b, int64_t b_rs, int64_t b_cs,
                          uint16_t *c, int64_t c_rs, int64_t c_cs, bool acc, RtPool *pool);
+/* n contiguous f16/bf16 elements widened to f32, or n f32 rounded to
+ * f16/bf16 (nearest even, NaN as rt_f32_to_f16/bf16 give it), 8 at a time
+ * on AVX2 (+ F16C for f16) (matmul_half_gemv.c); false when the CPU lacks
+ * them (the caller converts one by one). */
+bool rt_half_widen_row(float *dst, const uint16_t *src, int64_t n, bool f16);
+bool rt_half_narrow_row(uint16_t *dst, const float *src, int64_t n, bool f16);
 #endif
