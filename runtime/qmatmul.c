@@ -13,7 +13,7 @@
  * Both dequantize the same way, w = (float)q * scale (one f32 product), and
  * accumulate in f32, so the result only differs by summation order.
  *
- * x is always first gathered into a dense f32 copy (O(m k), negligible):
+ * x is gathered into a dense f32 copy (O(m k)) unless it is one already:
  * it turns every stride, batch layout and dtype of x into one case. When a
  * scratch buffer cannot be allocated the product still completes: the
  * GEMV kernel without the sgemm scratch, a scalar loop without the x copy.
@@ -48,6 +48,11 @@
  * every call, so blocks of 256 rows (4 MiB at k = 4096) ran 30% slower
  * than one call; 1024 rows are within a few percent. */
 #define QM_BLOCK_BYTES (16u << 20)
+/* Least weights per dequantizing task. Between two sgemm calls the pool's
+ * second thread competes with OpenBLAS's spinning one: mlp.tg's 784 -> 256
+ * layer at batch 64 (200k weights) ran 4% faster dequantized on one thread
+ * (docs/performance.md "Low precision at batch 64"). */
+#define QM_DEQUANT_GRAIN (1 << 20)
 
 typedef struct QmShape {
     const RtQMatmulDesc *d;
@@ -465,10 +470,11 @@ static bool run_sgemm(const QmShape *s, const float *x, const void *q, const flo
         return false;
     }
     DequantJob dj = {s, q, scales, 0, w, pick_dequant(s)};
+    int64_t dq_grain = QM_DEQUANT_GRAIN / k > 1 ? QM_DEQUANT_GRAIN / k : 1;
     for (int64_t n0 = 0; n0 < n; n0 += nb) {
         int64_t cnt = n - n0 < nb ? n - n0 : nb;
         dj.n0 = n0;
-        rt_pool_parallel_for(pool, n0, n0 + cnt, 1, dequant_range, &dj);
+        rt_pool_parallel_for(pool, n0, n0 + cnt, dq_grain, dequant_range, &dj);
         if (direct) {
             float *c = (float *)y + n0 * d->y_cs;
             int ldc = rows == 1 ? (int)(n > 1 ? n : 1) : (int)d->y_rs;
@@ -530,6 +536,9 @@ static void gather_x(const QmShape *s, const void *x, float *dst) {
             memcpy(out, src, (size_t)k * 4);
             continue;
         }
+        if (xt != RT_F32 && d->x_cs == 1 &&
+            rt_half_widen_row(out, (const uint16_t *)src, k, xt == RT_F16))
+            continue;
         ptrdiff_t step = (ptrdiff_t)(d->x_cs * (int64_t)es);
         for (int64_t kk = 0; kk < k; kk++, src += step)
             out[kk] = load_f(src, xt);
@@ -568,15 +577,19 @@ void rt_qmatmul(const RtQMatmulDesc *d, const void *x, const void *q, const floa
     int64_t group = d->group < d->k ? d->group : d->k;
     QmShape s = {d, rows, d->bits == 8 ? d->k : (d->k + 1) / 2, (d->k + group - 1) / group, group};
 
+    /* x already dense f32 [rows][k] (activations, mostly) is used as it is. */
+    bool dense = d->x_dtype == RT_F32 && d->x_cs == 1 && rows_uniform(d, d->x_bs, d->x_rs) &&
+                 (rows == 1 || d->x_rs == d->k);
     float *xf = NULL;
-    if ((uint64_t)rows <= SIZE_MAX / 4 / (uint64_t)d->k)
+    if (!dense && (uint64_t)rows <= SIZE_MAX / 4 / (uint64_t)d->k)
         xf = rt_aligned_alloc((size_t)(rows * d->k) * 4);
-    if (!xf) {
+    if (!dense && !xf) {
         run_scalar(&s, x, q, scales, y);
         return;
     }
-    gather_x(&s, x, xf);
-    if (rows <= QM_GEMV_MAX_ROWS || !run_sgemm(&s, xf, q, scales, y, pool))
-        run_gemv(&s, xf, q, scales, y, pool);
+    if (!dense) gather_x(&s, x, xf);
+    const float *xd = dense ? (const float *)x : xf;
+    if (rows <= QM_GEMV_MAX_ROWS || !run_sgemm(&s, xd, q, scales, y, pool))
+        run_gemv(&s, xd, q, scales, y, pool);
     rt_aligned_free(xf);
 }
