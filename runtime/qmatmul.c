@@ -486,6 +486,9 @@ static bool run_sgemm(const QmShape *s, const float *x, const void *q, const flo
                     (int)k, w, (int)k, 0.0f, yb, (int)cnt);
         for (int64_t r = 0; r < rows; r++) {
             int64_t yo = row_offset(d, r, d->y_bs, d->y_rs);
+            if (yt != RT_F32 && d->y_cs == 1 && !d->accumulate &&
+                rt_half_narrow_row((uint16_t *)y + yo + n0, yb + r * cnt, cnt, yt == RT_F16))
+                continue;
             for (int64_t jn = 0; jn < cnt; jn++) {
                 char *p = (char *)y + (ptrdiff_t)((yo + (n0 + jn) * d->y_cs) * (int64_t)es);
                 float v = yb[r * cnt + jn];

@@ -244,6 +244,10 @@ static void test_shapes(RtPool *pool) {
                 }
     Case big = {RT_BF16, RT_F32, 34, 1030, 8192, 4, 128, 0, 1, 0, {0, 0}, true, false};
     run_case(&big, pool);
+    /* Three sgemm blocks (512 weight rows each at k = 8192) whose bf16
+     * results are rounded 8 at a time into padded rows of y. */
+    Case big_bf16 = {RT_BF16, RT_BF16, 34, 1030, 8192, 8, 128, 0, 1, 0, {0, 0}, false, false};
+    run_case(&big_bf16, pool);
 }
 
 static void test_edges(RtPool *pool) {
