@@ -41,10 +41,17 @@ side; each time is the median of the rounds' medians.
 Columns: tgc median; "vs tgc f32" = tgc f32 median / this row's (above 1:
 faster than f32); the PyTorch variant's median; "vs PyTorch" = PyTorch /
 tgc (above 1: tgc is faster); the errors of tgc and of the PyTorch variant
-against PyTorch f32. The same thread count T is given to the executables
-(--threads), torch.set_num_threads and OpenBLAS in the PyTorch process.
-PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless --torch-omp-active (see
-bench/run.py).
+against PyTorch f32; "target" and "met": issue 16's targets for the row
+(met, NOT MET with what falls short, or "-" for rows without one):
+
+    mlp batch 1, int8                    vs tgc f32 >= 1.5x
+    mlp batch 64 and transformer block,  vs tgc f32 >= 1.2x and
+      bf16                               vs PyTorch (eager bf16) >= 1x
+    every graph, mixed-bf16 + int8       vs tgc f32 >= 1x (no slower than f32)
+
+The same thread count T is given to the executables (--threads),
+torch.set_num_threads and OpenBLAS in the PyTorch process. PyTorch runs with
+OMP_WAIT_POLICY=PASSIVE unless --torch-omp-active (see bench/run.py).
 """
 
 import argparse
@@ -87,6 +94,32 @@ TORCH_LABEL = {
     "autocast": "autocast bf16",
     "dynq": "dynamic int8",
 }
+
+
+# Issue 16's targets: (graph, policy) -> [(field, minimum, label)], every one
+# to be met; rows without an entry have no target.
+
+
+def targets_for(graph, policy):
+    if graph == "mlp batch 1" and policy == "int8":
+        return [("vs_f32", 1.5, "vs f32")]
+    if graph in ("mlp batch 64", "transformer block") and policy == "bf16":
+        return [("vs_f32", 1.2, "vs f32"), ("vs_torch", 1.0, "vs PyTorch")]
+    if policy == "mixed-bf16+int8":
+        return [("vs_f32", 1.0, "vs f32")]
+    return []
+
+
+def judge(row):
+    """Sets row["target"], row["met"] (True, False or None) and row["met_str"]."""
+    ts = targets_for(row["graph"], row["policy"])
+    row["target"] = " & ".join(f"{label} >={lo:g}x" for _, lo, label in ts)
+    if not ts:
+        row["met"], row["met_str"] = None, "-"
+        return
+    miss = [f"{label} {row[k]:.2f}x<{lo:g}x" for k, lo, label in ts if row[k] < lo]
+    row["met"] = not miss
+    row["met_str"] = "met" if not miss else f"NOT MET ({'; '.join(miss)})"
 
 
 # ---------------------------------------------------------------------------
@@ -264,6 +297,7 @@ def run_case(case, module_cls, tgc, work, args):
             f32_us = us
         row["vs_f32"] = f32_us / us
         row["vs_torch"] = row["torch"]["median_us"] / us
+        judge(row)
         log(f"  {row['policy']:16s} tgc {fmt_time(us)} ({row['vs_f32']:.2f}x f32), PyTorch "
             f"{TORCH_LABEL[row['torch_variant']]} {fmt_time(row['torch']['median_us'])}")
         del row["exe"]
@@ -331,14 +365,14 @@ def main():
     print()
     head = ["graph", "policy", "tgc median", "vs tgc f32", "PyTorch (same dtype)",
             "PyTorch median", "vs PyTorch", "tgc max abs err", "tgc max rel err",
-            "PyTorch max rel err"]
+            "PyTorch max rel err", "target", "met"]
     table = []
     for r in rows:
         table.append([
             r["graph"], r["policy"], fmt_time(r["tgc"]["median_us"]), f"{r['vs_f32']:.2f}x",
             TORCH_LABEL[r["torch_variant"]], fmt_time(r["torch"]["median_us"]),
             f"{r['vs_torch']:.2f}x", f"{r['max_abs_err']:.3g}", f"{r['max_rel_err']:.3g}",
-            f"{r['torch_max_rel_err']:.3g}",
+            f"{r['torch_max_rel_err']:.3g}", r["target"], r["met_str"],
         ])
     widths = [max([len(h)] + [len(t[i]) for t in table]) for i, h in enumerate(head)]
 
@@ -353,7 +387,8 @@ def main():
     print("vs tgc f32: tgc f32's median / this row's; vs PyTorch: PyTorch's median / tgc's "
           "(above 1: tgc faster). Errors: against PyTorch f32 on the same input and weights; "
           "rel = max |diff| / max |f32 ref|. PyTorch dynamic int8 also quantizes activations; "
-          "tgc's int8 rows quantize only the weights.")
+          "tgc's int8 rows quantize only the weights. target: issue 16's for the row "
+          "(every part must hold); \"-\": none.")
     print()
     print("details (rounds' medians; N = timed runs over all rounds):")
     for r in rows:
