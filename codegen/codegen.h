@@ -114,6 +114,11 @@ typedef struct CudaOptions {
 } CudaOptions;
 /* Whether this tgc can compile CUDA (it was built with NVRTC). */
 bool cg_cuda_available(void);
+/* Attention recognition's weight on --target cuda (passes/attention_fuse.c):
+ * the flash kernel needs no arena scratch, so 0 where its tiles fit the
+ * shared memory every supported GPU has (48 KiB) and its grid the
+ * runtime's, else SIZE_MAX (the written-out form stays). */
+size_t cg_cuda_attention_scratch(const RtAttnDesc *d);
 /* Renders, compiles and writes the images; *decl gets the C text defining
  * `static const RtCudaProgram tgc_cuda` (malloc'd). Returns 0, or 1 with a
  * message in err when the graph needs what the backend lacks, or 3 when

@@ -14,8 +14,10 @@ void cg_program_plan(Arena *a, const Graph *g, CgProgram *p) {
 void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda) {
     memset(p, 0, sizeof *p);
     p->g = g;
-    /* The CUDA backend has no attention kernel: written-out attention stays. */
-    pipeline_plan((Graph *)g, cuda ? NULL : rt_attention_scratch_bytes);
+    /* Written-out attention becomes scaled_dot_product_attention where
+     * the target's kernel saves memory (CPU: its scratch against the
+     * scores; CUDA: none, wherever the flash kernel can run). */
+    pipeline_plan((Graph *)g, cuda ? cg_cuda_attention_scratch : rt_attention_scratch_bytes);
     p->dt = precision_storage_dtypes(a, g); /* by the new value order */
     p->kp = fusion_plan(a, g);
     p->sched = fusion_schedule(a, g, p->kp, p->dt);

@@ -6,8 +6,8 @@
  * Requires: a checked graph with layouts (after tgc_frontend: casts and
  * broadcast expands explicit, views folded). It runs in the code
  * generators' planning (pipeline_plan), so `tgc show` still prints the
- * graph as written; not for --target cuda (no CPU scratch to weigh there,
- * and its planning is left as it was). Gives: the final product node
+ * graph as written; on --target cuda the scratch function says 0 wherever
+ * the flash kernel can run (codegen/cuda/cu_attention.c). Gives: the final product node
  * rewritten in place into the attention op (its name, storage and layout
  * kept), at most two views or masks placed just before it; the scores,
  * scaled and masked scores and probabilities lose their only use and leave
@@ -244,7 +244,8 @@ static bool saves_memory(const Value *p, const Value *x, const Match *m, AttnScr
     d.nbatch = p->ndim - 2;
     memcpy(d.batch, p->shape, sizeof(int64_t) * (size_t)d.nbatch);
     int64_t scores = shape_numel(x->shape, x->ndim) * (int64_t)dtype_size(x->dtype);
-    return (int64_t)scratch(&d) <= scores;
+    size_t need = scratch(&d); /* SIZE_MAX: the kernel cannot run it */
+    return need <= (size_t)scores;
 }
 
 /* Rewrites the product p (probabilities @ v) when the pattern matches. */

@@ -33,7 +33,7 @@ typedef size_t (*AttnScratchFn)(const struct RtAttnDesc *d);
  * (passes/attention_fuse.c). */
 void pass_attention_fuse(Graph *g, AttnScratchFn scratch);
 /* The passes the code generators' planning runs on a prepared graph (after
- * `tgc show`'s view): attention recognition (attn_scratch NULL: a target
- * without an attention kernel, CUDA), then the conv epilogues. */
+ * `tgc show`'s view): attention recognition (attn_scratch NULL: none), then
+ * the conv epilogues. */
 void pipeline_plan(Graph *g, AttnScratchFn attn_scratch);
 #endif

@@ -29,46 +29,16 @@
  * Shared memory (dynamic; the runtime raises the function's limit above
  * 48 KiB): Q [BR][QS], K or V [BC][max(QS, Ev)], P [BR][PS] floats. The
  * tile sizes are the largest of TILES that fit every architecture the
- * module may run on (see smem_limit); E = Ev = 256 takes 32 x 32 tiles. */
+ * module may run on (cu_attention_tiles.c; see cu_attention_smem_limit);
+ * E = Ev = 256 takes 32 x 32 tiles. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "codegen/cuda/cu.h"
+#include "codegen/cuda/cu_attention_tiles.h"
 
 #define THREADS 256
-
-typedef struct Tiles {
-    int br, bc;   /* query rows and keys per tile */
-    int qs, ps;   /* row strides (floats) of the Q/K and P tiles */
-    int kvs;      /* floats per row of the K/V buffer */
-    int64_t smem; /* bytes */
-} Tiles;
-
-static const int TILES[][2] = {{64, 64}, {64, 32}, {32, 32}, {16, 32}, {16, 16}};
-
-static Tiles tiles_for(int64_t e, int64_t ev, int br, int bc) {
-    Tiles t = {.br = br, .bc = bc};
-    /* Odd row strides: the 16 threads reading column e of 16 K rows (or
-     * the two row groups of a warp reading Q) hit distinct banks. */
-    t.qs = (int)(e % 2 ? e : e + 1);
-    /* P rows of the two row groups of a warp 16 banks apart. */
-    t.ps = bc + 16 / (br / 16);
-    t.kvs = t.qs > ev ? t.qs : (int)ev;
-    t.smem = 4 * ((int64_t)br * t.qs + (int64_t)bc * t.kvs + (int64_t)br * t.ps);
-    return t;
-}
-
-static bool choose_tiles(const RtAttnDesc *d, int smem_max, Tiles *out) {
-    for (size_t i = 0; i < sizeof TILES / sizeof TILES[0]; i++) {
-        Tiles t = tiles_for(d->e, d->ev, TILES[i][0], TILES[i][1]);
-        if (t.smem <= smem_max) {
-            *out = t;
-            return true;
-        }
-    }
-    return false;
-}
 
 int cu_attention_smem_limit(const int *archs, int narchs) {
     /* The opt-in maximum of dynamic shared memory per block: 64 KiB on
@@ -87,11 +57,11 @@ const char *cu_attention_unsupported(const CgProgram *p, int smem_max) {
         const Value *v = g->values[i];
         if (v->op != OP_SDPA || v->dead) continue;
         RtAttnDesc d;
-        Tiles t;
+        CuAttnTiles t;
         cg_attn_describe(p, v, &d);
         const SrcLoc *l = &v->loc;
         const char *file = l->file ? l->file->path : "<input>";
-        if (!choose_tiles(&d, smem_max, &t)) {
+        if (!cu_attention_tiles(&d, smem_max, &t)) {
             snprintf(msg, sizeof msg,
                      "scaled_dot_product_attention at %s:%d:%d: head dims E = %lld and Ev = %lld "
                      "need more shared memory than the CUDA kernel's smallest tiles can have "
@@ -99,12 +69,7 @@ const char *cu_attention_unsupported(const CgProgram *p, int smem_max) {
                      file, l->line, l->col, (long long)d.e, (long long)d.ev, smem_max / 1024);
             return msg;
         }
-        /* One block per (batch index, row tile) in the runtime's 1-D grid. */
-        int64_t blocks = (d.l + t.br - 1) / t.br;
-        for (int b = 0; b < d.nbatch; b++)
-            blocks = d.batch[b] && blocks > INT32_MAX / d.batch[b] ? INT32_MAX + 1LL
-                                                                   : blocks * d.batch[b];
-        if (blocks <= INT32_MAX) continue;
+        if (cu_attention_grid_fits(&d, t.br)) continue;
         snprintf(msg, sizeof msg,
                  "scaled_dot_product_attention at %s:%d:%d: more than 2^31 - 1 thread blocks of "
                  "%d query rows (--target cpu computes it)",
@@ -136,8 +101,8 @@ void cu_k_attention(Cu *cu, const Value *v) {
     const CgProgram *p = cu->p;
     RtAttnDesc d;
     cg_attn_describe(p, v, &d);
-    Tiles t;
-    if (!choose_tiles(&d, cu->smem_max, &t)) { /* cu_attention_unsupported said so */
+    CuAttnTiles t;
+    if (!cu_attention_tiles(&d, cu->smem_max, &t)) { /* cu_attention_unsupported said so */
         cu_fail(cu, "internal: no tiles for scaled_dot_product_attention");
         return;
     }

@@ -66,6 +66,22 @@ CASES = {
                   "scaled_dot_product_attention(q, k, v, is_causal=true)", {"causal": True}),
     "two_d_f32": ("f32", {"q": ([20, 8], "x"), "k": ([30, 8], "x"), "v": ([30, 5], "x")},
                   "scaled_dot_product_attention(q, k, v)", {}),
+    # Attention written out, recognised on --target cuda (passes/attention_fuse.c): the
+    # module must then hold the sdpa kernel, reading q, k, v (and m) in place.
+    "pattern_scale_f32": ("f32", {"q": ([2, 3, 67, 64], "x"), "k": ([2, 3, 131, 64], "x"),
+                                  "v": ([2, 3, 131, 48], "x")},
+                          "softmax(q @ k.transpose(-2, -1) * 0.125, dim = -1) @ v",
+                          {"scale": 0.125}),
+    "pattern_causal_tril_f16": ("f16", {"q": ([1, 2, 70, 32], "x"), "k": ([1, 2, 70, 32], "x"),
+                                        "v": ([1, 2, 70, 32], "x")},
+                                "softmax((q @ k.mT * 0.25).masked_fill("
+                                "~tril(ones([70, 70], dtype = bool)), -inf), dim = -1) @ v",
+                                {"causal": True, "scale": 0.25}),
+    "pattern_bool_mask_bf16": ("bf16", {"q": ([2, 2, 67, 64], "x"), "k": ([2, 2, 131, 64], "x"),
+                                        "v": ([2, 2, 131, 64], "x"),
+                                        "m": ([2, 1, 67, 131], "bool")},
+                               "softmax((q @ k.mT * 0.125).masked_fill(~m, -inf), dim = -1) @ v",
+                               {"mask": "m", "scale": 0.125}),
 }
 
 

@@ -65,14 +65,21 @@ def contract(c, tgc):
     c.eq("batch", rep["max_fit"]["dim"], "max_fit.dim")
     c.check(rep["max_fit"]["value"] > 1, "max_fit.value > 1")
     # Steps: one per fused kernel: the materialising values of `tgc show
-    # --json` in order, less those fusion computes inside their consumer's
-    # kernel (the scale and the mask fused into softmax, tril(ones) into ~).
+    # --json` (the graph as written) in order, less those fusion computes
+    # inside their consumer's kernel (the scale and the mask fused into
+    # softmax, tril(ones) into ~) and, on CUDA (a GPU device implies it),
+    # the attention written out, which becomes one scaled_dot_product_attention
+    # step computing ctx: the scores' product, the masked scores and the
+    # probabilities leave the graph.
     rc, out, err = tgc.run("show", TB, "--json")
     vals = json.loads(out)["values"] if rc == 0 else []
     mat = [v["name"] for v in vals if not v["view"] and v["op"] not in ("input", "param", "scalar") and not v.get("dead")]
     fused = {"scores", "%29", "causal", "%35"}
-    c.eq([m for m in mat if m not in fused], [s["outputs"][0] for s in rep["steps"]],
-         "steps = the materialising values in order, less the fused ones")
+    attention = {"%25", "%31", "attn"}
+    c.eq([m for m in mat if m not in fused | attention], [s["outputs"][0] for s in rep["steps"]],
+         "steps = the materialising values in order, less the fused ones and the attention")
+    c.eq(["scaled_dot_product_attention"], [s["op"] for s in rep["steps"] if s["outputs"] == ["ctx"]],
+         "ctx is computed by the recognised attention on CUDA")
 
 
 def sizes_and_devices(c, tgc):
@@ -190,7 +197,15 @@ def precision_and_target(c, tgc):
     cu, _, _ = tgc.report(TB, "--target", "cuda")
     if c.check(cu is not None and "cuda" in cu, "--target cuda"):
         c.eq(FIXED_CUDA, cu["fixed_bytes"], "fixed CUDA bytes")
-        c.eq(base["peak_bytes"] + FIXED_CUDA, cu["peak_bytes"], "cuda peak = cpu peak + fixed")
+        # At seq 128 the CPU keeps the attention as written (its kernel's
+        # scratch would exceed the scores); CUDA's kernel needs none, so
+        # CUDA plans without the [1, 4, 128, 128] scores and probabilities.
+        c.eq(cu["params"]["bytes"] + cu["inputs_bytes"] + cu["outputs_bytes"]
+             + cu["activations"]["arena_bytes"] + FIXED_CUDA, cu["peak_bytes"],
+             "cuda peak = params + inputs + outputs + arena + fixed")
+        c.check(cu["activations"]["arena_bytes"] < base["activations"]["arena_bytes"],
+                "cuda arena below the cpu's (attention recognised)",
+                "%d vs %d" % (cu["activations"]["arena_bytes"], base["activations"]["arena_bytes"]))
         k = cu["cuda"]
         c.eq(cu["peak_bytes"], k["device_bytes"], "device bytes = peak")
         c.eq(cu["inputs_bytes"], k["h2d_bytes"], "h2d = inputs")
