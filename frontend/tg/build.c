@@ -644,10 +644,15 @@ static Ev fold_numbers(Builder *B, const Ast *n, Ev l, Ev r) {
                 v = floordiv_i(a, b);
             break;
         case TK_PERCENT:
-            if (a == INT64_MIN && b == -1)
+            /* Python's sign (the divisor's), from C's remainder: a -
+             * floordiv(a, b) * b overflowed near INT64_MIN (found by
+             * fuzz_glue: crash-int-mod-overflow.tg). */
+            if (a == INT64_MIN && b == -1) {
                 v = 0;
-            else
-                v = a - floordiv_i(a, b) * b;
+                break;
+            }
+            v = a % b;
+            if (v != 0 && ((v < 0) != (b < 0))) v += b;
             break;
         case TK_SLASH:
             if (a == INT64_MIN && b == -1) {
