@@ -275,6 +275,18 @@ CASES = [mlp_case(1), mlp_case(64), transformer_case(), elementwise_case(), soft
 OLDER = "(older issue) "
 
 
+def all_of(*checks):
+    """A target test: every (result key, least value, miss message) holds;
+    (None, "") while a value is missing, else (met, the misses)."""
+    def t(r):
+        vals = [r.get(key) for key, _, _ in checks]
+        if any(v is None for v in vals):
+            return None, ""
+        miss = [msg.format(v) for v, (_, least, msg) in zip(vals, checks) if v < least]
+        return not miss, "; ".join(miss)
+    return t
+
+
 def target_for(case):
     name = case["name"]
     if case.get("report"):
@@ -285,29 +297,11 @@ def target_for(case):
             return pk < PEAK_BUDGET, f"{pk / 1e6:.1f} MB"
         return f"peak < {PEAK_BUDGET / 1e6:.0f} MB", t
     if name.startswith("elementwise"):
-        def t(r):
-            bw, sp = r.get("vs_limit"), r.get("speedup")
-            if bw is None or sp is None:
-                return None, ""
-            miss = []
-            if bw < 0.8:
-                miss.append(f"BW {bw:.2f}<0.8")
-            if sp < 4:
-                miss.append(f"{sp:.2f}x<4x")
-            return not miss, "; ".join(miss)
-        return OLDER + ">=0.8 copy BW & >=4x", t
+        return OLDER + ">=0.8 copy BW & >=4x", all_of(("vs_limit", 0.8, "BW {:.2f}<0.8"),
+                                                     ("speedup", 4, "{:.2f}x<4x"))
     if name == "mlp batch 1":
-        def t(r):
-            sp, ws = r.get("speedup"), r.get("weight_stream")
-            if sp is None or ws is None:
-                return None, ""
-            miss = []
-            if sp < 5:
-                miss.append(f"{sp:.2f}x<5x")
-            if ws < 0.5:
-                miss.append(f"stream {ws:.2f}<0.5")
-            return not miss, "; ".join(miss)
-        return ">=5x PyTorch & >=0.5 weight stream", t
+        return ">=5x PyTorch & >=0.5 weight stream", all_of(("speedup", 5, "{:.2f}x<5x"),
+                                                            ("weight_stream", 0.5, "stream {:.2f}<0.5"))
     if name == "transformer block":
         return ">=2x PyTorch", lambda r: ((r["speedup"] >= 2, "") if r.get("speedup") else (None, ""))
     if name.startswith("softmax") or name.startswith("layer_norm"):
