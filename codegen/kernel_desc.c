@@ -523,6 +523,24 @@ int64_t kd_lead_rows(const Value *x, const int64_t *cs, int64_t *rs, int64_t *nb
     return m;
 }
 
+void kd_qmatmul(const CgProgram *p, const Value *v, QMM *d, const Value **bias) {
+    const Value *x = v->in[0];
+    const QuantOf *qo = v->args[1].t->quant;
+    memset(d, 0, sizeof *d);
+    d->x_dtype = kd_dt(p, x);
+    d->y_dtype = kd_dt(p, v);
+    d->n = qo->n, d->k = qo->k;
+    d->bits = qo->bits, d->group = qo->group;
+    d->x_cs = x->strides[x->ndim - 1];
+    d->y_cs = 1;
+    int64_t cs[TG_MAX_DIMS];
+    shape_contiguous_strides(v->shape, v->ndim, cs);
+    d->m = kd_lead_rows(x, cs, &d->x_rs, &d->nbatch, d->batch, d->x_bs, d->y_bs);
+    d->y_rs = d->n;
+    *bias = v->nargs > 3 && v->args[3].kind == ARG_TENSOR ? v->args[3].t : NULL;
+    d->accumulate = *bias != NULL;
+}
+
 bool kd_matmul(const CgProgram *p, const Value *v, MM *mm, const Value **bias, char *err,
                size_t nerr) {
     const Value *a = v->in[0], *b = v->in[1];

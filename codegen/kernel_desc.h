@@ -145,4 +145,17 @@ bool kd_matmul(const CgProgram *p, const Value *v, MM *mm, const Value **bias, c
  * contiguous strides cs (see kernel_desc.c). */
 int64_t kd_lead_rows(const Value *x, const int64_t *cs, int64_t *rs, int64_t *nbatch,
                      int64_t *batch, int64_t *x_bs, int64_t *y_bs);
+
+/* A product with a quantized weight (passes/quantize.c): the layout of
+ * runtime/tgcrt.h's RtQMatmulDesc. */
+typedef struct QMM {
+    int64_t x_dtype, y_dtype, m, n, k;
+    int64_t x_rs, x_cs, y_rs, y_cs;
+    int64_t bits, group, accumulate, nbatch;
+    int64_t batch[MAXB], x_bs[MAXB], y_bs[MAXB];
+} QMM;
+/* qmatmul v: y = x @ dequant(q)^T with x = v->in[0], leading dims of x
+ * folded into m when evenly strided (else batch dims); *bias is linear's
+ * bias to broadcast into y first (then d->accumulate is 1), or NULL. */
+void kd_qmatmul(const CgProgram *p, const Value *v, QMM *d, const Value **bias);
 #endif

@@ -147,13 +147,6 @@ int kern_collect_leaves(Kern *k, const Value *v, Access *out, int max, bool *use
 LLVMValueRef cg_expr(Kern *k, const Value *v, bool compute);
 
 void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c);
-/* RtQMatmulDesc's layout. */
-typedef struct QMM {
-    int64_t x_dtype, y_dtype, m, n, k;
-    int64_t x_rs, x_cs, y_rs, y_cs;
-    int64_t bits, group, accumulate, nbatch;
-    int64_t batch[MAXB], x_bs[MAXB], y_bs[MAXB];
-} QMM;
 void k_qmatmul(Cg *cg, const Value *v);
 void k_conv(Cg *cg, const Value *v);
 void k_attention(Cg *cg, const Value *v);

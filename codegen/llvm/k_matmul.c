@@ -71,24 +71,10 @@ void k_matmul(Cg *cg, const Value *v) {
  * call; leading dims of x fold into m when evenly strided, else they are
  * batch dims. linear's bias is broadcast into the output first, as above. */
 void k_qmatmul(Cg *cg, const Value *v) {
-    const Value *x = v->in[0], *q = v->args[1].t, *sc = v->args[2].t;
-    const QuantOf *qo = q->quant;
+    const Value *x = v->in[0], *q = v->args[1].t, *sc = v->args[2].t, *bias;
     QMM d;
-    memset(&d, 0, sizeof d);
-    d.x_dtype = cg_dt(cg, x);
-    d.y_dtype = cg_dt(cg, v);
-    d.n = qo->n, d.k = qo->k;
-    d.bits = qo->bits, d.group = qo->group;
-    d.x_cs = x->strides[x->ndim - 1];
-    d.y_cs = 1;
-    int64_t cs[TG_MAX_DIMS];
-    shape_contiguous_strides(v->shape, v->ndim, cs);
-    d.m = kd_lead_rows(x, cs, &d.x_rs, &d.nbatch, d.batch, d.x_bs, d.y_bs);
-    d.y_rs = d.n;
-    if (v->nargs > 3 && v->args[3].kind == ARG_TENSOR) {
-        k_broadcast_into(cg, v->args[3].t, v);
-        d.accumulate = 1;
-    }
+    kd_qmatmul(cg->p, v, &d, &bias);
+    if (bias) k_broadcast_into(cg, bias, v);
     LLVMValueRef g = desc_global(cg, &d, sizeof d);
     LLVMPositionBuilderAtEnd(B, LLVMGetLastBasicBlock(cg->fwd));
     LLVMValueRef args[6] = {LLVMBuildBitCast(B, g, cg->t_ptr, ""),
