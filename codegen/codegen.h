@@ -49,6 +49,9 @@ typedef struct CgProgram {
     /* Attention (codegen/attn_desc.c): the blocks' scratch, sharing the
      * convolutions' tail of the arena (they never run at once). */
     int64_t attn_scratch_offset, attn_scratch_bytes;
+    /* Quantized products on CUDA at many rows (codegen/qmm_desc.c): the
+     * largest weight dequantized for cuBLAS, in the same tail. */
+    int64_t qmm_scratch_offset, qmm_scratch_bytes;
 } CgProgram;
 
 void cg_interface_init(Arena *a, CgProgram *p);
@@ -60,6 +63,10 @@ void cg_conv_plan(Arena *a, CgProgram *p, MemPlan *plan, bool cuda);
 /* Plans the scratch of the attention nodes (CPU target only): the tail of
  * the arena grows to the largest rt_attention_scratch_bytes. */
 void cg_attn_plan(CgProgram *p, MemPlan *plan, bool cuda);
+/* Plans the scratch of the quantized products that CUDA dequantizes for
+ * cuBLAS (cuda only; the CPU's rt_qmatmul allocates its own blocks): the
+ * tail of the arena grows to the largest such weight in x's dtype. */
+void cg_qmm_plan(CgProgram *p, MemPlan *plan, bool cuda);
 /* The runtime descriptor of attention node v (scratch not included). */
 void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d);
 /* The index of conv node v in p->convs. */

@@ -26,6 +26,7 @@ void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda) {
     cg_interface_init(a, p);
     cg_conv_plan(a, p, plan, cuda);
     cg_attn_plan(p, plan, cuda);
+    cg_qmm_plan(p, plan, cuda);
 }
 
 /* Whether a training step's update o may be written over its param's own

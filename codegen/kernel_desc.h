@@ -158,4 +158,11 @@ typedef struct QMM {
  * folded into m when evenly strided (else batch dims); *bias is linear's
  * bias to broadcast into y first (then d->accumulate is 1), or NULL. */
 void kd_qmatmul(const CgProgram *p, const Value *v, QMM *d, const Value **bias);
+/* Its rows: m times the batch dims. */
+int64_t cg_qmm_rows(const QMM *d);
+/* On CUDA, up to this many rows read the quantized weight in place
+ * (cu_qmatmul.c's k*_qmm); more are dequantized into the scratch tail
+ * for cuBLAS when x and y have one dtype. Not measured on a GPU yet. */
+#define CG_CUDA_QMM_DIRECT_ROWS 16
+bool cg_cuda_qmm_dequantizes(const QMM *d);
 #endif

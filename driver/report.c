@@ -104,6 +104,7 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
     r->plan = (MemPlan *)cp.plan;
     r->conv_scratch_bytes = cp.conv_scratch_bytes;
     r->attn_scratch_bytes = cp.attn_scratch_bytes;
+    r->qmm_scratch_bytes = cp.qmm_scratch_bytes;
     r->conv_prepared_bytes = cp.conv_prepared_bytes;
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];

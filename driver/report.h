@@ -53,6 +53,7 @@ typedef struct Report {
     int64_t peak_bytes;  /* params + inputs + outputs + arena + fixed (+ prepared conv weights) */
     int64_t conv_scratch_bytes; /* part of the arena: oneDNN's scratchpad (largest conv) */
     int64_t attn_scratch_bytes; /* part of the arena: attention blocks (shares the conv tail) */
+    int64_t qmm_scratch_bytes;  /* part of the arena: a weight CUDA dequantizes (same tail) */
     int64_t
         conv_prepared_bytes; /* convs' weights folded and reordered at load, outside the arena */
     int64_t flops;

@@ -160,6 +160,7 @@ char *report_json(const Report *r) {
     add(act, "unplanned_bytes", p->unplanned_bytes);
     add(act, "conv_scratch_bytes", r->conv_scratch_bytes); /* at the arena's tail */
     add(act, "attn_scratch_bytes", r->attn_scratch_bytes); /* the same tail, shared */
+    add(act, "qmm_scratch_bytes", r->qmm_scratch_bytes);   /* the same tail, shared */
     add(root, "conv_prepared_bytes", r->conv_prepared_bytes);
     add(act, "alignment", MEMPLAN_ALIGN);
     add(act, "inplace", p->ninplace);

@@ -104,7 +104,9 @@ static void print_summary(FILE *out, const Report *r) {
         p->lower_bound_bytes ? (double)p->arena_bytes / (double)p->lower_bound_bytes : 1.0;
     fprintf(out, "  %-14s %12s   planned (%s), %.3f x lower bound, %d in place%s\n", "arena",
             B(b, p->arena_bytes), p->strategy, ratio, p->ninplace,
-            r->conv_scratch_bytes || r->attn_scratch_bytes ? " (scratch included)" : "");
+            r->conv_scratch_bytes || r->attn_scratch_bytes || r->qmm_scratch_bytes
+                ? " (scratch included)"
+                : "");
     bool gpu = r->target == TARGET_CUDA;
     if (r->conv_scratch_bytes)
         fprintf(out, "  %-14s %12s   %s at the arena's tail (largest conv)\n", "conv scratch",
@@ -114,6 +116,9 @@ static void print_summary(FILE *out, const Report *r) {
         fprintf(out,
                 "  %-14s %12s   f32 blocks of scaled_dot_product_attention at the arena's tail\n",
                 "attn scratch", B(b, r->attn_scratch_bytes));
+    if (r->qmm_scratch_bytes)
+        fprintf(out, "  %-14s %12s   the largest quantized weight dequantized for cuBLAS\n",
+                "qmm scratch", B(b, r->qmm_scratch_bytes));
     if (r->conv_prepared_bytes)
         fprintf(out, "  %-14s %12s   %s, made at load\n", "conv weights",
                 B(b, r->conv_prepared_bytes),
@@ -136,14 +141,14 @@ static void print_summary(FILE *out, const Report *r) {
 static void print_peak(FILE *out, const Report *r) {
     char b[32];
     const MemPlan *p = r->plan;
+    /* Without intermediates the arena may still hold a library's scratch. */
+    const char *arena = p->arena_bytes ? "the arena holds only scratch" : "the arena is empty";
     if (p->peak_step < 0) {
-        fprintf(out, "\nno intermediate values: the arena is empty\n");
+        fprintf(out, "\nno intermediate values: %s\n", arena);
         return;
     }
     if (p->lower_bound_bytes == 0) {
-        fprintf(
-            out,
-            "\nthe arena is empty: every step writes an output (or an empty tensor) directly\n");
+        fprintf(out, "\n%s: every step writes an output (or an empty tensor) directly\n", arena);
         return;
     }
     const Value *v = report_step_value(r, p->peak_step);

@@ -176,6 +176,7 @@ void cu_k_conv(Cu *cu, const Value *v); /* cu_conv.c */
  * naming the op and its line), or NULL. */
 const char *cu_conv_unsupported(const CgProgram *p);
 void cu_k_attention(Cu *cu, const Value *v); /* cu_attention.c */
+void cu_k_qmatmul(Cu *cu, const Value *v);   /* cu_qmatmul.c */
 /* The dynamic shared memory (bytes) a block may take on every GPU that
  * the images of archs may run on. */
 int cu_attention_smem_limit(const int *archs, int narchs);

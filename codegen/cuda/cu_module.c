@@ -58,6 +58,7 @@ static void emit_kernel(Cu *cu, const Kernel *kn) {
     case OP_LINEAR: cu_k_matmul(cu, v); return;
     case OP_EINSUM: cu_k_einsum(cu, v); return;
     case OP_SDPA: cu_k_attention(cu, v); return;
+    case OP_QMATMUL: cu_k_qmatmul(cu, v); return;
     default: cu_fail(cu, "internal: no CUDA code generator for op '%s'", op_display_name(v));
     }
 }
@@ -181,11 +182,6 @@ static void write_decl(Sb *d, const Cu *cu, const CudaOptions *o, const size_t *
 }
 
 static const char *unsupported(const CgProgram *p, int smem_max) {
-    const Graph *g = p->g;
-    for (int i = 0; i < g->nvalues; i++)
-        if (g->values[i]->op == OP_QMATMUL)
-            return "--quantize is not supported with --target cuda yet (quantized products run on "
-                   "the CPU backend only)";
     const char *why = cu_attention_unsupported(p, smem_max);
     return why ? why : cu_conv_unsupported(p);
 }

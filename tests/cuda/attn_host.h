@@ -1,5 +1,6 @@
-/* Host emulation of the CUDA C that codegen/cuda/cu_attention.c emits, for
- * run_attention_emul.py on machines without a GPU: the generated kernel
+/* Host emulation of the CUDA C that codegen/cuda/cu_attention.c and
+ * cu_qmatmul.c emit, for run_attention_emul.py and run_qmatmul_emul.py on
+ * machines without a GPU: the generated kernel
  * (one `extern "C" __global__` function, pasted in after this header by
  * the script) runs as 256 host threads per block, its __syncthreads a
  * std::barrier, its half-warp shuffles an exchange through a table
@@ -26,6 +27,7 @@ struct alignas(16) float4 {
     float x, y, z, w;
 };
 alignas(16) float4 attn_smem[256 * 1024 / 16]; /* 256 KiB: more than any tile set takes */
+alignas(16) float4 qmm_smem[64 * 1024 / 16];   /* cu_qmatmul.c's x tile and row offsets */
 
 #define __global__
 #define __launch_bounds__(n)
@@ -108,6 +110,49 @@ static inline unsigned short tg_f2b(float f) {
             t.join();                                                                              \
         FILE *f = fopen(argv[2 + n], "wb");                                                        \
         if (!f || fwrite(data[n].data(), 1, data[n].size() - 16, f) != data[n].size() - 16)        \
+            return 2;                                                                              \
+        fclose(f);                                                                                 \
+        return 0;                                                                                  \
+    }
+
+/* The same for kernels that also read or write the arena (bufs[0]):
+ * argv: GRID OUT_SLOT then a file per slot 0..n-1 ("-": no buffer); the
+ * file of OUT_SLOT is overwritten with that buffer after the run. */
+#define TG_HOST_MAIN_SLOTS(kernel)                                                                 \
+    int main(int argc, char **argv) {                                                              \
+        if (argc < 4) return 2;                                                                    \
+        unsigned grid = (unsigned)atol(argv[1]);                                                   \
+        int out = atoi(argv[2]), n = argc - 3;                                                     \
+        std::vector<std::vector<char>> data(n);                                                    \
+        std::vector<char *> bufs(n, nullptr);                                                      \
+        for (int i = 0; i < n; i++) {                                                              \
+            if (!strcmp(argv[3 + i], "-")) continue;                                               \
+            FILE *f = fopen(argv[3 + i], "rb");                                                    \
+            if (!f) return 2;                                                                      \
+            fseek(f, 0, SEEK_END);                                                                 \
+            data[i].resize((size_t)ftell(f) + 16);                                                 \
+            fseek(f, 0, SEEK_SET);                                                                 \
+            if (fread(data[i].data(), 1, data[i].size() - 16, f) != data[i].size() - 16) return 2; \
+            fclose(f);                                                                             \
+            bufs[i] = data[i].data();                                                              \
+        }                                                                                          \
+        if (out < 0 || out >= n || !bufs[out]) return 2;                                           \
+        std::barrier<> bar(256);                                                                   \
+        tg_bar = &bar;                                                                             \
+        std::vector<std::thread> th;                                                               \
+        for (unsigned t = 0; t < 256; t++)                                                         \
+            th.emplace_back([&, t] {                                                               \
+                threadIdx = {t, 0, 0};                                                             \
+                for (unsigned b = 0; b < grid; b++) {                                              \
+                    blockIdx = {b, 0, 0};                                                          \
+                    kernel(bufs.data());                                                           \
+                    tg_bar->arrive_and_wait(); /* the block's shared memory is free */             \
+                }                                                                                  \
+            });                                                                                    \
+        for (auto &t : th)                                                                         \
+            t.join();                                                                              \
+        FILE *f = fopen(argv[3 + out], "wb");                                                      \
+        if (!f || fwrite(data[out].data(), 1, data[out].size() - 16, f) != data[out].size() - 16)  \
             return 2;                                                                              \
         fclose(f);                                                                                 \
         return 0;                                                                                  \
