@@ -62,14 +62,19 @@ def main():
         if not ok:
             continue
         for c in case["compare"]:
-            got = tensorio.read_safetensors(os.path.join(args.dir, c["file"]))
+            path = os.path.join(args.dir, c["file"])
+            if path.endswith(".npy"):  # an inference output: {its name: the array}
+                got = {os.path.basename(path)[:-4]: np.load(path, allow_pickle=False)}
+            else:
+                got = tensorio.read_safetensors(path)
             want = tensorio.read_safetensors(os.path.join(args.dir, c["expected"]))
             for k in sorted(want):
                 w = np.asarray(tensorio.to_numpy(want[k]), dtype=np.float64)
                 if k not in got:
                     check(False, "%s: %s lacks %s" % (name, c["file"], k))
                     continue
-                g = np.asarray(tensorio.to_numpy(got[k]), dtype=np.float64)
+                g = got[k] if isinstance(got[k], np.ndarray) else tensorio.to_numpy(got[k])
+                g = np.asarray(g, dtype=np.float64)
                 scale = max(float(np.abs(w).max()) if w.size else 0.0, 1e-30)
                 err = float(np.abs(g - w).max()) if w.size and g.shape == w.shape else float("inf")
                 check(err <= c["rtol"] * scale + c["atol"],

@@ -7,7 +7,9 @@ against torch.optim, built with `tgc build --target cuda --train ...`:
 linear regression (SGD, 500 steps), the MLP (SGD with momentum, weight
 decay and a frozen param, over a data set of 3 batches), the small causal
 language model (AdamW; 10 + 10 steps through --save-state/--load-state
-must equal 20 steps bit for bit) and the MLP under --precision mixed-bf16.
+must equal 20 steps bit for bit) and the MLP under --precision mixed-bf16;
+and inference of a quantized MLP (--quantize int8/int4, both CUDA forms of
+the quantized product: see quantized()).
 The references are computed here, with PyTorch 1.13 on the CPU, exactly
 as run_train.py computes them, and shipped as safetensors: the GPU side
 needs only numpy (train_check.py). Tolerances are run_train.py's, widened
@@ -165,6 +167,56 @@ def mixed_bf16(st):
               "(run_train.py's tolerance)")])
 
 
+QMLP = """graph qmlp
+input x : f32[{b}, 256]
+param w1 : f32[192, 256]
+param b1 : f32[192]
+param w2 : f32[10, 192]
+param b2 : f32[10]
+output y = linear(relu(linear(x, w1, b1)), w2, b2)
+"""
+
+
+def quantized(st):
+    """Inference with --quantize (codegen/cuda/cu_qmatmul.c): batch 1 and 4
+    read the int8/int4 weights in place (k*_qmm), batch 64 dequantizes them
+    for cuBLAS (k*_qdeq + a product step). The reference is the MLP in f64
+    with the weights dequantized as tgc's driver does (run_precision.py's
+    quantize, which the precision suite checks against the driver)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "precision"))
+    import run_precision as rp  # noqa: E402
+    gen = torch.Generator().manual_seed(11)
+    params = {"w1": torch.randn(192, 256, generator=gen) * 0.06,
+              "b1": torch.randn(192, generator=gen) * 0.1,
+              "w2": torch.randn(10, 192, generator=gen) * 0.07,
+              "b2": torch.randn(10, generator=gen) * 0.1}
+    w = st.weights("q_weights.safetensors", params)
+    # (name, batch, bits, group, flags, rtol, why)
+    for name, b, bits, group, extra, rtol, why in (
+            ("q_int8_b1", 1, 8, 0, [], 1e-5,
+             "f32 sums of 256 terms in another order (the CPU's qmatmul tolerance)"),
+            ("q_int4_g32_b4", 4, 4, 32, [], 1e-5,
+             "f32 sums of 256 terms in another order (the CPU's qmatmul tolerance)"),
+            ("q_int8_b64", 64, 8, 0, [], 1e-5,
+             "cuBLAS sgemm on the dequantized f32 weight (TF32 off): f32 sums in its order"),
+            ("q_int8_bf16_b64", 64, 8, 0, ["--precision", "bf16"], 3e-2,
+             "bf16 activations and a bf16 dequantized weight: a few bf16 roundings (2^-8) of "
+             "the hidden layer and the output, against the f64 reference rounded once")):
+        flags = ["--quantize", "int%d" % bits, "--weights", os.path.join(st.root, w)] + extra
+        if group:
+            flags += ["--group-size", str(group)]
+        exe = st.build(name, QMLP.format(b=b), flags)
+        x = torch.randn(b, 256, generator=gen)
+        xs = name + "_x.npy"
+        tensorio.write_npy(os.path.join(st.root, xs), x)
+        deq = {k: rp.quantize(params[k], bits, group)[2].double() for k in ("w1", "w2")}
+        h = torch.relu(x.double() @ deq["w1"].T + params["b1"].double())
+        y = h @ deq["w2"].T + params["b2"].double()
+        ref = st.weights(name + "_ref.safetensors", {"y": y.float()})
+        st.case(name, [[exe, "--input", "x=" + xs, "--output-dir", name + "_out"]],
+                [(name + "_out/y.npy", ref, rtol, 1e-6, why)])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tgc", required=True)
@@ -178,7 +230,7 @@ def main():
         stage = os.path.join(top, BUNDLE)
         os.makedirs(stage)
         st = Stage(stage, os.path.abspath(args.tgc), args.target, args.archs)
-        for fn in (linreg, mlp_sgd, lm_adamw, mixed_bf16):
+        for fn in (linreg, mlp_sgd, lm_adamw, mixed_bf16, quantized):
             fn(st)
         exes = sorted(os.path.join(stage, f) for f in os.listdir(stage) if f.endswith(".exe"))
         libs = prepare.copy_libs(exes[:1], os.path.join(stage, "lib"))
