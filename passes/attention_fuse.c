@@ -14,8 +14,13 @@
  * the graph (pass_dce).
  *
  * Recognised, each intermediate having exactly one use and not being an
- * output, all of one dtype among f32, f16 and bf16 (no casts in between,
- * so a mixed-precision graph, whose softmax runs in f32, is left alone):
+ * output, all of one dtype among f32, f16 and bf16, except for autocast's
+ * form (--precision mixed-f16/bf16): softmax in f32 between two casts,
+ * cast(softmax(cast(s, f32)), low) with s and the product in the low
+ * dtype. The op computes in f32 and rounds once, as it does for a low
+ * dtype, so the casts' roundings of the scores and the probabilities drop
+ * out with them (PyTorch 2's SDPA under autocast likewise keeps f32
+ * inside):
  *  - the product: matmul / bmm of operands with at least 2 dims;
  *  - the key: x.transpose(-2, -1) (any spelling of the last two dims),
  *    .mT, a permute swapping only the last two dims: the key is x; any
@@ -249,15 +254,23 @@ static bool saves_memory(const Value *p, const Value *x, const Match *m, AttnScr
 }
 
 /* Rewrites the product p (probabilities @ v) when the pattern matches. */
+/* x = cast(y, t) used only here: y, else NULL. */
+static Value *uncast(const int *uses, Value *x, DType t) {
+    return x->op == OP_CAST && x->dtype == t && only_use(uses, x) ? IN0(x) : NULL;
+}
+
 static bool fuse(Graph *g, const int *uses, Value *p, AttnScratchFn scratch) {
-    Value *a = p->args[0].t;
-    DType dt = p->dtype;
-    if (a->op != OP_SOFTMAX || !only_use(uses, a) || a->args[2].kind != ARG_ABSENT ||
-        !last_dim(a->args[1].i, a->ndim) || a->dtype != dt || p->args[1].t->ndim < 2)
-        return false;
+    Value *a = p->args[0].t, *low;
+    DType dt = p->dtype, sdt = dt; /* sdt: the softmax's dtype */
     if (dt != DT_F32 && dt != DT_F16 && dt != DT_BF16) return false;
+    /* autocast: the probabilities are cast down from an f32 softmax */
+    if (dt != DT_F32 && (low = uncast(uses, a, dt)) && low->op == OP_SOFTMAX) a = low, sdt = DT_F32;
+    if (a->op != OP_SOFTMAX || !only_use(uses, a) || a->args[2].kind != ARG_ABSENT ||
+        !last_dim(a->args[1].i, a->ndim) || a->dtype != sdt || p->args[1].t->ndim < 2)
+        return false;
     Match m = {.v = p->args[1].t};
     Value *x = IN0(a);
+    if (sdt != dt && !(x = uncast(uses, x, DT_F32))) return false; /* and up from the scores */
     if (x->dtype != dt || !match_masked(uses, x, &m)) return false;
     if (m.mask && !m.negate && causal_mask(m.mask, x)) m.causal = true, m.mask = NULL;
 

@@ -44,10 +44,11 @@ fill, softmax(dtype=), a mask widening the scores, f64). Each is compiled
 alone for `tgc report --json` (activations.attn_scratch_bytes > 0 exactly
 when recognised), and all of a dtype in one graph run and compared with
 the same statements evaluated by PyTorch in float64 (rounded once), the
-tolerance above and sharp (q * 1.5 must fail). Also: --precision bf16
-recognises, mixed-bf16 / mixed-f16 / --target cuda do not, `tgc show`
+tolerance above and sharp (q * 1.5 must fail). Also: --precision bf16,
+mixed-bf16 and mixed-f16 recognise (autocast's f32 softmax between casts;
+the mixed values against the attention at the low dtype), `tgc show`
 prints the written form, transformer_block.tg peaks below 250 MB at batch
-8, seq 2048 and keeps its form at batch 1, seq 128.
+8, seq 2048 (f32 and mixed-bf16) and keeps its form at batch 1, seq 128.
 
 Usage: run_attention.py --tgc build/tgc [-v]; last line `attention: N
 passed, M failed`, exit 1 when M > 0.
@@ -451,16 +452,48 @@ def pattern_cases(tgc, tmp, verbose):
 
 def pattern_policies(tgc, tmp, verbose):
     """Precision policies: pure bf16 keeps the pattern whole (recognised);
-    mixed-bf16 computes softmax in f32 between casts (left alone); --target
-    cuda has no attention kernel (left alone); `tgc show` prints the graph
-    as written; transformer_block.tg fits in 250 MB at batch 8, seq 2048."""
+    mixed-bf16 and mixed-f16 compute softmax in f32 between casts
+    (autocast's form, recognised too), and their values are those of the
+    attention at the low dtype: inputs rounded to it, the statements in
+    float64, rounded once (TOL of the low dtype; sharp: q * 1.5 fails).
+    `tgc show` prints the graph as written; transformer_block.tg fits in
+    250 MB at batch 8, seq 2048, in f32 and under mixed-bf16. (--target
+    cuda plans no attention scratch: report_cli checks its recognition.)"""
     tg = os.path.join(tmp, "pat_causal_tril_f32.tg")
     res = []
-    for flags, want in ((["--precision", "bf16"], True), (["--precision", "mixed-bf16"], False),
-                        (["--precision", "mixed-f16"], False), (["--target", "cuda"], False)):
+    for flags, want in ((["--precision", "bf16"], True), (["--precision", "mixed-bf16"], True),
+                        (["--precision", "mixed-f16"], True)):
         sc = attn_scratch(tgc, tg, verbose, *flags)
         res.append(("pattern/policy/%s" % "_".join(f.lstrip("-") for f in flags),
                     sc is not None and (sc > 0) == want, "attn_scratch_bytes %s" % sc))
+    c = PATTERNS["causal_tril"]
+    t = pattern_inputs(c, "f32", torch.Generator().manual_seed(417))
+    mtg = os.path.join(tmp, "mixed_causal_tril.tg")
+    open(mtg, "w").write(graph_text("mixed", [(None, c, t)], "f32"))
+    args = []
+    for n, x in t.items():
+        path = os.path.join(tmp, "mixed_%s.npy" % n)
+        np.save(path, tensorio.to_numpy(x))
+        args += ["--input", "%s=%s" % (n, path)]
+    for pol, low in (("mixed-bf16", "bf16"), ("mixed-f16", "f16")):
+        od = os.path.join(tmp, "mixed_out_" + low)
+        if run([tgc, "run", mtg, "--precision", pol, "--output-dir", od] + args, verbose).returncode:
+            res.append(("pattern/policy/%s/values" % pol, False, "tgc run failed"))
+            continue
+        tl = {n: (x if x.dtype == torch.bool else x.to(TORCH[low])) for n, x in t.items()}
+        want = torch_eval(c["stmts"], tl)["y"].to(TORCH[low]).double()
+        wrong = torch_eval(c["stmts"], dict(tl, q=tl["q"].double() * 1.5))["y"].to(TORCH[low]).double()
+        got = torch.tensor(np.load(os.path.join(od, "y.npy"))).double()
+        good, worst = close(got, want, *TOL[low])
+        sharp = not close(got, wrong, *TOL[low])[0]
+        res.append(("pattern/policy/%s/values" % pol, good and sharp,
+                    "worst %.3g of tolerance%s" % (worst, "" if sharp else " (not sharp)")))
+    tb = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "transformer_block.tg")
+    p = run([tgc, "report", tb, "--json", "-D", "batch=8", "-D", "seq=2048", "--precision", "mixed-bf16"],
+            verbose)
+    peak = json.loads(p.stdout)["peak_bytes"] if p.returncode == 0 else None
+    res.append(("pattern/transformer_block_seq2048_mixed_bf16", peak is not None and peak < 250e6,
+                "peak %s B" % peak))
     p = run([tgc, "show", tg], verbose)
     res.append(("pattern/show_as_written", p.returncode == 0 and "softmax" in p.stdout
                 and "scaled_dot_product_attention" not in p.stdout, "tgc show keeps softmax and the products"))
