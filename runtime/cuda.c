@@ -134,14 +134,6 @@ static RtStatus pin_alloc(RtCudaCtx *c, void **p, size_t bytes, const char *what
     return r ? rt_cuda_fail(c, err, r, "cuMemHostAlloc", w) : TGCRT_OK;
 }
 
-/* A training step's update that its kernel writes straight over its param
- * (RtTrainDesc.in_place): the output's slot is the param's buffer, as
- * tgc report counts it (no buffer of its own). */
-static bool aliased(const RtProgram *p, int out) {
-    return p->train && p->train->in_place && p->train->in_place[out] &&
-           p->train->update_of[out] >= 0;
-}
-
 /* An output that updates a param stays on the GPU (cuda_run.c): no
  * staging. */
 static bool staged(const RtProgram *p, int out) {
@@ -159,7 +151,7 @@ static RtStatus alloc_buffers(RtCudaCtx *c, void *const *host_params, RtError *e
         s = dev_alloc(c, &c->dev[1 + ni + i], c->bytes[1 + ni + i], "param", p->params[i].name,
                       err);
     for (int i = 0; !s && i < no; i++)
-        if (aliased(p, i))
+        if (rt_output_in_place(p, i))
             c->dev[1 + ni + np + i] = c->dev[1 + ni + p->train->update_of[i]];
         else
             s = dev_alloc(c, &c->dev[1 + ni + np + i], c->bytes[1 + ni + np + i], "output",
@@ -273,7 +265,8 @@ void rt_cuda_destroy(RtCudaCtx *c) {
         if (c->bufs) cu->cuMemFree_v2(c->bufs);
         int first_out = 1 + c->p->ninputs + c->p->nparams;
         for (int i = 0; c->dev && i < c->nbufs; i++) {
-            bool alias = i >= first_out && i < c->nbufs - 1 && aliased(c->p, i - first_out);
+            bool alias =
+                i >= first_out && i < c->nbufs - 1 && rt_output_in_place(c->p, i - first_out);
             if (c->dev[i] && !alias) cu->cuMemFree_v2(c->dev[i]);
         }
         for (int i = 0; c->in_pin && i < c->p->ninputs; i++)

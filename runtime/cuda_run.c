@@ -122,10 +122,6 @@ static int updates(const RtProgram *p, int i) {
     return p->train ? p->train->update_of[i] : -1;
 }
 
-static bool in_place(const RtProgram *p, int i) {
-    return p->train && p->train->in_place && p->train->in_place[i];
-}
-
 /* storage_out: outputs receive the storage dtype (a training context's
  * own buffers), else the declared dtype (the caller's). */
 static RtStatus run(RtCudaCtx *c, const void *const *inputs, void *const *outputs, bool storage_out,
@@ -156,7 +152,7 @@ static RtStatus run(RtCudaCtx *c, const void *const *inputs, void *const *output
     for (int i = 0; i < p->noutputs; i++) {
         size_t nb = c->bytes[1 + ni + np + i];
         int u = updates(p, i);
-        if (!nb || (u >= 0 && in_place(p, i))) continue;
+        if (!nb || (u >= 0 && rt_output_in_place(p, i))) continue;
         if (u >= 0)
             r = cu->cuMemcpyDtoDAsync_v2(c->dev[1 + ni + u], c->dev[1 + ni + np + i], nb,
                                          c->stream);

@@ -5,6 +5,14 @@
 #define TGCRT_INTERNAL_H
 #include "tgcrt.h"
 
+/* Output `out` of a training program is an update that its kernel writes
+ * straight over its param (RtTrainDesc.in_place): the output's buffer is
+ * the param's, and tgc report counts no buffer of its own for it. */
+static inline bool rt_output_in_place(const RtProgram *p, int out) {
+    return p->train && p->train->in_place && p->train->in_place[out] &&
+           p->train->update_of[out] >= 0;
+}
+
 static inline bool rt_dtype_is_float(RtDType t) {
     return t == RT_F16 || t == RT_BF16 || t == RT_F32 || t == RT_F64;
 }

@@ -54,16 +54,12 @@ static size_t out_bytes(const RtTensorInfo *t) {
  * buffer padded to 64 bytes as rt_aligned_alloc pads; SIZE_MAX on
  * overflow. The allocation and rt_context_train_extra_bytes both use it,
  * so what tgc report adds is what a context allocates. */
-static bool in_place(const RtProgram *p, int i) {
-    return p->train->in_place && p->train->in_place[i];
-}
-
 static size_t spare_layout(const RtProgram *p, size_t *off) {
     size_t total = 0;
     if (p->cuda) return 0; /* the updates are device outputs */
     for (int i = 0; i < p->noutputs; i++) {
         int32_t u = p->train->update_of[i];
-        if (u < 0 || u >= p->nparams || in_place(p, i)) continue;
+        if (u < 0 || u >= p->nparams || rt_output_in_place(p, i)) continue;
         size_t nb = pad64(out_bytes(&p->outputs[i]));
         if (off) off[i] = total;
         if (nb > SIZE_MAX - total) return SIZE_MAX;
@@ -185,7 +181,7 @@ RtStatus rt_train_setup(RtContext *c) {
                             extra);
     }
     for (int i = 0; tr->block && i < p->noutputs; i++) /* no block: CUDA, or nothing to spare */
-        if (p->train->update_of[i] >= 0 && !in_place(p, i))
+        if (p->train->update_of[i] >= 0 && !rt_output_in_place(p, i))
             tr->spare[i] = (char *)tr->block + off[i];
     free(off);
     for (int i = 0; i < p->noutputs; i++) {
@@ -271,9 +267,9 @@ RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *
     RtTrainState *tr = c->train;
     void **params = c->bufs + 1 + p->ninputs, **out = params + p->nparams;
     for (int i = 0; i < p->noutputs; i++)
-        out[i] = td->update_of[i] < 0 ? tr->out[i]
-                 : in_place(p, i)     ? params[td->update_of[i]]
-                                      : tr->spare[i];
+        out[i] = td->update_of[i] < 0       ? tr->out[i]
+                 : rt_output_in_place(p, i) ? params[td->update_of[i]]
+                                            : tr->spare[i];
     s = c->cuda ? cuda_step(c, inputs) : rt_ctx_forward(c);
     tr->stepped = true;
     if (s) return s;
@@ -286,7 +282,7 @@ RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *
                                      : "-inf");
     for (int i = 0; !c->cuda && i < p->noutputs; i++) {
         int32_t u = td->update_of[i];
-        if (u < 0 || in_place(p, i)) continue;
+        if (u < 0 || rt_output_in_place(p, i)) continue;
         void *old = params[u];
         params[u] = tr->spare[i];
         tr->spare[i] = old;
