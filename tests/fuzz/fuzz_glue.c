@@ -15,7 +15,11 @@
  *
  * The input picks the precision policy (last byte) and the weights path
  * to embed (first byte), so the policies' storage dtypes and the path
- * escaping for .incbin are covered too. */
+ * escaping for .incbin are covered too. A source that declares `output
+ * loss` is built as `tgc build --train loss` builds it (where the driver
+ * allows training: no --quantize, no pure f16/bf16), with the optimizer
+ * picked by the first byte (gradients only, SGD with momentum and weight
+ * decay, AdamW), so the training glue and its state are covered too. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +34,7 @@
 #include "frontend/frontend.h"
 #include "passes/pipeline.h"
 #include "passes/precision.h"
+#include "passes/train.h"
 #include "tests/fuzz/gen_check.h"
 
 /* Paths a --weights file may have: the glue quotes them twice (C, then the
@@ -78,6 +83,13 @@ static void emit_all(const CgProgram *p, uint8_t pick) {
     free(h);
 }
 
+static bool contains(const uint8_t *data, size_t size, const char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0; i + n <= size; i++)
+        if (!memcmp(data + i, s, n)) return true;
+    return false;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > (size_t)INT_MAX) return 0;
     if (size > 0 && memchr(data, 0, size)) return 0; /* the driver rejects NUL */
@@ -92,10 +104,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 .group_size = b & 64 ? 3 : 0};
         polp = &pol;
     }
+    TrainSpec spec;
+    const TrainSpec *train = NULL;
+    static const char loss_decl[] = "output loss";
+    bool may_train = !polp || (!pol.quant_bits && pol.prec != PREC_F16 && pol.prec != PREC_BF16);
+    if (may_train && contains(data, size, loss_decl)) {
+        OptimKind k = (OptimKind)((data[0] >> 2) % 3);
+        spec = train_spec_default(k);
+        spec.loss = "loss";
+        if (k == OPTIM_SGD && data[0] & 32) spec.momentum = 0.9, spec.weight_decay = 1e-3;
+        spec.loss_scaling = polp && pol.prec == PREC_MIXED_F16 && k != OPTIM_NONE;
+        train = &spec;
+    }
     Arena a = {0};
     Diag d;
     diag_init(&d, NULL);
-    Graph *g = tgc_frontend(&a, &d, &file, NULL, 0, polp);
+    Graph *g = tgc_frontend_train(&a, &d, &file, NULL, 0, polp, train);
     if (g) {
         /* As driver/cmd_build.c builds a program. */
         CgProgram p;
