@@ -6,7 +6,8 @@
  * is_causal: query i sees keys j <= i (torch.ones(L, S).tril()), never
  * with a mask; scale: 1/sqrt(E) by default. dropout_p must be 0: tgc
  * compiles deterministic programs. The op stays one node to code
- * generation (runtime/attention.c); its gradient is ir/vjp_attention.c. */
+ * generation (runtime/attention.c); its gradient is ir/vjp_attention.c.
+ * At f64 the builder writes it out instead (ir/lower_sugar.c). */
 #include <string.h>
 
 #include "ir/infer.h"
@@ -36,10 +37,6 @@ bool infer_sdpa(InferCtx *c, Value *v) {
                            "scaled_dot_product_attention needs floating-point query, key and "
                            "value, found %s",
                            dtype_name(q->dtype));
-    if (q->dtype == DT_F64)
-        return infer_error(c, ARG(v, 0)->loc,
-                           "scaled_dot_product_attention: f64 is not supported yet (f32, f16 "
-                           "and bf16 are; write softmax(q @ k.mT * scale) @ v for f64)");
     int64_t L = q->shape[q->ndim - 2], E = q->shape[q->ndim - 1];
     int64_t S = k->shape[k->ndim - 2], Ev = val->shape[val->ndim - 1];
     if (k->shape[k->ndim - 1] != E)

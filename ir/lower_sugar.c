@@ -1,7 +1,11 @@
-/* repeat_interleave as unsqueeze -> expand -> reshape (see lower_sugar.h). */
+/* repeat_interleave as unsqueeze -> expand -> reshape, and f64 attention
+ * written out (see lower_sugar.h). */
 #include "ir/lower_sugar.h"
 
+#include <math.h>
+
 #include "ir/infer.h"
+#include "ir/irbuild.h"
 
 /* dim None (or a 0-d input) repeats the flattened input. */
 static bool flattens(const Value *v) {
@@ -73,5 +77,38 @@ Value *lower_repeat_interleave(InferCtx *c, Value *v) {
     Arg ra[2] = {arg_tensor(e, loc), arg_ints(a, v->shape, v->ndim, loc)};
     Value *out = make(c, OP_RESHAPE, loc, 2, ra);
     if (out) out->label = "repeat_interleave";
+    return out;
+}
+
+Value *lower_sdpa_f64(InferCtx *c, Value *v) {
+    IrB b = irb_init(c, v->loc);
+    Value *q = ARG(v, 0)->t, *k = ARG(v, 1)->t, *val = ARG(v, 2)->t;
+    const Arg *mask = ARG(v, 3), *scale = ARG(v, 6);
+    int64_t L = q->shape[q->ndim - 2], E = q->shape[q->ndim - 1], S = k->shape[k->ndim - 2];
+    double sc = scale->kind == ARG_NUM ? scale->f : 1.0 / sqrt((double)E);
+    Value *s = irb_binary(&b, OP_MATMUL, q, irb_transpose(&b, k, k->ndim - 2, k->ndim - 1));
+    s = irb_binary(&b, OP_MUL, s, irb_scalar(&b, sc));
+    Value *hide = NULL; /* true where a key takes no part */
+    if (ARG(v, 5)->i) { /* is_causal: torch.ones(L, S).tril() takes part */
+        int64_t ls[2] = {L, S};
+        Arg ta[2] = {irb_t(&b, irb_full(&b, ls, 2, 1, DT_BOOL)), irb_i(&b, 0)};
+        hide = irb_unary(&b, OP_LOGICAL_NOT, irb_op(&b, OP_TRIL, 2, ta));
+    } else if (mask->kind == ARG_TENSOR && mask->t->dtype == DT_BOOL) {
+        hide = irb_unary(&b, OP_LOGICAL_NOT, mask->t);
+    } else if (mask->kind == ARG_TENSOR) {
+        s = irb_binary(&b, OP_ADD, s, mask->t);
+    }
+    if (hide) {
+        Arg fa[3] = {irb_t(&b, s), irb_t(&b, hide), irb_t(&b, irb_scalar(&b, -INFINITY))};
+        s = irb_op(&b, OP_MASKED_FILL, 3, fa);
+    }
+    Arg sa[3] = {irb_t(&b, s), irb_i(&b, -1), {.kind = ARG_ABSENT, .loc = v->loc}};
+    Value *p = irb_op(&b, OP_SOFTMAX, 3, sa);
+    if (!p) return NULL;
+    Arg ma[2] = {arg_tensor(p, v->loc), arg_tensor(val, v->loc)};
+    Value *out = value_make(c, OP_MATMUL, v->loc, 2, ma);
+    if (!out) return NULL;
+    TGC_ASSERT(out->dtype == v->dtype && value_same_shape(out, v));
+    out->label = "scaled_dot_product_attention";
     return out;
 }

@@ -9,4 +9,9 @@
  * (a copy), after flattening x when dim is None. The intermediate nodes are
  * appended to the graph; the result is returned unappended, NULL on error. */
 Value *lower_repeat_interleave(InferCtx *c, Value *v);
+/* scaled_dot_product_attention at f64, which the blockwise kernels (f32
+ * arithmetic) do not compute: PyTorch's math path written out,
+ * softmax(q @ k^T * scale [masked or + mask], dim=-1) @ v, in f64 with
+ * the [..., L, S] scores stored. Same contract as above. */
+Value *lower_sdpa_f64(InferCtx *c, Value *v);
 #endif

@@ -538,6 +538,7 @@ static Ev call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *
     if (!value_infer(&B->ic, v)) return ev_err();
     if ((info->flags & OPF_CONV) && !dense_conv_operands(B, v)) return ev_err();
     if (v->op == OP_REPEAT_INTERLEAVE && !(v = lower_repeat_interleave(&B->ic, v))) return ev_err();
+    if (v->op == OP_SDPA && v->dtype == DT_F64 && !(v = lower_sdpa_f64(&B->ic, v))) return ev_err();
     if (lower_nn_applies(v->op) && !(v = lower_nn(&B->ic, v))) return ev_err();
     if (lower_loss_applies(v->op) && !(v = lower_loss(&B->ic, v))) return ev_err();
     return result_of(B, v);

@@ -68,9 +68,10 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "diff"))
 import tensorio  # noqa: E402
 
-TOL = {"f32": (1e-5, 1e-5), "f16": (2e-3, 1e-4), "bf16": (1.6e-2, 1e-3)}
+TOL = {"f32": (1e-5, 1e-5), "f16": (2e-3, 1e-4), "bf16": (1.6e-2, 1e-3),
+       "f64": (1e-10, 1e-12)}
 GRAD_TOL = (1e-4, 1e-5)
-TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
 
 # name: (tensors {name: (shape, kind)}, call, reference(inputs) -> kwargs)
 # kinds: "x" normal values, "bool" a mask, "float" a mask with -inf entries.
@@ -202,26 +203,30 @@ def forward_cases(tgc, tmp, dt, verbose):
 
 
 GRAD_TG = """graph attn_grad
-param q : f32[2, 2, 37, 16]
-param k : f32[2, 2, 45, 16]
-param v : f32[2, 2, 45, 8]
-param m : f32[37, 45]
-input gy : f32[2, 2, 37, 8]
-input gc : f32[2, 2, 37, 8]
+param q : {dt}[2, 2, 37, 16]
+param k : {dt}[2, 2, 45, 16]
+param v : {dt}[2, 2, 45, 8]
+param m : {dt}[37, 45]
+input gy : {dt}[2, 2, 37, 8]
+input gc : {dt}[2, 2, 37, 8]
 y = scaled_dot_product_attention(q, k, v, m)
 c = scaled_dot_product_attention(q, k[:, :, :37], v[:, :, :37], is_causal=true, scale=0.5)
 output loss = (y * gy).sum() + (c * gc).sum()
 """
 
 
-def grad_case(tgc, tmp, verbose):
+def grad_case(tgc, tmp, verbose, dt="f32"):
+    """f32: the op's own gradient (ir/vjp_attention.c); f64: the gradient of
+    the written-out form the builder makes at f64 (ir/lower_sugar.c)."""
     gen = torch.Generator().manual_seed(7)
     shapes = {"q": [2, 2, 37, 16], "k": [2, 2, 45, 16], "v": [2, 2, 45, 8], "m": [37, 45]}
-    w = {n: torch.randn(s, generator=gen).float() for n, s in shapes.items()}
-    gy = torch.randn(2, 2, 37, 8, generator=gen).float()
-    gc = torch.randn(2, 2, 37, 8, generator=gen).float()
+    w = {n: torch.randn(s, generator=gen).to(TORCH[dt]) for n, s in shapes.items()}
+    gy = torch.randn(2, 2, 37, 8, generator=gen).to(TORCH[dt])
+    gc = torch.randn(2, 2, 37, 8, generator=gen).to(TORCH[dt])
+    tmp = os.path.join(tmp, "grad_" + dt)
+    os.makedirs(tmp, exist_ok=True)
     tg = os.path.join(tmp, "grad.tg")
-    open(tg, "w").write(GRAD_TG)
+    open(tg, "w").write(GRAD_TG.format(dt=dt))
     wp = os.path.join(tmp, "grad.safetensors")
     open(wp, "wb").write(tensorio.safetensors_image(list(w.items())))
     for n, x in (("gy", gy), ("gc", gc)):
@@ -242,9 +247,10 @@ def grad_case(tgc, tmp, verbose):
     results = []
     for n, x in leaf.items():
         got = torch.tensor(np.load(os.path.join(od, n + ".grad.npy"))).double()
-        ok, worst = close(got, x.grad, *GRAD_TOL)
-        sharp = not close(got, x.grad * 1.01, *GRAD_TOL)[0]
-        results.append(("grad/" + n, ok and sharp, "worst %.3g of tolerance" % worst))
+        tol = GRAD_TOL if dt == "f32" else TOL["f64"]
+        ok, worst = close(got, x.grad, *tol)
+        sharp = not close(got, x.grad * 1.01, *tol)[0]
+        results.append(("grad/%s/%s" % (dt, n), ok and sharp, "worst %.3g of tolerance" % worst))
     return results
 
 
@@ -514,9 +520,10 @@ def main():
     a = ap.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for dt in ("f32", "f16", "bf16"):
+        for dt in ("f32", "f16", "bf16", "f64"):
             results += forward_cases(a.tgc, tmp, dt, a.v)
         results += grad_case(a.tgc, tmp, a.v)
+        results += grad_case(a.tgc, tmp, a.v, "f64")
         results += report_case(a.tgc, tmp, a.v)
         results += pattern_cases(a.tgc, tmp, a.v)
         results += pattern_policies(a.tgc, tmp, a.v)
