@@ -129,6 +129,19 @@ static bool write_text(const char *path, const char *text, char *err, size_t ner
     return true;
 }
 
+/* LLVM's diagnostics: a loop with the vectorize hint that cannot be
+ * vectorised (f64 exp calls libm) is reported as a remark or a warning,
+ * which the default handler printed on every such build ("remark: loop not
+ * vectorized"). They concern the generated code's speed, not the user's
+ * graph, so only errors are shown (and those also fail the build). */
+static void llvm_diagnostic(LLVMDiagnosticInfoRef di, void *ctx) {
+    (void)ctx;
+    if (LLVMGetDiagInfoSeverity(di) != LLVMDSError) return;
+    char *m = LLVMGetDiagInfoDescription(di);
+    fprintf(stderr, "tgc: LLVM error: %s\n", m);
+    LLVMDisposeMessage(m);
+}
+
 bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr) {
     LLVMInitializeNativeTarget();
     LLVMInitializeNativeAsmPrinter();
@@ -151,6 +164,7 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     memset(&cg, 0, sizeof cg);
     cg.p = p;
     cg.ctx = LLVMContextCreate();
+    LLVMContextSetDiagnosticHandler(cg.ctx, llvm_diagnostic, NULL);
     /* Symbols are built at the graph name's full length: the glue refers
      * to NAME__forward, and a name cut short would not link. */
     size_t gl = strlen(p->g->name);
