@@ -81,7 +81,7 @@ bool vjp_linear(VjpCtx *c, Value *v, Value *gy, Value **gx) {
 /* ---- einsum ---- */
 
 /* One operand's subscript: its labels, or false for what the gradient does
- * not handle (an ellipsis, a repeated label). */
+ * not handle (a repeated label; an ellipsis is spelled out first). */
 static bool labels_of(const char *s, size_t n, char *out) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -93,10 +93,82 @@ static bool labels_of(const char *s, size_t n, char *out) {
     return true;
 }
 
+/* The first "..." in [p, e), or NULL. */
+static const char *dots_in(const char *p, const char *e) {
+    for (; p + 3 <= e; p++)
+        if (p[0] == '.' && p[1] == '.' && p[2] == '.') return p;
+    return NULL;
+}
+
+/* eq with each '...' spelled as labels, so that the gradient's equations
+ * need no ellipsis: operand i's ellipsis covers its dims beyond its own
+ * labels (r_i of them), the ellipses broadcast right-aligned, so with m =
+ * max r_i fresh labels E_0..E_{m-1} (letters eq does not use) operand i's
+ * is E_{m-r_i}..E_{m-1}, and the output's all m (an implicit output is
+ * the ellipsis, then the labels seen once, sorted: PyTorch's). Label
+ * broadcasting (a size-1 dim) is einsum's own, and the gradient sums it
+ * back. NULL when eq has no ellipsis or no m letters are left. */
+static const char *explicit_ellipsis(Arena *a, const char *eq, const Arg *ops) {
+    if (!strstr(eq, "...")) return NULL;
+    const char *arrow = strstr(eq, "->");
+    const char *end = arrow ? arrow : eq + strlen(eq);
+    int r[TG_EINSUM_MAX_OPERANDS], m = 0;
+    const char *p = eq;
+    for (int i = 0; i < ops->n; i++) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma ? comma : end;
+        int letters = 0;
+        for (const char *q = p; q < e; q++)
+            letters += *q != ' ' && *q != '.';
+        r[i] = dots_in(p, e) ? ops->ts[i]->ndim - letters : 0;
+        if (r[i] < 0 || r[i] > TG_MAX_DIMS) return NULL;
+        m = r[i] > m ? r[i] : m;
+        p = e + 1;
+    }
+    char fresh[TG_MAX_DIMS + 1];
+    int nf = 0;
+    for (const char *l = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"; *l && nf < m; l++)
+        if (!strchr(eq, *l)) fresh[nf++] = *l;
+    if (nf < m) return NULL;
+    fresh[nf] = 0;
+    /* The operands, the ellipsis replaced. */
+    char *out = arena_printf(a, "%s", "");
+    p = eq;
+    for (int i = 0; i < ops->n; i++) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma ? comma : end;
+        const char *dots = dots_in(p, e);
+        if (dots)
+            out = arena_printf(a, "%s%s%.*s%s%.*s", out, i ? "," : "", (int)(dots - p), p,
+                               fresh + (m - r[i]), (int)(e - dots - 3), dots + 3);
+        else
+            out = arena_printf(a, "%s%s%.*s", out, i ? "," : "", (int)(e - p), p);
+        p = e + 1;
+    }
+    if (arrow) {
+        const char *o = arrow + 2, *dots = strstr(o, "...");
+        if (dots) return arena_printf(a, "%s->%.*s%s%s", out, (int)(dots - o), o, fresh, dots + 3);
+        return arena_printf(a, "%s->%s", out, o);
+    }
+    char once[64];
+    int k = 0;
+    for (int ch = 1; ch < 128; ch++) {
+        if (ch == ' ' || ch == '.' || ch == ',') continue;
+        int seen = 0;
+        for (const char *q = eq; q < end; q++)
+            seen += *q == ch;
+        if (seen == 1 && k < 63) once[k++] = (char)ch;
+    }
+    once[k] = 0;
+    return arena_printf(a, "%s->%s%s", out, fresh, once);
+}
+
 bool vjp_einsum(VjpCtx *c, Value *v, Value *gy, Value **gx) {
     IrB *b = &c->b;
     const char *eq = v->args[0].s;
     const Arg *ops = &v->args[1];
+    const char *spelled = explicit_ellipsis(b->a, eq, ops);
+    if (spelled) eq = spelled;
     char sub[TG_EINSUM_MAX_OPERANDS + 1][TG_MAX_DIMS + 1];
     const char *arrow = strstr(eq, "->"), *p = eq;
     const char *end = arrow ? arrow : eq + strlen(eq);
@@ -106,15 +178,17 @@ bool vjp_einsum(VjpCtx *c, Value *v, Value *gy, Value **gx) {
         const char *e = comma ? comma : end;
         if ((size_t)(e - p) > TG_MAX_DIMS || !labels_of(p, (size_t)(e - p), sub[n]))
             return vjp_unsupported(c, v,
-                                   "einsum's gradient needs subscripts without '...' or "
-                                   "repeated labels");
+                                   "einsum's gradient needs subscripts without repeated labels "
+                                   "(such as a diagonal 'ii')");
         n++;
         p = e + 1;
     }
     char *outs = sub[n];
     if (arrow) {
         if (strlen(arrow + 2) > TG_MAX_DIMS || !labels_of(arrow + 2, strlen(arrow + 2), outs))
-            return vjp_unsupported(c, v, "einsum's gradient needs an output without '...'");
+            return vjp_unsupported(c, v,
+                                   "einsum's gradient needs an output without repeated "
+                                   "labels");
     } else { /* implicit output: the labels seen once, sorted */
         int k = 0;
         for (int ch = 0; ch < 128; ch++) {

@@ -487,6 +487,17 @@ y = (einsum("bmk,bkn->bmn", a, c)
    + einsum("bkn,n->bk", c, d).sum()
    + einsum("bmk,bkn", a, c).sum())
 """, dict(b=(2, 3), m=M, n=N, k=K))
+op("einsum_ellipsis", """
+param a : {dt}[b, h, m, k]
+param c : {dt}[h, n, k]
+param d : {dt}[h, 1, k]
+param e : {dt}[m, k]
+y = (einsum("...mk,...nk->...mn", a, c)
+   + einsum("...k,...k", a, d).sum()
+   + einsum("...mk->...", a).sum()
+   + einsum("bh...k,...k->bh...", a, e).sum()
+   + einsum("mk,...->...mk", e, c).sum())
+""", dict(b=(2, 3), h=(1, 3), m=M, n=N, k=K))
 op("einsum_sum_labels", """
 param a : {dt}[m, k]
 param c : {dt}[n]
