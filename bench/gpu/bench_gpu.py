@@ -85,7 +85,52 @@ CASES = [
     # weights of examples/vision_torch.py (seed 0, random batch norms).
     ("resnet50_b1", "examples/resnet50.tg", {"batch": 1, "size": 224}, "f32", "resnet50", True),
     ("resnet50_b64", "examples/resnet50.tg", {"batch": 64, "size": 224}, "f32", "resnet50", False),
+    # Quantized products (issue 16, codegen/cuda/cu_qmatmul.c): a 4096 -> 1024
+    # linear with an int8/int4 weight; up to 16 rows the weight is read in
+    # place, above it is dequantized for cuBLAS (the threshold to measure).
+    ("qlinear_int8_b1", "bench/gpu/graphs/qlinear.tg", {"batch": 1}, "f32", "qlinear", True),
+    ("qlinear_int4_b1", "bench/gpu/graphs/qlinear.tg", {"batch": 1}, "f32", "qlinear", True),
+    ("qlinear_int8_b16", "bench/gpu/graphs/qlinear.tg", {"batch": 16}, "f32", "qlinear", False),
+    ("qlinear_int8_b17", "bench/gpu/graphs/qlinear.tg", {"batch": 17}, "f32", "qlinear", False),
+    ("qlinear_int8_b256", "bench/gpu/graphs/qlinear.tg", {"batch": 256}, "f32", "qlinear", False),
 ]
+# The quantized rows: (bits, group). Their weight is made here (seed 1: not
+# the inputs' seed 0, whose first draws it would repeat) and embedded by
+# --quantize; the reference on the GPU
+# machine uses the q and scales shipped in data/ (quant_data), computed here as
+# the driver quantizes (tests/precision/run_precision.py's quantize).
+QUANT = {"qlinear_int8_b1": (8, 0), "qlinear_int4_b1": (4, 128), "qlinear_int8_b16": (8, 0),
+         "qlinear_int8_b17": (8, 0), "qlinear_int8_b256": (8, 0)}
+BUNDLE = None  # run: the bundle's folder (the quantized rows' data/)
+
+
+def quant_data(name):
+    """The file of a quantized row's q and scales (rows that quantize alike share it)."""
+    return "qlinear_int%d_g%d.npz" % QUANT[name]
+
+
+def qlinear_weight():
+    import torch
+    return torch.randn(1024, 4096, generator=torch.Generator().manual_seed(1)) * 0.02
+
+
+def quant_files(root, stage, name):
+    """The quantized row's build flags: the weights file to quantize and
+    embed; and its q and scales in data/ for the reference."""
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.join(root, "tests", "precision"))
+    import run_precision as rp
+    bits, group = QUANT[name]
+    w = qlinear_weight()
+    wpath = os.path.join(stage, "qlinear_w.safetensors")
+    write_safetensors(wpath, {"w": w})
+    q, scale, _ = rp.quantize(w, bits, group)
+    os.makedirs(os.path.join(stage, "data"), exist_ok=True)
+    np.savez(os.path.join(stage, "data", quant_data(name)), q=q.to(torch.int8).numpy(),
+             scale=scale.numpy(), group=np.array(group or w.shape[1]))
+    flags = ["--quantize", "int%d" % bits, "--weights", wpath]
+    return flags + (["--group-size", str(group)] if group else [])
 # Python files the "resnet50" rows need on the GPU machine (the module and
 # its weights are made there: 100 MB of weights do not travel).
 MODEL_FILES = ["examples/vision_torch.py", "examples/gpt2_torch.py"]
@@ -116,13 +161,18 @@ def prepare(args):
     try:
         built = {}
         cuda = args.target == "cuda"
-        for name, graph, defines, _, _, cg in CASES:
+        only = set(args.only.split(",")) if args.only else None
+        for name, graph, defines, _, kind, cg in CASES:
+            if only and name not in only and kind not in only:
+                continue
             for variant, flags in [("", [])] + ([("_cg", ["--cuda-graph"])] if cg and cuda else []):
                 exe = os.path.join(stage, "exe", name + variant)
                 cmd = [tgc, "build", os.path.join(root, graph), "-o", exe, "--target", args.target] \
                     + (["--gpu-arch", args.archs] if cuda else []) + flags
                 for k, v in defines.items():
                     cmd += ["-D", "%s=%s" % (k, v)]
+                if name in QUANT:
+                    cmd += quant_files(root, stage, name)
                 t = time.time()
                 sh(cmd)
                 built[name + variant] = {"cmd": " ".join(os.path.relpath(c, root) if c.startswith(root)
@@ -133,7 +183,7 @@ def prepare(args):
         libdir = os.path.join(stage, "lib")
         os.makedirs(libdir)
         libs = []
-        _, out, _ = sh(["ldd", os.path.join(stage, "exe", CASES[0][0])])
+        _, out, _ = sh(["ldd", os.path.join(stage, "exe", next(iter(built)))])
         for line in out.splitlines():
             m = re.match(r"\s*(\S+)\s+=>\s+(\S+)", line)
             if not m:
@@ -146,6 +196,8 @@ def prepare(args):
             libs.append(m.group(1))
         for e in glob.glob(os.path.join(stage, "exe", "*")):
             sh(["strip", "--strip-unneeded", e], check=False)
+        if os.path.exists(os.path.join(stage, "qlinear_w.safetensors")):
+            os.remove(os.path.join(stage, "qlinear_w.safetensors"))  # embedded in the executables
         os.makedirs(os.path.join(stage, "graphs"))
         for _, graph, _, _, _, _ in CASES:
             shutil.copy2(os.path.join(root, graph), os.path.join(stage, "graphs"))
@@ -217,6 +269,7 @@ class Case:
     """A benchmark's inputs, weights and PyTorch function (on the GPU)."""
 
     def __init__(self, name, defines, dtype, kind, dev):
+        import numpy as np
         import torch
         import torch.nn.functional as F
         g = torch.Generator().manual_seed(0)
@@ -294,6 +347,17 @@ class Case:
             # f32 without TF32 on both sides; cuDNN's sums against tgc's
             # cuDNN algorithms and folded batch norms: rounding only.
             self.tol = 1e-3
+        elif kind == "qlinear":
+            # x @ dequant(q)^T in f32 (TF32 off) against tgc's int8/int4 product;
+            # the weight is embedded in the executable, so no --weights.
+            z = np.load(os.path.join(BUNDLE, "data", quant_data(name)))
+            grp = int(z["group"])
+            w = torch.tensor(z["q"]).float() * \
+                torch.tensor(z["scale"]).repeat_interleave(grp, 1)[:, :z["q"].shape[1]]
+            wd = w.to(dev)
+            self.inputs = {"x": torch.randn(defines["batch"], 4096, generator=g)}
+            self.fn = lambda x: F.linear(x, wd)
+            self.bytes_moved = z["q"].nbytes // (1 if QUANT[name][0] == 8 else 2)
         else:
             raise ValueError(kind)
 
@@ -398,7 +462,8 @@ def run(args):
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = bool(args.cudnn_benchmark)
     dev = torch.device(DEV)
-    bundle = os.path.abspath(args.dir)
+    global BUNDLE
+    bundle = BUNDLE = os.path.abspath(args.dir)
     with open(os.path.join(bundle, "manifest.json")) as f:
         manifest = json.load(f)
     if DEV == "cuda":
@@ -438,6 +503,8 @@ def run(args):
             if only and name not in only and kind not in only:
                 continue
             exe = os.path.join(bundle, "exe", name)
+            if not os.path.exists(exe):  # prepare --only left it out
+                continue
             c = Case(name, defines, dtype, kind, dev)
             d = os.path.join(work, name)
             os.makedirs(d, exist_ok=True)
@@ -597,6 +664,7 @@ def main():
     p.add_argument("--archs", default="sm_90")
     p.add_argument("--target", choices=["cuda", "cpu"], default="cuda",
                    help="cpu: CPU executables, to check this script without a GPU")
+    p.add_argument("--only", help="comma-separated benchmark names or kinds to build")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True)
     r.add_argument("--budget", type=float, default=0.5, help="seconds per side per round")
