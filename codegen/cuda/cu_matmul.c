@@ -8,7 +8,7 @@
 
 #include "codegen/cuda/cu.h"
 
-static void operand(Cu *cu, const Value *v, int *slot, int64_t *off) {
+void cu_operand(Cu *cu, const Value *v, int *slot, int64_t *off) {
     const Value *o = v->storage;
     int64_t base = kd_buffer(cu->p, o, slot);
     if (base < 0) {
@@ -23,9 +23,9 @@ void cu_add_matmul(Cu *cu, const MM *mm, const Value *a, const Value *b, const V
     memset(&s, 0, sizeof s);
     s.kind = CU_MATMUL;
     s.mm = *mm;
-    operand(cu, a, &s.slot[0], &s.off[0]);
-    operand(cu, b, &s.slot[1], &s.off[1]);
-    operand(cu, c, &s.slot[2], &s.off[2]);
+    cu_operand(cu, a, &s.slot[0], &s.off[0]);
+    cu_operand(cu, b, &s.slot[1], &s.off[1]);
+    cu_operand(cu, c, &s.slot[2], &s.off[2]);
     ARENA_PUSH(cu->a, cu->steps, cu->nsteps, cu->cap, s);
 }
 

@@ -226,16 +226,6 @@ static void dequantize(Cu *cu, const Value *v, const QMM *d) {
     cuk_finish(&k, grid, THREADS, 0);
 }
 
-static void operand(Cu *cu, const Value *v, int *slot, int64_t *off) {
-    const Value *o = v->storage;
-    int64_t base = kd_buffer(cu->p, o, slot);
-    if (base < 0) {
-        cu_fail(cu, "internal: value %%%d has no buffer", o->id);
-        base = 0;
-    }
-    *off = base + v->offset * (int64_t)dtype_size(kd_dt(cu->p, o));
-}
-
 void cu_k_qmatmul(Cu *cu, const Value *v) {
     QMM d;
     const Value *bias;
@@ -267,8 +257,8 @@ void cu_k_qmatmul(Cu *cu, const Value *v) {
         mm->a_bs[i] = d.x_bs[i];
         mm->c_bs[i] = d.y_bs[i];
     }
-    operand(cu, v->in[0], &s.slot[0], &s.off[0]);
+    cu_operand(cu, v->in[0], &s.slot[0], &s.off[0]);
     s.slot[1] = 0, s.off[1] = cu->p->qmm_scratch_offset;
-    operand(cu, v, &s.slot[2], &s.off[2]);
+    cu_operand(cu, v, &s.slot[2], &s.off[2]);
     ARENA_PUSH(cu->a, cu->steps, cu->nsteps, cu->cap, s);
 }
