@@ -75,50 +75,10 @@ static inline unsigned short tg_f2b(float f) {
     return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-/* argv: KERNEL_GRID NSLOTS then, per slot 1..NSLOTS, a file of its bytes
- * (the output slot's file is overwritten with the result). */
+/* argv: GRID OUT_SLOT then a file per slot 0..n-1 of bufs ("-": no
+ * buffer, e.g. the arena of a kernel that must not read it); the file of
+ * OUT_SLOT is overwritten with that buffer after the run. */
 #define TG_HOST_MAIN(kernel)                                                                       \
-    int main(int argc, char **argv) {                                                              \
-        if (argc < 3) return 2;                                                                    \
-        unsigned grid = (unsigned)atol(argv[1]);                                                   \
-        int n = atoi(argv[2]);                                                                     \
-        std::vector<std::vector<char>> data(n + 1);                                                \
-        std::vector<char *> bufs(n + 1, nullptr);                                                  \
-        for (int i = 1; i <= n; i++) {                                                             \
-            FILE *f = fopen(argv[2 + i], "rb");                                                    \
-            if (!f) return 2;                                                                      \
-            fseek(f, 0, SEEK_END);                                                                 \
-            data[i].resize((size_t)ftell(f) + 16);                                                 \
-            fseek(f, 0, SEEK_SET);                                                                 \
-            if (fread(data[i].data(), 1, data[i].size() - 16, f) != data[i].size() - 16) return 2; \
-            fclose(f);                                                                             \
-            bufs[i] = data[i].data();                                                              \
-        }                                                                                          \
-        std::barrier<> bar(256);                                                                   \
-        tg_bar = &bar;                                                                             \
-        std::vector<std::thread> th;                                                               \
-        for (unsigned t = 0; t < 256; t++)                                                         \
-            th.emplace_back([&, t] {                                                               \
-                threadIdx = {t, 0, 0};                                                             \
-                for (unsigned b = 0; b < grid; b++) {                                              \
-                    blockIdx = {b, 0, 0};                                                          \
-                    kernel(bufs.data());                                                           \
-                    tg_bar->arrive_and_wait(); /* the block's shared memory is free */             \
-                }                                                                                  \
-            });                                                                                    \
-        for (auto &t : th)                                                                         \
-            t.join();                                                                              \
-        FILE *f = fopen(argv[2 + n], "wb");                                                        \
-        if (!f || fwrite(data[n].data(), 1, data[n].size() - 16, f) != data[n].size() - 16)        \
-            return 2;                                                                              \
-        fclose(f);                                                                                 \
-        return 0;                                                                                  \
-    }
-
-/* The same for kernels that also read or write the arena (bufs[0]):
- * argv: GRID OUT_SLOT then a file per slot 0..n-1 ("-": no buffer); the
- * file of OUT_SLOT is overwritten with that buffer after the run. */
-#define TG_HOST_MAIN_SLOTS(kernel)                                                                 \
     int main(int argc, char **argv) {                                                              \
         if (argc < 4) return 2;                                                                    \
         unsigned grid = (unsigned)atol(argv[1]);                                                   \

@@ -20,19 +20,16 @@ Last line: `cuda_attention_emul: N passed, M failed`; exit 1 if M > 0, 77
 (skipped) when tgc has no CUDA support or no C++20 compiler is found.
 """
 
-import argparse
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SKIP = 77
+from emul_harness import compile_kernel, kernel_source, main, raw, run_kernel
+
 TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f32": (1e-4, 1e-5), "f16": (2e-2, 2e-3), "bf16": (1.6e-1, 2e-2)}
 
@@ -116,20 +113,6 @@ def reference(t, ref):
     return torch.softmax(s, -1) @ v
 
 
-def raw(x):
-    if x.dtype == torch.bool:
-        x = x.to(torch.uint8)
-    elif x.dtype in (torch.float16, torch.bfloat16):
-        x = x.view(torch.int16)
-    return x.contiguous().numpy().tobytes()
-
-
-def kernel_source(cu_text):
-    m = re.search(r'^extern "C" __global__ void __launch_bounds__\(256\) (k\d+_sdpa)\(.*?^}\n',
-                  cu_text, re.M | re.S)
-    return (m.group(1), m.group(0)) if m else (None, None)
-
-
 def run_case(name, case, args, work):
     dt, spec, call, ref = case
     d = os.path.join(work, name)
@@ -146,7 +129,7 @@ def run_case(name, case, args, work):
     if p.returncode != 0:
         return ["tgc build --target cuda: %s" % p.stderr.strip()]
     with open(os.path.join(emit, "g.cu")) as f:
-        kname, ksrc = kernel_source(f.read())
+        kname, ksrc = kernel_source(f.read(), "sdpa")
     if not kname:
         return ["no k*_sdpa kernel in the module"]
     if "bufs[0]" in ksrc:
@@ -161,28 +144,21 @@ def run_case(name, case, args, work):
     nb = math.prod(shape[:-2])
     grid = nb * ((l + br - 1) // br)
     del q
-    src = os.path.join(d, "k.cpp")
-    with open(src, "w") as f:
-        f.write('#include "attn_host.h"\n%s\nTG_HOST_MAIN(%s)\n' % (ksrc, kname))
-    exe = os.path.join(d, "k")
-    p = subprocess.run([args.cxx, "-std=c++20", "-O2", "-pthread", "-w", "-I", HERE, src, "-o",
-                        exe], capture_output=True, text=True)
-    if p.returncode != 0:
-        return ["%s: %s" % (args.cxx, p.stderr.strip()[:2000])]
-    files = []
-    for n in spec:
-        path = os.path.join(d, n + ".bin")
-        with open(path, "wb") as f:
+    exe, err = compile_kernel(args, d, kname, ksrc)
+    if err:
+        return [err]
+    files = {}  # slot 0, the arena, gets no buffer: the kernel must not read it
+    for slot, n in enumerate(spec, 1):
+        files[slot] = os.path.join(d, n + ".bin")
+        with open(files[slot], "wb") as f:
             f.write(raw(t[n]))
-        files.append(path)
     out = os.path.join(d, "y.bin")
     with open(out, "wb") as f:
         f.write(b"\0" * (math.prod(shape) * torch.tensor([], dtype=TORCH[dt]).element_size()))
-    files.append(out)
-    p = subprocess.run([exe, str(grid), str(len(files))] + files, capture_output=True, text=True,
-                       timeout=600)
-    if p.returncode != 0:
-        return ["the emulated kernel exited %d: %s" % (p.returncode, p.stderr.strip())]
+    files[len(files) + 1] = out
+    err = run_kernel(exe, grid, len(files), files)
+    if err:
+        return [err]
     with open(out, "rb") as f:
         data = bytearray(f.read())
     if dt == "f32":
@@ -206,39 +182,5 @@ def run_case(name, case, args, work):
     return msgs
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tgc", required=True)
-    ap.add_argument("--cxx", default=os.environ.get("CXX") or shutil.which("g++") or "g++")
-    ap.add_argument("-k", dest="pattern")
-    ap.add_argument("--keep")
-    args = ap.parse_args()
-    probe = subprocess.run([args.cxx, "-std=c++20", "-x", "c++", "-fsyntax-only", "-"],
-                           input="#include <barrier>\n_Float16 h;\n", capture_output=True,
-                           text=True) if shutil.which(args.cxx) else None
-    if probe is None or probe.returncode != 0:
-        print("cuda_attention_emul: skipped: no C++20 compiler with <barrier> and _Float16 (%s)"
-              % args.cxx)
-        return SKIP
-    work = args.keep or tempfile.mkdtemp(prefix="tgc_attn_emul_")
-    passed = failed = 0
-    try:
-        for name, case in CASES.items():
-            if args.pattern and args.pattern not in name:
-                continue
-            msgs = run_case(name, case, args, work)
-            if msgs and "built without" in msgs[0]:
-                print("cuda_attention_emul: skipped: %s" % msgs[0])
-                return SKIP
-            print("%s %s%s" % ("ok  " if not msgs else "FAIL", name,
-                               "".join("\n     " + m for m in msgs)))
-            passed, failed = passed + (not msgs), failed + bool(msgs)
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    print("cuda_attention_emul: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("cuda_attention_emul", __doc__, CASES, run_case, "tgc_attn_emul_"))

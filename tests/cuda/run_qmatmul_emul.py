@@ -35,21 +35,17 @@ Last line: `cuda_qmatmul_emul: N passed, M failed`; exit 1 if M > 0, 77
 (skipped) when tgc has no CUDA support or no C++20 compiler is found.
 """
 
-import argparse
 import json
-import math
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SKIP = 77
+from emul_harness import compile_kernel, kernel_source, main, raw, run_kernel
+
 TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
 
@@ -104,12 +100,6 @@ def save_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def raw(x):
-    if x.dtype in (torch.float16, torch.bfloat16):
-        x = x.view(torch.int16)
-    return x.contiguous().numpy().tobytes()
-
-
 def from_raw(data, dt, shape):
     data = bytearray(data)
     if dt == "f32":
@@ -133,25 +123,9 @@ def make_q(gen, n, k, bits, group):
     return q, stored, scales
 
 
-def kernel_source(cu_text, kind):
-    m = re.search(r'^extern "C" __global__ void __launch_bounds__\(256\) (k\d+_%s)\(.*?^}\n' % kind,
-                  cu_text, re.M | re.S)
-    return (m.group(1), m.group(0)) if m else (None, None)
-
-
 def slot_of(ksrc, var):
     m = re.search(r"\*%s = \(.*?bufs\[(\d+)\]\) \+ (\d+)\)" % var, ksrc)
     return (int(m.group(1)), int(m.group(2))) if m else (None, None)
-
-
-def compile_kernel(args, d, kname, ksrc):
-    src = os.path.join(d, "k.cpp")
-    with open(src, "w") as f:
-        f.write('#include "attn_host.h"\n%s\nTG_HOST_MAIN_SLOTS(%s)\n' % (ksrc, kname))
-    exe = os.path.join(d, "k")
-    p = subprocess.run([args.cxx, "-std=c++20", "-O2", "-pthread", "-w", "-I", HERE, src, "-o",
-                        exe], capture_output=True, text=True)
-    return exe, (None if p.returncode == 0 else "%s: %s" % (args.cxx, p.stderr.strip()[:2000]))
 
 
 def run_case(name, case, args, work):
@@ -211,11 +185,9 @@ def run_case(name, case, args, work):
         exe, err = compile_kernel(args, d, kname, ksrc)
         if err:
             return [err]
-        argv = [exe, str(consts["GRID"]), "0"] + [files.get(i, "-")
-                                                   for i in range(max(files) + 1)]
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-        if p.returncode != 0:
-            return ["the emulated kernel exited %d: %s" % (p.returncode, p.stderr.strip())]
+        err = run_kernel(exe, consts["GRID"], 0, files)
+        if err:
+            return [err]
         with open(files[0], "rb") as f:
             got = from_raw(f.read()[consts["OUT_OFFSET"]:], dt, [n, k])
         want = w32.to(TORCH[dt])
@@ -256,11 +228,9 @@ def run_case(name, case, args, work):
     exe, err = compile_kernel(args, d, kname, ksrc)
     if err:
         return [err]
-    argv = [exe, str(consts["GRID"]), str(ys)] + [files.get(i, "-")
-                                                  for i in range(max(files) + 1)]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        return ["the emulated kernel exited %d: %s" % (p.returncode, p.stderr.strip())]
+    err = run_kernel(exe, consts["GRID"], ys, files)
+    if err:
+        return [err]
     with open(files[ys], "rb") as f:
         got = from_raw(f.read(), dt, out_shape).double()
     mag = x.double().abs() @ w32.double().abs().T
@@ -295,39 +265,5 @@ def find_key(obj, key):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tgc", required=True)
-    ap.add_argument("--cxx", default=os.environ.get("CXX") or shutil.which("g++") or "g++")
-    ap.add_argument("-k", dest="pattern")
-    ap.add_argument("--keep")
-    args = ap.parse_args()
-    probe = subprocess.run([args.cxx, "-std=c++20", "-x", "c++", "-fsyntax-only", "-"],
-                           input="#include <barrier>\n_Float16 h;\n", capture_output=True,
-                           text=True) if shutil.which(args.cxx) else None
-    if probe is None or probe.returncode != 0:
-        print("cuda_qmatmul_emul: skipped: no C++20 compiler with <barrier> and _Float16 (%s)"
-              % args.cxx)
-        return SKIP
-    work = args.keep or tempfile.mkdtemp(prefix="tgc_qmm_emul_")
-    passed = failed = 0
-    try:
-        for name, case in CASES.items():
-            if args.pattern and args.pattern not in name:
-                continue
-            msgs = run_case(name, case, args, work)
-            if msgs and "built without" in msgs[0]:
-                print("cuda_qmatmul_emul: skipped: %s" % msgs[0])
-                return SKIP
-            print("%s %s%s" % ("ok  " if not msgs else "FAIL", name,
-                               "".join("\n     " + m for m in msgs)))
-            passed, failed = passed + (not msgs), failed + bool(msgs)
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    print("cuda_qmatmul_emul: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("cuda_qmatmul_emul", __doc__, CASES, run_case, "tgc_qmm_emul_"))
