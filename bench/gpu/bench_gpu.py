@@ -116,21 +116,26 @@ def qlinear_weight():
 
 def quant_files(root, stage, name):
     """The quantized row's build flags: the weights file to quantize and
-    embed; and its q and scales in data/ for the reference."""
+    embed; and its q and scales in data/ for the reference. Each file is
+    made once: the rows (and their --cuda-graph builds) share them."""
     import numpy as np
     import torch
     sys.path.insert(0, os.path.join(root, "tests", "precision"))
     import run_precision as rp
     bits, group = QUANT[name]
-    w = qlinear_weight()
     wpath = os.path.join(stage, "qlinear_w.safetensors")
-    write_safetensors(wpath, {"w": w})
-    q, scale, _ = rp.quantize(w, bits, group)
-    os.makedirs(os.path.join(stage, "data"), exist_ok=True)
-    np.savez(os.path.join(stage, "data", quant_data(name)), q=q.to(torch.int8).numpy(),
-             scale=scale.numpy(), group=np.array(group or w.shape[1]))
+    dpath = os.path.join(stage, "data", quant_data(name))
+    if not os.path.exists(wpath) or not os.path.exists(dpath):
+        w = qlinear_weight()
+        write_safetensors(wpath, {"w": w})
+        q, scale, _ = rp.quantize(w, bits, group)
+        os.makedirs(os.path.dirname(dpath), exist_ok=True)
+        np.savez(dpath, q=q.to(torch.int8).numpy(), scale=scale.numpy(),
+                 group=np.array(group or w.shape[1]))
     flags = ["--quantize", "int%d" % bits, "--weights", wpath]
     return flags + (["--group-size", str(group)] if group else [])
+
+
 # Python files the "resnet50" rows need on the GPU machine (the module and
 # its weights are made there: 100 MB of weights do not travel).
 MODEL_FILES = ["examples/vision_torch.py", "examples/gpt2_torch.py"]
