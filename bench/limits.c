@@ -1,19 +1,29 @@
-/* The machine's limits, for bench/run.py: memory copy bandwidth and
- * OpenBLAS sgemm throughput, both with a given thread count.
+/* The machine's limits, for bench/run.py and bench/onnx.py: memory copy
+ * bandwidth and f32 GEMM throughput (OpenBLAS's, and oneDNN's when built
+ * with it), all with a given thread count.
  *
  *   cc -O2 -o limits bench/limits.c $(pkg-config --cflags --libs openblas) -lpthread
+ *   cc -O2 -DLIMITS_DNNL -fopenmp -o limits bench/limits.c \
+ *      $(pkg-config --cflags --libs openblas) -ldnnl -lpthread     # with oneDNN
  *   ./limits THREADS SECONDS WHAT...
  *
- * WHAT is `copy:MIB` (memcpy of a MIB MiB buffer) or `sgemm:N` (N x N x N).
+ * WHAT is `copy:MIB` (memcpy of a MIB MiB buffer), `sgemm:N` (N x N x N),
+ * `sgemm:MxKxN` (an [M, K] x [K, N] product), or `dnnl_sgemm:N` and
+ * `dnnl_sgemm:MxKxN` (the same through oneDNN; only with -DLIMITS_DNNL).
  * Each measurement runs once as a warm-up, then about SECONDS worth of timed
  * runs (at least 5), and prints one line:
  *   copy: threads=T mib=M reps=R median_s=... rw_gbps=... best_rw_gbps=...
  *   sgemm: threads=T n=N reps=R median_s=... gflops=... best_gflops=...
+ *   sgemm: threads=T m=M k=K n=N reps=R ...      (when not square)
+ *   dnnl_sgemm: ...                              (the same fields)
  * rw_gbps counts bytes read + bytes written (2 x the buffer) per second of
  * the median run; best_* are the same of the fastest run. The copy splits the buffer into T
  * page-aligned slices, one memcpy per thread (glibc's memcpy: non-temporal stores at this size).
  * sgemm is cblas_sgemm(RowMajor, NoTrans, NoTrans, alpha 1, beta 0) on f32
- * with openblas_set_num_threads(T). */
+ * with openblas_set_num_threads(T); dnnl_sgemm is oneDNN's row-major
+ * dnnl_sgemm('N', 'N', ...) with omp_set_num_threads(T) (Debian's oneDNN
+ * runs on OpenMP). Both are measured because either library can be the
+ * faster on a given CPU, and the faster one is the machine's GEMM limit. */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <pthread.h>
@@ -21,6 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef LIMITS_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+#endif
 
 void openblas_set_num_threads(int num_threads);
 
@@ -122,41 +136,85 @@ static void bench_copy(int t, size_t mib, double seconds) {
 
 /* ---- sgemm ---- */
 
-static void bench_sgemm(int t, int n, double seconds) {
-    size_t e = (size_t)n * (size_t)n;
-    float *a = xmalloc(e * 4), *b = xmalloc(e * 4), *c = xmalloc(e * 4);
-    unsigned s = 12345;
-    for (size_t i = 0; i < e; i++) {
-        s = s * 1103515245u + 12345u;
-        a[i] = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
-        s = s * 1103515245u + 12345u;
-        b[i] = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
+typedef enum { LIB_OPENBLAS, LIB_DNNL } GemmLib;
+
+/* One C = A B, [m, k] x [k, n], row-major, through lib. */
+static void gemm(GemmLib lib, int m, int k, int n, const float *a, const float *b, float *c) {
+#ifdef LIMITS_DNNL
+    if (lib == LIB_DNNL) {
+        if (dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, k, b, n, 0.0f, c, n) != dnnl_success) {
+            fprintf(stderr, "limits: dnnl_sgemm failed (m=%d k=%d n=%d)\n", m, k, n);
+            exit(1);
+        }
+        return;
     }
-    memset(c, 0, e * 4);
-    openblas_set_num_threads(t);
-    double flop = 2.0 * (double)n * (double)n * (double)n;
+#endif
+    (void)lib;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+}
+
+static void fill(float *x, size_t e, unsigned *s) {
+    for (size_t i = 0; i < e; i++) {
+        *s = *s * 1103515245u + 12345u;
+        x[i] = (float)((*s >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+}
+
+static void bench_sgemm(GemmLib lib, int t, int m, int k, int n, double seconds) {
+    size_t ea = (size_t)m * (size_t)k, eb = (size_t)k * (size_t)n, ec = (size_t)m * (size_t)n;
+    float *a = xmalloc(ea * 4), *b = xmalloc(eb * 4), *c = xmalloc(ec * 4);
+    unsigned s = 12345;
+    fill(a, ea, &s);
+    fill(b, eb, &s);
+    memset(c, 0, ec * 4);
+    if (lib == LIB_OPENBLAS) openblas_set_num_threads(t);
+#ifdef LIMITS_DNNL
+    else
+        omp_set_num_threads(t);
+#endif
+    double flop = 2.0 * (double)m * (double)k * (double)n;
     double t0 = now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    gemm(lib, m, k, n, a, b, c);
     int reps = reps_for(now() - t0, seconds);
     double *v = malloc((size_t)reps * sizeof *v);
     for (int r = 0; r < reps; r++) {
         t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
-                    n);
+        gemm(lib, m, k, n, a, b, c);
         v[r] = now() - t0;
     }
-    double m = median(v, reps), best = v[0]; /* sorted by median() */
-    printf("sgemm: threads=%d n=%d reps=%d median_s=%.6f gflops=%.2f best_gflops=%.2f\n", t, n,
-           reps, m, flop / m / 1e9, flop / best / 1e9);
+    double md = median(v, reps), best = v[0]; /* sorted by median() */
+    const char *name = lib == LIB_DNNL ? "dnnl_sgemm" : "sgemm";
+    if (m == k && k == n)
+        printf("%s: threads=%d n=%d", name, t, n);
+    else
+        printf("%s: threads=%d m=%d k=%d n=%d", name, t, m, k, n);
+    printf(" reps=%d median_s=%.6f gflops=%.2f best_gflops=%.2f\n", reps, md, flop / md / 1e9,
+           flop / best / 1e9);
     free(v);
     free(a);
     free(b);
     free(c);
 }
 
+/* "N" or "MxKxN" with every size in 1..65536 -> m, k, n; 0 when malformed. */
+static int parse_shape(const char *p, int *m, int *k, int *n) {
+    long x, y, z;
+    char end;
+    if (sscanf(p, "%ldx%ldx%ld%c", &x, &y, &z, &end) == 3)
+        ;
+    else if (sscanf(p, "%ld%c", &x, &end) == 1)
+        y = z = x;
+    else
+        return 0;
+    if (x < 1 || y < 1 || z < 1 || x > 65536 || y > 65536 || z > 65536) return 0;
+    *m = (int)x, *k = (int)y, *n = (int)z;
+    return 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: limits THREADS SECONDS copy:MIB|sgemm:N...\n");
+        fprintf(stderr, "usage: limits THREADS SECONDS copy:MIB|sgemm:N|sgemm:MxKxN|"
+                        "dnnl_sgemm:N|dnnl_sgemm:MxKxN...\n");
         return 2;
     }
     int t = atoi(argv[1]);
@@ -167,12 +225,23 @@ int main(int argc, char **argv) {
     }
     for (int i = 3; i < argc; i++) {
         long v;
+        int m, k, n;
         if (sscanf(argv[i], "copy:%ld", &v) == 1 && v > 0)
             bench_copy(t, (size_t)v, seconds);
-        else if (sscanf(argv[i], "sgemm:%ld", &v) == 1 && v > 0 && v <= 65536)
-            bench_sgemm(t, (int)v, seconds);
+        else if (!strncmp(argv[i], "sgemm:", 6) && parse_shape(argv[i] + 6, &m, &k, &n))
+            bench_sgemm(LIB_OPENBLAS, t, m, k, n, seconds);
+#ifdef LIMITS_DNNL
+        else if (!strncmp(argv[i], "dnnl_sgemm:", 11) && parse_shape(argv[i] + 11, &m, &k, &n))
+            bench_sgemm(LIB_DNNL, t, m, k, n, seconds);
+#endif
         else {
-            fprintf(stderr, "limits: expected copy:MIB or sgemm:N, got '%s'\n", argv[i]);
+            fprintf(stderr, "limits: expected copy:MIB, sgemm:N or sgemm:MxKxN%s, got '%s'\n",
+#ifdef LIMITS_DNNL
+                    " (or dnnl_sgemm: the same)",
+#else
+                    " (dnnl_sgemm: needs a build with -DLIMITS_DNNL -ldnnl)",
+#endif
+                    argv[i]);
             return 2;
         }
         fflush(stdout);

@@ -335,7 +335,12 @@ def build_limits(work):
         flags = sh(["pkg-config", "--cflags", "--libs", "openblas"]).split()
     except (RuntimeError, FileNotFoundError):
         flags = ["-lopenblas"]
-    sh(["cc", "-O2", "-o", exe, os.path.join(HERE, "limits.c")] + flags + ["-lpthread"])
+    src = os.path.join(HERE, "limits.c")
+    try:  # with oneDNN's dnnl_sgemm beside OpenBLAS's when libdnnl is there
+        sh(["cc", "-O2", "-DLIMITS_DNNL", "-fopenmp", "-o", exe, src] + flags + ["-ldnnl", "-lpthread"])
+    except RuntimeError:
+        log("  (limits.c without oneDNN: libdnnl or its headers are missing)")
+        sh(["cc", "-O2", "-o", exe, src] + flags + ["-lpthread"])
     return exe
 
 
