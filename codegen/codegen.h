@@ -105,6 +105,18 @@ typedef struct GlueOptions {
 } GlueOptions;
 void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o);
 void cg_write_header(FILE *f, const CgProgram *p);
+/* s as a C string literal, every byte that could end or bend it escaped. */
+void cg_write_c_string(FILE *f, const char *s);
+
+/* The profiler (codegen/step_info.c): the glue's `tgc_steps` table, one
+ * RtStepInfo per kernel of the plan in run order (the steps the forward
+ * marks); the bufs slot the forward reads the RtProfile pointer from (after
+ * every slot of the interface); the header API's profile functions and
+ * their declarations. */
+void cg_write_steps(FILE *f, const CgProgram *p);
+int cg_profile_slot(const CgProgram *p);
+void cg_write_profile_api(FILE *f, const CgProgram *p);
+void cg_write_profile_decls(FILE *f, const CgProgram *p);
 
 /* The CUDA backend (codegen/cuda/): the same kernels as CUDA C, compiled
  * by NVRTC to a CUBIN per architecture plus PTX for the highest one. */

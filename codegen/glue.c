@@ -74,6 +74,10 @@ static void c_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+void cg_write_c_string(FILE *f, const char *s) {
+    c_string(f, s);
+}
+
 /* Whether s can follow "in_" in a C identifier. */
 static bool ident_tail(const char *s) {
     if (!*s) return false;
@@ -285,6 +289,7 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
     bool train = p->g->train_loss != NULL;
     if (train) write_train(f, p);
     if (o->cuda_decl) fprintf(f, "\n%s", o->cuda_decl);
+    if (!o->cuda_decl) cg_write_steps(f, p); /* the profiler's (CPU only) */
     fputs("\nstatic const RtProgram tgc_program = {", f);
     c_string(f, g);
     fprintf(f, ", %d, %d, %d, tgc_inputs, tgc_params, tgc_outputs, %" PRId64 ", %d, ", it->ninputs,
@@ -301,7 +306,12 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
                 p->iface.conv_slot);
     else
         fputs(", NULL, 0, 0, NULL, NULL", f);
-    fprintf(f, ", %s};\n\n", train ? "&tgc_train" : "NULL");
+    fprintf(f, ", %s", train ? "&tgc_train" : "NULL");
+    if (o->cuda_decl)
+        fputs(", 0, NULL, 0, NULL};\n\n", f);
+    else
+        fprintf(f, ", %d, tgc_steps, %d, %s};\n\n", p->kp->nkernels, cg_profile_slot(p),
+                p->nconvs ? "rt_conv_impl" : "NULL");
     if (o->with_main) {
         fprintf(f,
                 "int main(int argc, char **argv) { return rt_main(&tgc_program, argc, argv); }\n");
@@ -360,6 +370,7 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
     for (int i = 0; i < it->noutputs; i++)
         fprintf(f, "%sout_%d", i ? ", " : "", i);
     fprintf(f, "};\n    return %s_run_buffers(ctx, in, out);\n}\n", g);
+    cg_write_profile_api(f, p);
 }
 
 static void shape_comment(FILE *f, const Value *v) {
@@ -385,7 +396,8 @@ void cg_write_header(FILE *f, const CgProgram *p) {
             " * input is wrong (I/O, format, shape, dtype, missing tensor, out of memory, an\n"
             " * index out of range), 7-8 a bug;\n"
             " * %1$s_error() says what and where. */\n"
-            "#ifndef TGC_%1$s_H\n#define TGC_%1$s_H\n#include <stddef.h>\n#include <stdint.h>\n\n"
+            "#ifndef TGC_%1$s_H\n#define TGC_%1$s_H\n#include <stddef.h>\n#include "
+            "<stdint.h>\n#include <stdio.h>\n\n"
             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
             "#define %1$s_OK 0\n\n"
             "typedef struct %1$s_ctx %1$s_ctx;\n\n"
@@ -449,5 +461,6 @@ void cg_write_header(FILE *f, const CgProgram *p) {
                 "int %1$s_save_params(%1$s_ctx *ctx, const char *path, int state);\n"
                 "int %1$s_load_params(%1$s_ctx *ctx, const char *path, int state);\n\n",
                 g);
+    cg_write_profile_decls(f, p);
     fputs("#ifdef __cplusplus\n}\n#endif\n#endif\n", f);
 }

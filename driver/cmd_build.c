@@ -39,6 +39,10 @@ typedef struct BuildOpts {
     /* tgc run: passed to the program */
     char *run_args[512];
     int nrun;
+    /* tgc run --profile: the table, and the trace at profile_json (default
+     * OUTPUT-DIR/profile.json); passed to the program after run_args. */
+    bool profile;
+    const char *profile_json;
 } BuildOpts;
 
 static const char *USAGE_BUILD =
@@ -52,7 +56,8 @@ static const char *USAGE_COMPILE = "tgc compile FILE -o OBJ.o --header H.h [same
 static const char *USAGE_RUN =
     "tgc run FILE [--input NAME=FILE.npy]... [--weights W] [--output-dir D] [--random-inputs "
     "SEED]\n"
-    "               [--print] [--bench N] [same options as build]";
+    "               [--print] [--bench N] [--profile] [--profile-json FILE]\n"
+    "               [same options as build]";
 
 /* --checkpoint auto: the step with the activations report --checkpoint
  * would recompute (driver/report_checkpoint.c) to fit --budget. */
@@ -110,7 +115,10 @@ static void help(BuildOpts *b) {
     if (b->mode == MODE_RUN)
         printf("  --input NAME=FILE    an input .npy file\n"
                "  --output-dir D       where outputs are written (default .)\n"
-               "  --random-inputs SEED, --print, --bench N: as the executable's flags\n");
+               "  --random-inputs SEED, --print, --bench N: as the executable's flags\n"
+               "  --profile            print the time of every step after the run(s) and\n"
+               "                       write them as Chrome trace events to D/profile.json\n"
+               "  --profile-json FILE  the same with the trace at FILE\n");
 }
 
 static bool parse_int(const char *s, int *out) {
@@ -204,6 +212,12 @@ static int parse(BuildOpts *b, int argc, char **argv) {
             }
         } else if (b->mode == MODE_RUN && !strcmp(a, "--print")) {
             if (b->nrun < 500) b->run_args[b->nrun++] = (char *)a;
+        } else if (b->mode == MODE_RUN && !strcmp(a, "--profile")) {
+            b->profile = true;
+        } else if (b->mode == MODE_RUN && !strcmp(a, "--profile-json")) {
+            NEED();
+            b->profile = true;
+            b->profile_json = argv[++i];
         } else if (a[0] == '-' && a[1]) {
             return usage_err(b, "unknown option '%s'", a);
         } else if (!b->o.file) {
@@ -644,6 +658,15 @@ static int drive(Mode mode, int argc, char **argv) {
     }
     for (int i = 0; i < b.nrun; i++)
         run[r++] = b.run_args[i];
+    if (b.profile) {
+        const char *dir = ".";
+        for (int i = 0; i + 1 < b.nrun; i++)
+            if (!strcmp(b.run_args[i], "--output-dir")) dir = b.run_args[i + 1];
+        run[r++] = "--profile";
+        run[r++] = "--profile-json";
+        run[r++] =
+            b.profile_json ? (char *)b.profile_json : arena_printf(&a, "%s/profile.json", dir);
+    }
     run[r] = NULL;
     rc = toolchain_exec(run, false);
     if (rc < 0 || rc > 3) {

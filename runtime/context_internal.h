@@ -30,6 +30,9 @@ struct RtContext {
     void **out_stage;
     RtCudaCtx *cuda;     /* --target cuda: the GPU side (no host arena, no forward) */
     RtTrainState *train; /* p->train: spare buffers and the user outputs' buffers */
+    /* rt_context_profile: the runs recorded (kept when stopped, for
+     * printing); bufs[p->prof_slot] points at it while recording. */
+    RtProfile *prof;
 };
 
 /* ---- program.c ---- */

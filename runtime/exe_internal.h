@@ -13,6 +13,8 @@ typedef struct RtExeArgs {
     const char **in_name, **in_file; /* --input, in command-line order */
     int nin;
     bool random, print, help, bench_set, threads_set, outdir_set;
+    bool profile;             /* --profile: print the profiler's table after the runs */
+    const char *profile_json; /* --profile-json FILE: its Chrome trace */
     uint64_t seed;
     long long bench, threads;
     /* training only */
@@ -49,4 +51,14 @@ int rt_exe_check_files(const RtProgram *p, const RtExeArgs *a);
 /* Writes output t's data (its declared dtype) to OUTDIR/NAME.npy. 0 or
  * the exit code, said. */
 int rt_exe_write_output(const RtExeArgs *a, const RtTensorInfo *t, const void *data);
+/* --profile / --profile-json on a program that cannot profile (a CUDA
+ * program, not yet): 1, said, before anything runs; else 0. */
+int rt_exe_profile_check(const RtExeArgs *a, const RtProgram *p);
+/* --profile / --profile-json: starts recording c's runs (0), or says why
+ * it cannot (1 or the status's code). */
+int rt_exe_profile_start(const RtExeArgs *a, RtContext *c);
+/* After the runs: the table (measured_us: the median time of the same
+ * runs as the caller measured them) and the trace file. 0 or the exit
+ * code, said. */
+int rt_exe_profile_finish(const RtExeArgs *a, RtContext *c, double measured_us);
 #endif

@@ -29,11 +29,11 @@ typedef RtExeArgs Args;
 
 static const char USAGE[] = "[--weights W.safetensors] [--input NAME=FILE.npy]... "
                             "[--random-inputs SEED] [--output-dir DIR] [--print] [--bench N] "
-                            "[--threads N] [--help]";
+                            "[--threads N] [--profile] [--profile-json FILE] [--help]";
 static const char TRAIN_USAGE[] = "[--weights W.safetensors] --input NAME=FILE.npy... --steps N "
                                   "[--save-weights OUT.safetensors] [--save-state S] "
                                   "[--load-state S] [--output-dir DIR] [--log-every K] "
-                                  "[--threads N] [--help]";
+                                  "[--threads N] [--profile] [--profile-json FILE] [--help]";
 
 const char *rt_exe_usage(const Args *a) {
     return a->train ? TRAIN_USAGE : USAGE;
@@ -91,6 +91,9 @@ static void print_help(const RtProgram *p, const Args *a) {
            "  --print                  print each output's values, PyTorch-style\n"
            "  --bench N                time N runs after a warm-up and print a summary\n"
            "  --threads N              threads to use (0: the program's default%s)\n"
+           "  --profile                after the runs (the N of --bench, else the one run),\n"
+           "                           print the time of every step of the program\n"
+           "  --profile-json FILE      write those runs' steps to FILE as Chrome trace events\n"
            "  --help                   this message\n",
            p->default_threads ? "" : ", one per core");
 }
@@ -103,7 +106,7 @@ static const struct {
 } VALUED[] = {
     {"--weights", 3},       {"--input", 3},      {"--output-dir", 3}, {"--threads", 3},
     {"--random-inputs", 1}, {"--bench", 1},      {"--steps", 2},      {"--save-weights", 2},
-    {"--save-state", 2},    {"--load-state", 2}, {"--log-every", 2},
+    {"--save-state", 2},    {"--load-state", 2}, {"--log-every", 2},  {"--profile-json", 3},
 };
 
 /* A single-valued flag's value: stored in *slot, "given twice" when set. */
@@ -136,6 +139,10 @@ static int parse_args(Args *a, int argc, char **argv) {
         }
         if (!strcmp(f, "--print") && !a->train) {
             a->print = true;
+            continue;
+        }
+        if (!strcmp(f, "--profile")) {
+            a->profile = true;
             continue;
         }
         bool known = false;
@@ -189,6 +196,8 @@ static int parse_args(Args *a, int argc, char **argv) {
             rc = set_once(a, f, v, &a->save_weights);
         } else if (!strcmp(f, "--save-state")) {
             rc = set_once(a, f, v, &a->save_state);
+        } else if (!strcmp(f, "--profile-json")) {
+            rc = set_once(a, f, v, &a->profile_json);
         } else {
             rc = set_once(a, f, v, &a->load_state);
         }
@@ -439,6 +448,7 @@ static int run_main(const RtProgram *p, Args *a, Run *r) {
     int rc = rt_exe_check_inputs(p, a);
     if (!rc) rc = rt_exe_check_outdir(a);
     if (!rc) rc = rt_exe_check_files(p, a);
+    if (!rc) rc = rt_exe_profile_check(a, p);
     if (rc) return rc;
 
     RtStatus s = rt_context_create(p, a->weights, (int)a->threads, &r->ctx);
@@ -480,19 +490,25 @@ static int run_main(const RtProgram *p, Args *a, Run *r) {
 
     /* Run: once, or a warm-up and N timed runs. */
     const void *const *in = (const void *const *)r->in;
+    double once_us = 0;
     if (a->bench_set) {
         if (!(r->samples = malloc(((size_t)a->bench + 1) * sizeof *r->samples)))
             return rt_exe_error(a, 1, "out of memory for %lld bench samples", a->bench);
         if ((s = rt_context_run(r->ctx, in, r->out)))
             return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
+        if ((rc = rt_exe_profile_start(a, r->ctx))) return rc; /* the timed runs only */
         for (long long i = 0; i < a->bench; i++) {
             int64_t t0 = rt_now_ns();
             s = rt_context_run(r->ctx, in, r->out);
             r->samples[i] = (double)(rt_now_ns() - t0) / 1000.0;
             if (s) return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
         }
-    } else if ((s = rt_context_run(r->ctx, in, r->out))) {
-        return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
+    } else {
+        if ((rc = rt_exe_profile_start(a, r->ctx))) return rc;
+        int64_t t0 = rt_now_ns();
+        if ((s = rt_context_run(r->ctx, in, r->out)))
+            return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
+        once_us = (double)(rt_now_ns() - t0) / 1000.0;
     }
 
     /* Outputs: written once, after the runs. */
@@ -509,11 +525,14 @@ static int run_main(const RtProgram *p, Args *a, Run *r) {
             free(str);
         }
     }
+    double measured_us = once_us;
     if (a->bench_set) {
         char line[256];
         RtBenchStats st = rt_bench_stats(r->samples, (size_t)a->bench);
         printf("%s\n", rt_bench_format(&st, line, sizeof line));
+        measured_us = st.median_us;
     }
+    if ((rc = rt_exe_profile_finish(a, r->ctx, measured_us))) return rc;
     if (fflush(stdout) || ferror(stdout))
         return rt_exe_error(a, 1, "cannot write to standard output");
     return 0;

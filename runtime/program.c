@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "context_internal.h"
+#include "profile_internal.h"
 
 /* ---- checking the descriptor (generated code, but a context must not
  * crash on a broken one) ---- */
@@ -204,6 +205,12 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
                                             (size_t)p->conv_slot != err_slot + 1)))
         return rt_error_set(&c->err, TGCRT_ERR_ARG, "program '%s': malformed convolution table",
                             p->name);
+    /* ... and last, the profiler's pointer (NULL: not profiling). */
+    if (p->prof_slot > 0) nbufs++;
+    if (p->nsteps < 0 || (p->nsteps > 0 && !p->steps) ||
+        (p->prof_slot > 0 && (size_t)p->prof_slot != nbufs - 1) || p->prof_slot < 0)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG, "program '%s': malformed step table",
+                            p->name ? p->name : "?");
     c->bufs = calloc(nbufs, sizeof *c->bufs);
     if (c->bufs) c->bufs[err_slot] = c->index_error;
     c->owned = calloc((size_t)p->nparams + 1, sizeof *c->owned);
@@ -311,7 +318,10 @@ RtStatus rt_ctx_stage_inputs(RtContext *c, const void *const *inputs, const char
 
 RtStatus rt_ctx_forward(RtContext *c) {
     memset(c->index_error, 0, sizeof c->index_error);
+    RtProfile *prof = c->p->prof_slot > 0 ? c->bufs[c->p->prof_slot] : NULL;
+    if (prof) rt_prof_run_begin(prof);
     c->p->forward(c->bufs, c->pool);
+    if (prof) rt_prof_run_end(prof);
     if (c->index_error[0]) {
         char msg[512];
         rt_index_error_format((const char *)(intptr_t)c->index_error[0], c->index_error[1],
@@ -383,6 +393,7 @@ void rt_context_destroy(RtContext *c) {
     free(c->out_stage);
     if (c->conv_state) c->p->conv_free(c->conv_state);
     free(c->bufs);
+    rt_prof_free(c->prof);
     rt_cuda_destroy(c->cuda);
     rt_arena_release(&c->arena);
     rt_pool_destroy(c->pool);

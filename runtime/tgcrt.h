@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* FILE: rt_context_profile_print */
 
 #ifdef __cplusplus
 extern "C" {
@@ -334,6 +335,20 @@ typedef struct RtTrainDesc {
     const uint8_t *in_place;
 } RtTrainDesc;
 
+/* One step of a CPU program's forward (one kernel of the plan, in run
+ * order), as the profiler names it (profile.c; emitted by the compiler as
+ * a constant table). */
+typedef struct RtStepInfo {
+    const char *op;     /* the op as the graph names it, fused ops joined by '+' */
+    const char *value;  /* the value it computes: its name, or %ID */
+    const char *where;  /* "FILE.tg:LINE" of that value, or "" */
+    const char *shapes; /* "f32[2, 10] <- f32[2, 784], f32[784, 10]": written <- read */
+    const char *impl;   /* "generated loop", "BLAS sgemm", "oneDNN", "flash attention", ... */
+    int32_t conv;       /* index in RtProgram.convs, or -1 (oneDNN names its kernel at setup) */
+    double flops;       /* floating-point operations (passes/flops.c's convention) */
+    double bytes;       /* bytes the step reads and writes, each operand once */
+} RtStepInfo;
+
 typedef struct RtProgram {
     const char *name;
     int ninputs, nparams, noutputs;
@@ -358,6 +373,15 @@ typedef struct RtProgram {
                            struct RtError *err);
     void (*conv_free)(void *state);
     const struct RtTrainDesc *train; /* tgc build --train, else NULL */
+    /* The profiler (profile.c): the forward's steps, and the bufs slot the
+     * forward reads its RtProfile pointer from (the last; 0: the forward
+     * has no hooks). NULL there: not profiling, one branch per step. */
+    int nsteps;
+    const RtStepInfo *steps;
+    int prof_slot;
+    /* rt_conv_impl, set by the glue only when nconvs > 0 (as conv_setup):
+     * the profiler names each convolution's oneDNN kernel. */
+    const char *(*conv_impl)(const void *conv_state, int64_t index);
 } RtProgram;
 
 typedef struct RtContext RtContext;
@@ -388,6 +412,40 @@ void rt_context_destroy(RtContext *c); /* NULL is fine */
 /* The main() of an executable from tgc build: the flags and behaviour of
  * cli.md "Compiled executables". Returns the exit code. */
 int rt_main(const RtProgram *p, int argc, char **argv);
+
+/* ---- the profiler (profile.c) ----
+ *
+ * A profiling context records the time of every step of every run (and
+ * training step): the forward calls rt_prof_mark(prof, i) as step i
+ * starts and rt_prof_mark(prof, nsteps) after the last, only when its
+ * profile slot holds a profiler, so a context that does not profile pays
+ * one predictable branch per step. */
+typedef struct RtProfile RtProfile;
+/* Called by generated code: the time at which step `step` starts. */
+void rt_prof_mark(RtProfile *prof, int64_t step);
+
+/* Starts (on) or stops recording the runs of c; starting again clears what
+ * was recorded. TGCRT_ERR_ARG when the program has no step table (a CUDA
+ * program, or one built by hand), TGCRT_ERR_NOMEM. */
+RtStatus rt_context_profile(RtContext *c, bool on);
+/* How many runs were recorded (0 when not profiling). */
+size_t rt_context_profile_runs(const RtContext *c);
+/* The median time of step i over the recorded runs, in microseconds; -1
+ * for an index out of range or when nothing was recorded. */
+double rt_context_profile_step_us(const RtContext *c, int i);
+/* Prints the table: one row per step, sorted by time (median over the
+ * runs), with its share, GFLOP/s and GB/s, the op, its .tg line, shapes
+ * and implementation; then the rows' total beside measured_us (the run
+ * time the caller measured for the same runs; < 0: not shown). */
+RtStatus rt_context_profile_print(const RtContext *c, FILE *f, double measured_us);
+/* Writes the recorded runs to path as Chrome trace events (one "X" event
+ * per step per run, ts/dur in microseconds; Perfetto and chrome://tracing
+ * open it), whole or not at all. */
+RtStatus rt_context_profile_write_json(RtContext *c, const char *path);
+/* The implementation convolution `index` of a context's conv state runs:
+ * oneDNN's kernel name ("brg:avx512_core", "jit:avx2"...), or "direct: WHY"
+ * (conv.c; what RtProgram.conv_impl points at). */
+const char *rt_conv_impl(const void *state, int64_t index);
 
 /* ---- training contexts (train.c) ----
  *

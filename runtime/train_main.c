@@ -4,7 +4,8 @@
  *
  *   ./EXE [--weights W] --input NAME=FILE.npy... --steps N
  *         [--save-weights OUT.safetensors] [--save-state S] [--load-state S]
- *         [--output-dir D] [--log-every K] [--threads N] [--help]
+ *         [--output-dir D] [--log-every K] [--threads N] [--profile]
+ *         [--profile-json FILE] [--help]
  *
  * It checks the command line and every file name before anything runs,
  * creates a training context (params from --weights, the embedded image or
@@ -92,6 +93,10 @@ static void print_help(const RtProgram *p, const Args *a) {
            "  --output-dir DIR         after the last step, write each output to DIR/NAME.npy\n"
            "  --log-every K            print \"step S loss L\" after every K steps and the last\n"
            "  --threads N              threads to use (0: the program's default%s)\n"
+           "  --profile                after the steps, print the time of every step of the\n"
+           "                           program (the median over the training steps)\n"
+           "  --profile-json FILE      write every training step's steps to FILE as Chrome\n"
+           "                           trace events\n"
            "  --help                   this message\n",
            p->default_threads ? "" : ", one per core");
 }
@@ -159,21 +164,39 @@ static void log_loss(long long step, double loss) {
     fflush(stdout); /* progress, when piped */
 }
 
+/* The median of n step times (sorts them). */
+static double median_of(double *us, long long n) {
+    return n > 0 ? rt_bench_stats(us, (size_t)n).median_us : 0;
+}
+
 static int run_steps(const RtProgram *p, const Args *a, Train *r) {
     double loss = NAN;
-    for (long long st = 0; st < a->steps; st++) {
+    /* --profile: every step, each timed as a whole for the table's
+     * "measured" (what the steps' rows must add up to). */
+    bool prof = a->profile || a->profile_json;
+    bool fits = (unsigned long long)a->steps < SIZE_MAX / sizeof(double) - 1;
+    double *step_us = prof && fits ? malloc(((size_t)a->steps + 1) * sizeof *step_us) : NULL;
+    if (prof && !step_us) return rt_exe_error(a, 1, "out of memory for the profile");
+    int rc = rt_exe_profile_start(a, r->ctx);
+    for (long long st = 0; !rc && st < a->steps; st++) {
         for (int i = 0; i < p->ninputs; i++) {
             const Data *d = &r->data[i];
             r->in[i] = (const char *)d->arr.data + (size_t)(st % d->k) * d->batch;
         }
+        int64_t t0 = rt_now_ns();
         RtStatus s = rt_context_train_step(r->ctx, r->in, &loss);
-        if (s)
-            return rt_exe_error(a, rt_status_exit_code(s), "step %lld: %s", st + 1,
-                                rt_context_error(r->ctx));
+        if (step_us) step_us[st] = (double)(rt_now_ns() - t0) / 1000.0;
+        if (s) {
+            rc = rt_exe_error(a, rt_status_exit_code(s), "step %lld: %s", st + 1,
+                              rt_context_error(r->ctx));
+            break;
+        }
         if (a->log_set && (st + 1) % a->log_every == 0) log_loss(st + 1, loss);
     }
-    if (a->log_set && a->steps > 0 && a->steps % a->log_every) log_loss(a->steps, loss);
-    return 0;
+    if (!rc && a->log_set && a->steps > 0 && a->steps % a->log_every) log_loss(a->steps, loss);
+    if (!rc) rc = rt_exe_profile_finish(a, r->ctx, median_of(step_us, a->steps));
+    free(step_us);
+    return rc;
 }
 
 /* After the last step: the params and state asked for, then the outputs
@@ -212,6 +235,7 @@ static int train(const RtProgram *p, Args *a, Train *r) {
     int rc = rt_exe_check_inputs(p, a);
     if (!rc && a->outdir_set) rc = rt_exe_check_outdir(a);
     if (!rc) rc = rt_exe_check_files(p, a);
+    if (!rc) rc = rt_exe_profile_check(a, p);
     if (rc) return rc;
 
     RtStatus s = rt_context_create(p, a->weights, (int)a->threads, &r->ctx);

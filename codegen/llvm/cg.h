@@ -36,6 +36,7 @@ typedef struct Cg {
     LLVMTypeRef t_fwd;                    /* void (i8** bufs, i8* pool) */
     int nparts, fwd_steps;                /* parts so far; steps in the current one */
     LLVMValueRef fwd, fwd_bufs, fwd_pool; /* the current part of forward, its arguments */
+    LLVMValueRef fwd_prof; /* the part's RtProfile pointer, loaded once (NULL: not profiling) */
     LLVMValueRef fwd_ptrs; /* forward's [KERN_MAX_BASES x i8*]: the pointer table of a call */
     int nkernels;
     CgSharedKernel *shared; /* kernel_share.c */

@@ -84,6 +84,41 @@ static void fwd_part_begin(Cg *cg) {
     cg->fwd_pool = LLVMGetParam(cg->fwd, 1);
     cg->fwd_ptrs = LLVMBuildAlloca(cg->b, LLVMArrayType(cg->t_ptr, KERN_MAX_BASES), "ptrs");
     cg->fwd_steps = 0;
+    /* The profiler's pointer, read once per part: kernels never write bufs,
+     * but LLVM cannot know that across their calls. */
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(
+        cg->b, cg->t_ptr, LLVMBuildBitCast(cg->b, cg->fwd_bufs, cg->t_pptr, ""),
+        (LLVMValueRef[]){LLVMConstInt(cg->t_i64, (unsigned long long)cg_profile_slot(cg->p), 0)}, 1,
+        "");
+    cg->fwd_prof = LLVMBuildLoad2(cg->b, cg->t_ptr, slot, "prof");
+}
+
+/* Profiling hook: `if (prof) rt_prof_mark(prof, step)` at the end of the
+ * current part, step being the kernel about to start (nkernels after the
+ * last). rt_prof_mark is declared cold, so the call stays off the straight
+ * path: a run that does not profile pays a compare and a predicted branch
+ * per step. */
+static void prof_mark(Cg *cg, int step) {
+    LLVMModuleRef m = LLVMGetGlobalParent(cg->fwd);
+    LLVMTypeRef pt[2] = {cg->t_ptr, cg->t_i64};
+    LLVMTypeRef ft = LLVMFunctionType(cg->t_void, pt, 2, false);
+    LLVMValueRef fn = LLVMGetNamedFunction(m, "rt_prof_mark");
+    if (!fn) {
+        fn = LLVMAddFunction(m, "rt_prof_mark", ft);
+        LLVMAddAttributeAtIndex(
+            fn, LLVMAttributeFunctionIndex,
+            LLVMCreateEnumAttribute(cg->ctx, LLVMGetEnumAttributeKindForName("cold", 4), 0));
+    }
+    LLVMPositionBuilderAtEnd(cg->b, LLVMGetLastBasicBlock(cg->fwd));
+    LLVMValueRef on = LLVMBuildIsNotNull(cg->b, cg->fwd_prof, "profiling");
+    LLVMBasicBlockRef mark = LLVMAppendBasicBlockInContext(cg->ctx, cg->fwd, "prof_mark");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(cg->ctx, cg->fwd, "step");
+    LLVMBuildCondBr(cg->b, on, mark, next);
+    LLVMPositionBuilderAtEnd(cg->b, mark);
+    LLVMValueRef args[2] = {cg->fwd_prof, LLVMConstInt(cg->t_i64, (unsigned long long)step, 0)};
+    LLVMBuildCall2(cg->b, ft, fn, args, 2, "");
+    LLVMBuildBr(cg->b, next);
+    LLVMPositionBuilderAtEnd(cg->b, next);
 }
 
 static void fwd_part_end(Cg *cg) {
@@ -188,8 +223,11 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     free(sym);
     LLVMAppendBasicBlockInContext(cg.ctx, cg.fwd_top, "entry");
     fwd_part_begin(&cg);
-    for (int i = 0; i < p->kp->nkernels && !cg.fail; i++)
+    for (int i = 0; i < p->kp->nkernels && !cg.fail; i++) {
+        prof_mark(&cg, i);
         emit_kernel(&cg, &p->kp->kernels[i]);
+    }
+    prof_mark(&cg, p->kp->nkernels);
     cg_share_finish(&cg);
     fwd_part_end(&cg);
     LLVMPositionBuilderAtEnd(cg.b, LLVMGetLastBasicBlock(cg.fwd_top));
