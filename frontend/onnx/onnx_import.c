@@ -121,13 +121,6 @@ static void check_names(Ox *x) {
     }
 }
 
-static bool is_graph_output(Ox *x, const char *name) {
-    for (size_t k = 0; k < x->g->n_output; k++)
-        if (x->g->output[k] && x->g->output[k]->name && !strcmp(x->g->output[k]->name, name))
-            return true;
-    return false;
-}
-
 /* Graph inputs: dtype and shape; dim_param names become symbolic dims. */
 static void add_inputs(Ox *x) {
     Onnx__GraphProto *g = x->g;
@@ -162,10 +155,10 @@ static void add_inputs(Ox *x) {
                         dm->dim_param && *dm->dim_param
                     ? dm->dim_param
                     : arena_printf(x->a, "%s_dim%d", vi->name, d);
-            int s = 0;
-            while (s < x->ndims && strcmp(x->dims[s].onnx, pn))
-                s++;
-            if (s == x->ndims) {
+            bool added;
+            int *slot = strmap_at(x->a, &x->dim_index, pn, &added);
+            int s = added ? (*slot = x->ndims) : *slot;
+            if (added) {
                 struct OxSymDim sd = {pn, ox_ident(x, pn, NULL), 1, false};
                 for (int o = 0; o < x->nov; o++)
                     if (!strcmp(x->ov[o].name, sd.tg) || !strcmp(x->ov[o].name, pn))
@@ -201,20 +194,25 @@ static void add_inputs(Ox *x) {
     }
 }
 
+/* Counted first, then filled: a value read by every node (a model's
+ * input) would otherwise be copied once per user. */
 static void count_users(Ox *x) {
     Onnx__GraphProto *g = x->g;
-    for (size_t k = 0; k < g->n_node; k++) {
-        Onnx__NodeProto *n = g->node[k];
-        for (size_t i = 0; i < n->n_input; i++) {
-            OxVal *v = ox_val(x, n->input[i]);
-            if (!v) continue;
-            int cap = v->nusers;
-            int *u = ARENA_ARRAY(x->a, int, cap + 1);
-            if (v->nusers) memcpy(u, v->users, sizeof(int) * (size_t)v->nusers);
-            u[v->nusers++] = (int)k;
-            v->users = u;
+    for (size_t k = 0; k < g->n_node; k++)
+        for (size_t i = 0; i < g->node[k]->n_input; i++) {
+            OxVal *v = ox_val(x, g->node[k]->input[i]);
+            if (v) v->nusers++;
         }
-    }
+    for (size_t k = 0; k < g->n_node; k++)
+        for (size_t i = 0; i < g->node[k]->n_input; i++) {
+            OxVal *v = ox_val(x, g->node[k]->input[i]);
+            if (!v) continue;
+            if (!v->users) { /* its first user: nusers is the count */
+                v->users = ARENA_ARRAY(x->a, int, v->nusers);
+                v->nusers = 0;
+            }
+            v->users[v->nusers++] = (int)k;
+        }
 }
 
 static void import_node(Ox *x, int k) {
@@ -299,9 +297,8 @@ static const char *graph_name(Ox *x) {
     p = s ? s + 1 : p;
     size_t n = strlen(p);
     if (n > 5 && !strcasecmp(p + n - 5, ".onnx")) n -= 5;
-    const char *id = ox_ident(x, arena_strndup(x->a, p, n), NULL);
-    x->nids--; /* the graph's name is no value's */
-    return id;
+    /* made last: it stays clear of every value's name */
+    return ox_ident(x, arena_strndup(x->a, p, n), NULL);
 }
 
 bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size_t n,
@@ -353,6 +350,13 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
         ox_val(x, g->initializer[k]->name)->ready = true;
     add_inputs(x);
     if (!g->n_output) ox_fail(x, "the graph has no outputs");
+    /* Name sets, so that no check below scans every output or input per
+     * value (a model may have thousands of either). */
+    StrMap graph_outs = {0}, graph_ins = {0}, listed = {0};
+    for (size_t k = 0; k < g->n_output; k++)
+        if (g->output[k] && g->output[k]->name) strmap_add(a, &graph_outs, g->output[k]->name);
+    for (size_t k = 0; k < g->n_input; k++)
+        if (g->input[k] && g->input[k]->name) strmap_add(a, &graph_ins, g->input[k]->name);
     /* Every node output exists before the walk: fused groups look ahead at
      * their users. */
     for (size_t k = 0; k < g->n_node; k++) {
@@ -361,7 +365,7 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
         for (size_t i = 0; i < n->n_output; i++) {
             if (!n->output[i] || !*n->output[i]) continue;
             OxVal *v = ox_val_new(x, n->output[i]);
-            v->is_output = is_graph_output(x, n->output[i]);
+            v->is_output = strmap_find(&graph_outs, n->output[i]) != NULL;
             v->dt = DT_NONE;
             v->producer = (int)k;
         }
@@ -387,16 +391,9 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
         const char *on = g->output[k] ? g->output[k]->name : NULL;
         OxVal *v = ox_val(x, on);
         if (!v) ox_fail(x, "graph output '%s' is not computed by any node", on ? on : "");
-        if (v->is_init || (!v->tg && !v->c)) {
-            bool input = false;
-            for (size_t i = 0; i < g->n_input; i++)
-                input |= g->input[i] && g->input[i]->name && !strcmp(g->input[i]->name, on);
-            if (!input && !v->c) ox_fail(x, "graph output '%s' is not computed by any node", on);
-        }
-        bool written = false;
-        for (size_t i = 0; i < k; i++)
-            written |= g->output[i] && g->output[i]->name && !strcmp(g->output[i]->name, on);
-        if (written) ox_fail(x, "graph output '%s' is listed twice", on);
+        if ((v->is_init || (!v->tg && !v->c)) && !strmap_find(&graph_ins, on) && !v->c)
+            ox_fail(x, "graph output '%s' is not computed by any node", on);
+        if (!strmap_add(a, &listed, on)) ox_fail(x, "graph output '%s' is listed twice", on);
         if (v->out_written) continue;
         const char *ref = ox_ref(x, v, false);
         if (!v->out_written) ox_emit(x, OX_BODY, "output %s = %s\n", ox_ident(x, on, NULL), ref);

@@ -16,6 +16,7 @@
 
 #include "frontend/onnx/onnx_import.h"
 #include "onnx.pb-c.h"
+#include "support/strmap.h"
 
 #define OX_MAX_DIMS 12
 
@@ -80,9 +81,10 @@ typedef struct Ox {
     /* the .tg: header, params, statements (malloc'd buffers) */
     char *buf[3];
     size_t len[3], cap[3];
-    /* identifiers in use */
-    const char **ids;
-    int nids, capids;
+    /* identifiers in use, and for each base name the next "_k" suffix
+     * to try (every smaller one is taken): a name is made in O(1) however
+     * many ONNX names sanitize to the same identifier */
+    StrMap ids, next_suffix;
     /* symbolic dims: ONNX dim_param, .tg name, default */
     struct OxSymDim {
         const char *onnx, *tg;
@@ -90,6 +92,7 @@ typedef struct Ox {
         bool given;
     } * dims;
     int ndims, capdims;
+    StrMap dim_index; /* ONNX dim_param -> its index in dims */
     const DimOverride *ov;
     int nov;
     bool used_defaults; /* a symbolic size decided with its default */

@@ -47,12 +47,6 @@ static bool reserved(const char *s) {
     return op_lookup(s) != OP_COUNT;
 }
 
-static bool id_taken(Ox *x, const char *s) {
-    for (int k = 0; k < x->nids; k++)
-        if (!strcmp(x->ids[k], s)) return true;
-    return false;
-}
-
 /* torch's names: "/layer1/layer1.0/conv1/Conv_output_0" -> layer1_0_conv1_conv
  * (a module path segment repeated as the next one's prefix is dropped). */
 const char *ox_ident(Ox *x, const char *name, const char *suffix) {
@@ -111,9 +105,14 @@ const char *ox_ident(Ox *x, const char *name, const char *suffix) {
     if (!*s || isdigit((unsigned char)s[0])) base = arena_printf(x->a, "v%s%s", *s ? "_" : "", s);
     if (reserved(base)) base = arena_printf(x->a, "%s_", base);
     const char *id = base;
-    for (int k = 2; id_taken(x, id); k++)
-        id = arena_printf(x->a, "%s_%d", base, k);
-    ARENA_PUSH(x->a, x->ids, x->nids, x->capids, id);
+    if (strmap_find(&x->ids, id)) {
+        int *next = strmap_at(x->a, &x->next_suffix, base, NULL);
+        if (*next < 2) *next = 2;
+        do
+            id = arena_printf(x->a, "%s_%d", base, (*next)++);
+        while (strmap_find(&x->ids, id));
+    }
+    strmap_add(x->a, &x->ids, id);
     return id;
 }
 

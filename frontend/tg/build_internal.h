@@ -5,6 +5,7 @@
 #include "frontend/tg/ast.h"
 #include "ir/infer.h"
 #include "ir/ir.h"
+#include "support/strmap.h"
 
 typedef enum {
     EV_ERR,
@@ -59,9 +60,8 @@ typedef struct Builder {
     struct ModuleDef *defs; /* every def of the program */
     int ndefs, cap_defs;
     struct ModuleCall *call; /* the innermost def call being lowered, or NULL */
-    const char **pnames;     /* full names of the graph's params: a hash set */
-    int npnames, pnames_cap;
-    int anon_calls; /* calls without prefix=, numbered for value names */
+    StrMap pnames;           /* full names of the graph's params */
+    int anon_calls;          /* calls without prefix=, numbered for value names */
 } Builder;
 
 /* build.c */

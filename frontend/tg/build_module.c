@@ -90,18 +90,14 @@ static const char *type_text(Builder *B, const Value *v) {
 }
 
 bool module_param_name(Builder *B, const char *full, SrcLoc loc) {
-    for (int i = 0; i < B->npnames; i++)
-        if (!strcmp(B->pnames[i], full)) {
-            if (B->call && B->call->dup_reported) return false;
-            if (B->call) B->call->dup_reported = true;
-            diag_error(B->d, loc,
-                       "param '%s' already exists: two calls use the same prefix, or a param of "
-                       "the graph has this name",
-                       full);
-            return false;
-        }
-    ARENA_PUSH(B->a, B->pnames, B->npnames, B->pnames_cap, full);
-    return true;
+    if (strmap_add(B->a, &B->pnames, full)) return true;
+    if (B->call && B->call->dup_reported) return false;
+    if (B->call) B->call->dup_reported = true;
+    diag_error(B->d, loc,
+               "param '%s' already exists: two calls use the same prefix, or a param of "
+               "the graph has this name",
+               full);
+    return false;
 }
 
 const char *module_value_name(Builder *B, const char *local) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "frontend/tg/ast.h"
+#include "support/strmap.h"
 
 typedef struct Parser {
     Arena *a;
@@ -448,16 +449,16 @@ static void parse_graph(Parser *P, Program *prog) {
     prog->name_loc = name->loc;
     if (!accept(P, TK_LPAREN)) return;
     int c1 = 0, c2 = 0, c3 = 0;
+    StrMap seen = {0}; /* a graph may declare tens of thousands of dims */
     while (!at(P, TK_RPAREN)) {
         Token *d = expect(P, TK_IDENT, "a dimension name");
         if (!d || !expect(P, TK_ASSIGN, "'=' and the dimension's default value")) return;
         Ast *e = parse_expr(P);
         if (!e) return;
-        for (int i = 0; i < prog->ndims; i++)
-            if (!strcmp(prog->dim_names[i], d->text)) {
-                parse_error(P, d->loc, "dimension '%s' is declared twice", d->text);
-                return;
-            }
+        if (!strmap_add(P->a, &seen, d->text)) {
+            parse_error(P, d->loc, "dimension '%s' is declared twice", d->text);
+            return;
+        }
         int n = prog->ndims, n2 = prog->ndims;
         ARENA_PUSH(P->a, prog->dim_names, n, c1, d->text);
         ARENA_PUSH(P->a, prog->dim_locs, n2, c2, d->loc);
