@@ -117,6 +117,7 @@ static void check_names(Ox *x) {
             if (!utf8_ok(n->input[i])) ox_fail(x, "input %zu's name is not valid UTF-8", i);
         for (size_t i = 0; i < n->n_output; i++)
             if (!utf8_ok(n->output[i])) ox_fail(x, "output %zu's name is not valid UTF-8", i);
+        ox_check_node_form(x);
         x->node = -1;
     }
 }

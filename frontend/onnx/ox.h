@@ -175,6 +175,9 @@ const char *ox_supported_ops(Ox *x);
 /* Fails naming an attribute of the current node that its op's mapping
  * does not understand (nothing for an op not supported at all). */
 void ox_check_node_attrs(Ox *x);
+/* Fails naming the current node when an attribute is given twice, or when
+ * its numbers of inputs and outputs are not ones its operator allows. */
+void ox_check_node_form(Ox *x);
 /* ox_fuse.c: a fused group starting at node k (gelu, layer_norm, linear);
  * true when written. */
 bool ox_fuse(Ox *x, int k);

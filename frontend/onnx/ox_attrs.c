@@ -1,11 +1,16 @@
-/* The operators the importer maps and, for each, the attributes its
- * mapping understands (ONNX's, opsets 11 to 18). A node carrying any other
- * attribute is refused before it is folded, fused or written: an attribute
- * the mapping does not read would otherwise be silently ignored, and the
- * .tg would compute something else than the model. Attributes whose every
- * value is not supported are listed here and checked by the mapping (Resize's
- * antialias, ArgMax's select_last_index...). The same table is the list of
- * supported operators that the "not supported" message prints. */
+/* The operators the importer maps and, for each, how many inputs and
+ * outputs ONNX allows it (counting "" for an omitted optional one; the
+ * widest range over opsets 11 to 18) and the attributes its mapping
+ * understands (ONNX's, opsets 11 to 18). Every node's counts are checked
+ * against this one table before any node is imported, as ONNX Runtime's
+ * checker does: the mappings, and the fusions that look ahead, read inputs
+ * by position. A node carrying any other attribute is refused before it is
+ * folded, fused or written: an attribute the mapping does not read would
+ * otherwise be silently ignored, and the .tg would compute something else
+ * than the model. Attributes whose every value is not supported are listed
+ * here and checked by the mapping (Resize's antialias, ArgMax's
+ * select_last_index...). The same table is the list of supported operators
+ * that the "not supported" message prints. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,103 +19,117 @@
 static const char *const NONE = "";
 static const char *const REDUCE = "axes keepdims noop_with_empty_axes";
 
+enum { ANY = 1 << 30 }; /* a variadic operator's maximum */
+
 static const struct {
-    const char *op, *attrs; /* attrs: space-separated names */
+    const char *op;
+    int in_min, in_max, out_min, out_max;
+    const char *attrs; /* space-separated names */
 } ops[] = {
-    {"Abs", NONE},
-    {"Add", NONE},
-    {"And", NONE},
-    {"ArgMax", "axis keepdims select_last_index"},
-    {"ArgMin", "axis keepdims select_last_index"},
-    {"AveragePool", "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
-    {"BatchNormalization", "epsilon momentum training_mode"},
-    {"Cast", "to"},
-    {"Ceil", NONE},
-    {"Clip", "min max"},
-    {"Concat", "axis"},
-    {"Constant", "value value_float value_floats value_int value_ints"},
-    {"ConstantOfShape", "value"},
-    {"Conv", "auto_pad dilations group kernel_shape pads strides"},
-    {"ConvTranspose", "auto_pad dilations group kernel_shape output_padding output_shape pads "
-                      "strides"},
-    {"Cos", NONE},
-    {"Div", NONE},
-    {"Dropout", "ratio seed"},
-    {"Einsum", "equation"},
-    {"Elu", "alpha"},
-    {"Equal", NONE},
-    {"Erf", NONE},
-    {"Exp", NONE},
-    {"Expand", NONE},
-    {"Flatten", "axis"},
-    {"Floor", NONE},
-    {"Gather", "axis"},
-    {"Gemm", "alpha beta transA transB"},
-    {"GlobalAveragePool", NONE},
-    {"GlobalMaxPool", NONE},
-    {"Greater", NONE},
-    {"GreaterOrEqual", NONE},
-    {"HardSigmoid", "alpha beta"},
-    {"HardSwish", NONE},
-    {"Identity", NONE},
-    {"InstanceNormalization", "epsilon"},
-    {"LayerNormalization", "axis epsilon stash_type"},
-    {"LeakyRelu", "alpha"},
-    {"Less", NONE},
-    {"LessOrEqual", NONE},
-    {"Log", NONE},
-    {"LogSoftmax", "axis"},
-    {"MatMul", NONE},
-    {"Max", NONE},
+    {"Abs", 1, 1, 1, 1, NONE},
+    {"Add", 2, 2, 1, 1, NONE},
+    {"And", 2, 2, 1, 1, NONE},
+    {"ArgMax", 1, 1, 1, 1, "axis keepdims select_last_index"},
+    {"ArgMin", 1, 1, 1, 1, "axis keepdims select_last_index"},
+    {"AveragePool", 1, 1, 1, 1,
+     "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
+    {"BatchNormalization", 5, 5, 1, 5, "epsilon momentum training_mode"},
+    {"Cast", 1, 1, 1, 1, "to"},
+    {"Ceil", 1, 1, 1, 1, NONE},
+    {"Clip", 1, 3, 1, 1, "min max"},
+    {"Concat", 1, ANY, 1, 1, "axis"},
+    {"Constant", 0, 0, 1, 1, "value value_float value_floats value_int value_ints"},
+    {"ConstantOfShape", 1, 1, 1, 1, "value"},
+    {"Conv", 2, 3, 1, 1, "auto_pad dilations group kernel_shape pads strides"},
+    {"ConvTranspose", 2, 3, 1, 1,
+     "auto_pad dilations group kernel_shape output_padding output_shape pads "
+     "strides"},
+    {"Cos", 1, 1, 1, 1, NONE},
+    {"Div", 2, 2, 1, 1, NONE},
+    {"Dropout", 1, 3, 1, 2, "ratio seed"},
+    {"Einsum", 1, ANY, 1, 1, "equation"},
+    {"Elu", 1, 1, 1, 1, "alpha"},
+    {"Equal", 2, 2, 1, 1, NONE},
+    {"Erf", 1, 1, 1, 1, NONE},
+    {"Exp", 1, 1, 1, 1, NONE},
+    {"Expand", 2, 2, 1, 1, NONE},
+    {"Flatten", 1, 1, 1, 1, "axis"},
+    {"Floor", 1, 1, 1, 1, NONE},
+    {"Gather", 2, 2, 1, 1, "axis"},
+    {"Gemm", 2, 3, 1, 1, "alpha beta transA transB"},
+    {"GlobalAveragePool", 1, 1, 1, 1, NONE},
+    {"GlobalMaxPool", 1, 1, 1, 1, NONE},
+    {"Greater", 2, 2, 1, 1, NONE},
+    {"GreaterOrEqual", 2, 2, 1, 1, NONE},
+    {"HardSigmoid", 1, 1, 1, 1, "alpha beta"},
+    {"HardSwish", 1, 1, 1, 1, NONE},
+    {"Identity", 1, 1, 1, 1, NONE},
+    {"InstanceNormalization", 3, 3, 1, 1, "epsilon"},
+    {"LayerNormalization", 2, 3, 1, 3, "axis epsilon stash_type"},
+    {"LeakyRelu", 1, 1, 1, 1, "alpha"},
+    {"Less", 2, 2, 1, 1, NONE},
+    {"LessOrEqual", 2, 2, 1, 1, NONE},
+    {"Log", 1, 1, 1, 1, NONE},
+    {"LogSoftmax", 1, 1, 1, 1, "axis"},
+    {"MatMul", 2, 2, 1, 1, NONE},
+    {"Max", 1, ANY, 1, 1, NONE},
     /* storage_order only orders the indices output, which is refused */
-    {"MaxPool", "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
-    {"Min", NONE},
-    {"Mish", NONE},
-    {"Mod", "fmod"},
-    {"Mul", NONE},
-    {"Neg", NONE},
-    {"Not", NONE},
-    {"Or", NONE},
-    {"Pad", "mode"},
-    {"Pow", NONE},
-    {"PRelu", NONE},
-    {"Range", NONE},
-    {"Reciprocal", NONE},
-    {"ReduceMax", REDUCE},
-    {"ReduceMean", REDUCE},
-    {"ReduceMin", REDUCE},
-    {"ReduceProd", REDUCE},
-    {"ReduceSum", REDUCE},
-    {"Relu", NONE},
-    {"Reshape", "allowzero"},
+    {"MaxPool", 1, 1, 1, 2, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
+    {"Min", 1, ANY, 1, 1, NONE},
+    {"Mish", 1, 1, 1, 1, NONE},
+    {"Mod", 2, 2, 1, 1, "fmod"},
+    {"Mul", 2, 2, 1, 1, NONE},
+    {"Neg", 1, 1, 1, 1, NONE},
+    {"Not", 1, 1, 1, 1, NONE},
+    {"Or", 2, 2, 1, 1, NONE},
+    {"Pad", 2, 4, 1, 1, "mode"},
+    {"Pow", 2, 2, 1, 1, NONE},
+    {"PRelu", 2, 2, 1, 1, NONE},
+    {"Range", 3, 3, 1, 1, NONE},
+    {"Reciprocal", 1, 1, 1, 1, NONE},
+    {"ReduceMax", 1, 2, 1, 1, REDUCE},
+    {"ReduceMean", 1, 2, 1, 1, REDUCE},
+    {"ReduceMin", 1, 2, 1, 1, REDUCE},
+    {"ReduceProd", 1, 2, 1, 1, REDUCE},
+    {"ReduceSum", 1, 2, 1, 1, REDUCE},
+    {"Relu", 1, 1, 1, 1, NONE},
+    {"Reshape", 2, 2, 1, 1, "allowzero"},
     /* cubic_coeff_a and extrapolation_value only matter to the cubic and
      * tf_crop_and_resize modes, which are refused; torch writes the first */
-    {"Resize", "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
-               "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
-    {"Round", NONE},
-    {"ScatterND", "reduction"},
-    {"Shape", "end start"},
-    {"Sigmoid", NONE},
-    {"Sign", NONE},
-    {"Sin", NONE},
-    {"Size", NONE},
-    {"Slice", NONE},
-    {"Softmax", "axis"},
-    {"Softplus", NONE},
-    {"Split", "axis num_outputs split"},
-    {"Sqrt", NONE},
-    {"Squeeze", "axes"},
-    {"Sub", NONE},
-    {"Sum", NONE},
-    {"Tanh", NONE},
-    {"Tile", NONE},
-    {"Transpose", "perm"},
-    {"Trilu", "upper"},
-    {"Unsqueeze", "axes"},
-    {"Where", NONE},
-    {"Xor", NONE},
+    {"Resize", 1, 4, 1, 1,
+     "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
+     "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
+    {"Round", 1, 1, 1, 1, NONE},
+    {"ScatterND", 3, 3, 1, 1, "reduction"},
+    {"Shape", 1, 1, 1, 1, "end start"},
+    {"Sigmoid", 1, 1, 1, 1, NONE},
+    {"Sign", 1, 1, 1, 1, NONE},
+    {"Sin", 1, 1, 1, 1, NONE},
+    {"Size", 1, 1, 1, 1, NONE},
+    {"Slice", 3, 5, 1, 1, NONE},
+    {"Softmax", 1, 1, 1, 1, "axis"},
+    {"Softplus", 1, 1, 1, 1, NONE},
+    {"Split", 1, 2, 1, ANY, "axis num_outputs split"},
+    {"Sqrt", 1, 1, 1, 1, NONE},
+    {"Squeeze", 1, 2, 1, 1, "axes"},
+    {"Sub", 2, 2, 1, 1, NONE},
+    {"Sum", 1, ANY, 1, 1, NONE},
+    {"Tanh", 1, 1, 1, 1, NONE},
+    {"Tile", 2, 2, 1, 1, NONE},
+    {"Transpose", 1, 1, 1, 1, "perm"},
+    {"Trilu", 1, 2, 1, 1, "upper"},
+    {"Unsqueeze", 1, 2, 1, 1, "axes"},
+    {"Where", 3, 3, 1, 1, NONE},
+    {"Xor", 2, 2, 1, 1, NONE},
 };
 enum { NOPS = sizeof ops / sizeof *ops };
+
+static int op_index(const char *op) {
+    int k = 0;
+    while (k < NOPS && strcmp(ops[k].op, op ? op : ""))
+        k++;
+    return k;
+}
 
 static bool in_list(const char *list, const char *name) {
     size_t n = strlen(name);
@@ -128,16 +147,51 @@ const char *ox_supported_ops(Ox *x) {
 }
 
 bool ox_is_supported(const char *op) {
-    for (int k = 0; k < NOPS; k++)
-        if (!strcmp(ops[k].op, op)) return true;
-    return false;
+    return op_index(op) < NOPS;
+}
+
+static const char *count_range(Ox *x, int lo, int hi, const char *what) {
+    if (hi == ANY) return arena_printf(x->a, "at least %d %s%s", lo, what, lo == 1 ? "" : "s");
+    if (lo == hi) return arena_printf(x->a, "%d %s%s", lo, what, lo == 1 ? "" : "s");
+    return arena_printf(x->a, "%d to %d %ss", lo, hi, what);
+}
+
+/* Two attributes of one name: which one a mapping reads would be an
+ * accident of the order, so neither is. Pairs are compared directly for
+ * the few attributes a node has; a set when there are many. */
+static void check_duplicate_attrs(Ox *x, Onnx__NodeProto *n) {
+    StrMap seen = {0};
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const char *an = n->attribute[i] && n->attribute[i]->name ? n->attribute[i]->name : "";
+        bool dup = false;
+        if (n->n_attribute <= 16) {
+            for (size_t j = 0; j < i && !dup; j++)
+                dup =
+                    n->attribute[j] && n->attribute[j]->name && !strcmp(n->attribute[j]->name, an);
+        } else {
+            dup = !strmap_add(x->a, &seen, an);
+        }
+        if (dup) ox_fail(x, "attribute '%s' is given twice (an attribute appears once)", an);
+    }
+}
+
+void ox_check_node_form(Ox *x) {
+    Onnx__NodeProto *n = ox_cur(x);
+    check_duplicate_attrs(x, n);
+    int k = op_index(n->op_type);
+    if (k == NOPS) return; /* the walk says the op is not supported */
+    size_t nin = n->n_input, nout = n->n_output;
+    if (nin < (size_t)ops[k].in_min || nin > (size_t)ops[k].in_max)
+        ox_fail(x, "%s takes %s, found %zu", n->op_type,
+                count_range(x, ops[k].in_min, ops[k].in_max, "input"), nin);
+    if (nout < (size_t)ops[k].out_min || nout > (size_t)ops[k].out_max)
+        ox_fail(x, "%s has %s, found %zu", n->op_type,
+                count_range(x, ops[k].out_min, ops[k].out_max, "output"), nout);
 }
 
 void ox_check_node_attrs(Ox *x) {
     Onnx__NodeProto *n = ox_cur(x);
-    int k = 0;
-    while (k < NOPS && strcmp(ops[k].op, n->op_type ? n->op_type : ""))
-        k++;
+    int k = op_index(n->op_type);
     if (k == NOPS) return; /* the walk says the op is not supported */
     for (size_t i = 0; i < n->n_attribute; i++) {
         const char *an = n->attribute[i] && n->attribute[i]->name ? n->attribute[i]->name : "";

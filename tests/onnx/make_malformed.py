@@ -301,6 +301,29 @@ def cases():
         ["relu_a", "reshape_a", "relu_"], "relu_a's output is named with bytes that are not UTF-8")
 
     # ---- operators and attributes -------------------------------------------
+    def relu_three(nodes, ins, outs, inits):
+        nodes[1].input.extend(["conv_out", "conv_out"])
+    add("relu_three_inputs", base(relu_three), ["relu_a"], "relu_a has 3 inputs (Relu takes 1)")
+
+    def gemm_one(nodes, ins, outs, inits):
+        del nodes[3].input[1:]
+    add("gemm_one_input", base(gemm_one), ["gemm_a"], "gemm_a has 1 input (Gemm takes 2 to 3)")
+
+    def reshape_two_outputs(nodes, ins, outs, inits):
+        nodes[2].output.append("flat_extra")
+    add("reshape_two_outputs", base(reshape_two_outputs), ["reshape_a"],
+        "reshape_a has 2 outputs (Reshape has 1)")
+
+    def dup_attr(nodes, ins, outs, inits):
+        nodes[0].attribute.extend([helper.make_attribute("group", 1), helper.make_attribute("group", 1)])
+    add("attribute_twice", base(dup_attr), ["conv_a"], "conv_a carries attribute group twice")
+
+    def dup_attr_values(nodes, ins, outs, inits):
+        nodes[3].attribute.extend([helper.make_attribute("alpha", 2.0)])
+        nodes[3].attribute.extend([helper.make_attribute("transB", 0)])
+    add("attribute_twice_other_value", base(dup_attr_values), ["gemm_a"],
+        "gemm_a carries transB=1 and transB=0")
+
     x4 = [vi("img_in", [1, 3, 8, 8])]
     add("unknown_op", one_node(helper.make_node("FrobnicateOp", ["img_in"], ["y"], name="frob_node"),
                                x4, [vi("y", [1, 3, 8, 8])]), ["frob_node"], "op type FrobnicateOp")
