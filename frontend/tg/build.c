@@ -9,6 +9,7 @@
 
 #include "frontend/tg/build_const.h"
 #include "frontend/tg/build_internal.h"
+#include "frontend/tg/graph_name.h"
 #include "ir/infer.h"
 #include "ir/lower_loss.h"
 #include "ir/lower_nn.h"
@@ -1609,21 +1610,21 @@ static void declare_dims(Builder *B, const Program *prog, const DimOverride *ov,
     }
 }
 
-/* `tgc compile` defines NAME_create, NAME_run, NAME_error, NAME_destroy...
- * beside the runtime library, whose rt_context_create/_run/_error/_destroy
- * and rt_pool_create/_destroy have that form, and its header defines
- * NAME_OK as tgcrt.h's TGCRT_OK is named: a graph with one of these names
- * would define the runtime's own functions (or break tgcrt.h included
- * after its header). (tests/exec derives this list from runtime/tgcrt.h.) */
+/* `tgc compile` names every symbol it defines NAME_...: a graph whose
+ * NAME_ is a prefix the C library, the linked libraries or the runtime own
+ * would define their functions (pthread_create, rt_context_create) or
+ * macros (TGCRT_OK). graph_name.c holds the list; the ONNX importer's
+ * graphs come through here too. (tests/exec derives the runtime's clashes
+ * from runtime/tgcrt.h.) */
 static void graph_name_free(Builder *B, const Program *prog) {
-    static const char *const reserved[] = {"rt_context", "rt_pool", "TGCRT"};
-    for (size_t i = 0; prog->name && i < sizeof reserved / sizeof *reserved; i++)
-        if (!strcmp(prog->name, reserved[i]))
-            diag_error(B->d, prog->name_loc,
-                       "the graph name '%s' is reserved: the API that tgc compile names after it "
-                       "(%s_create, %s_OK...) would clash with the runtime library's names; "
-                       "rename the graph",
-                       prog->name, prog->name, prog->name);
+    const char *owner = NULL;
+    const char *prefix = prog->name ? graph_name_reserved(prog->name, &owner) : NULL;
+    if (prefix)
+        diag_error(B->d, prog->name_loc,
+                   "the graph name '%s' is reserved: tgc compile names its API after the graph "
+                   "(%s_create, %s_run, %s_OK...), which would take names of %s (reserved "
+                   "prefix '%s'); rename the graph (an ONNX model's: the file, which names it)",
+                   prog->name, prog->name, prog->name, prog->name, owner, prefix);
 }
 
 Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *overrides,

@@ -342,6 +342,34 @@ def tgc_compile(R, args, d):
     return ok
 
 
+def reserved_name_checks(R, args, d):
+    """A graph whose API would take a library's names (pthread_create: the
+    object would interpose the C library's, and OpenBLAS's start-up dies
+    before main) is refused with the prefix named, from .tg and from an
+    ONNX model, which takes its file's name; a name beside a reserved
+    prefix compiles (frontend/tg/graph_name.c)."""
+    onnx = os.path.join(HERE, "..", "fuzz", "corpus_onnx", "mlp_dyn_17.onnx")
+    model = os.path.join(d, "pthread.onnx")
+    shutil.copyfile(onnx, model)
+    for src in [model, os.path.join(d, "pthread_key.tg"), os.path.join(d, "pthreads.tg")]:
+        if src.endswith(".tg"):
+            with open(src, "w") as f:
+                f.write("graph %s\ninput x : f32[2]\noutput y = x\n"
+                        % os.path.basename(src)[:-3])
+        obj = os.path.join(d, "reserved_probe.o")
+        p, out = run([args.tgc, "compile", src, "-o", obj, "--header",
+                      os.path.join(d, "reserved_probe.h")], f"tgc compile {src}")
+        name = os.path.basename(src).rsplit(".", 1)[0]
+        if name == "pthreads":
+            R.check(p is not None and p.returncode == 0, f"graph {name} (beside 'pthread_') compiles",
+                    out.strip())
+        else:
+            R.check(p is not None and p.returncode == 1 and "reserved" in out and
+                    "'pthread_'" in out and "POSIX threads" in out and not os.path.exists(obj),
+                    f"graph {name} ({os.path.basename(src)}): exit 1 naming the prefix "
+                    f"'pthread_'", out.strip())
+
+
 def expected_arena(args, d, g):
     p, out = run([args.tgc, "report", os.path.join(d, f"{g}.tg"), "--json"], "tgc report")
     if p is None or p.returncode != 0:
@@ -651,6 +679,7 @@ def main():
                 check_outputs(R, d, weights, inputs, args.sets)
                 check_cases(R, d, lines, weights, inputs)
             cxx_check(R, args, d, args.cc)
+            reserved_name_checks(R, args, d)
             if args.no_tsan:
                 skip("ThreadSanitizer run", "--no-tsan")
             else:
