@@ -286,6 +286,59 @@ static void import_node(Ox *x, int k) {
     ox_fail(x, "operator %s is not supported; supported: %s", n->op_type, ox_supported_ops(x));
 }
 
+static const char *onnx_type_name(int t) {
+    static const char *names[] = {"undefined",  "float",   "uint8",  "int8",   "uint16",
+                                  "int16",      "int32",   "int64",  "string", "bool",
+                                  "float16",    "double",  "uint32", "uint64", "complex64",
+                                  "complex128", "bfloat16"};
+    return t >= 0 && t <= 16 ? names[t] : "unknown";
+}
+
+static int onnx_type_of(DType dt) {
+    static const int types[DT_COUNT] = {
+        [DT_BOOL] = 9, [DT_U8] = 2,   [DT_I8] = 3,    [DT_I16] = 5, [DT_I32] = 6,
+        [DT_I64] = 7,  [DT_F16] = 10, [DT_BF16] = 16, [DT_F32] = 1, [DT_F64] = 11};
+    return dt >= 0 && dt < DT_COUNT ? types[dt] : 0;
+}
+
+/* A graph output's declared type against the one computed: ONNX Runtime
+ * refuses a model whose outputs disagree, and a caller sized for the
+ * declaration would read the wrong bytes. Symbolic or unknown dims in the
+ * declaration match anything, and so does a computed dim that is an
+ * expression over the graph's dims. */
+static void check_declared_output(Ox *x, const Onnx__ValueInfoProto *vi, const OxVal *v) {
+    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !vi->type->tensor_type || v->dt == DT_NONE)
+        return;
+    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    int declared = tt->has_elem_type ? tt->elem_type : 0, computed = onnx_type_of(v->dt);
+    bool bad = declared && declared != computed;
+    const Onnx__TensorShapeProto *sh = tt->shape;
+    char dims[256] = "";
+    if (sh) {
+        bad |= (int)sh->n_dim != v->ndim;
+        for (size_t d = 0; d < sh->n_dim; d++) {
+            const Onnx__TensorShapeProto__Dimension *dm = sh->dim[d];
+            bool known =
+                dm && dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            bool sym = dm && dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            size_t len = strlen(dims);
+            if (known)
+                snprintf(dims + len, sizeof dims - len, "%s%lld", d ? ", " : "",
+                         (long long)dm->dim_value);
+            else
+                snprintf(dims + len, sizeof dims - len, "%s%s", d ? ", " : "",
+                         sym && dm->dim_param ? dm->dim_param : "?");
+            if (known && (int)d < v->ndim && !v->dim[d].sym && dm->dim_value != v->dim[d].v)
+                bad = true;
+        }
+    }
+    if (!bad) return;
+    ox_fail(x, "graph output '%s' is declared %s%s%s%s but computed as %s%s", vi->name,
+            declared ? onnx_type_name(declared) : "", sh ? "[" : "", dims, sh ? "]" : "",
+            onnx_type_name(computed), ox_dims_text(x, v->dim, v->ndim));
+}
+
 static char *dirname_of(Arena *a, const char *path) {
     const char *s = strrchr(path, '/');
     if (!s) return arena_strdup(a, ".");
@@ -395,6 +448,7 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
         if ((v->is_init || (!v->tg && !v->c)) && !strmap_find(&graph_ins, on) && !v->c)
             ox_fail(x, "graph output '%s' is not computed by any node", on);
         if (!strmap_add(a, &listed, on)) ox_fail(x, "graph output '%s' is listed twice", on);
+        check_declared_output(x, g->output[k], v);
         if (v->out_written) continue;
         const char *ref = ox_ref(x, v, false);
         if (!v->out_written) ox_emit(x, OX_BODY, "output %s = %s\n", ox_ident(x, on, NULL), ref);

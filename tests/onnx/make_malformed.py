@@ -300,6 +300,27 @@ def cases():
     add("name_not_utf8", replace_once(base(utf8).SerializeToString(), b"relu_QQQQ_out", b"relu_\xff\xfe\xc0\x80_out"),
         ["relu_a", "reshape_a", "relu_"], "relu_a's output is named with bytes that are not UTF-8")
 
+    # ---- declared graph outputs against the computed ones --------------------
+    def out_shape(nodes, ins, outs, inits):
+        outs[0].CopyFrom(vi("logits", [1, 12]))
+    add("output_declared_wrong_shape", base(out_shape), ["logits"],
+        "graph output logits declared [1, 12], computed [1, 10]")
+
+    def out_rank(nodes, ins, outs, inits):
+        outs[0].CopyFrom(vi("logits", [10]))
+    add("output_declared_wrong_rank", base(out_rank), ["logits"],
+        "graph output logits declared [10], computed [1, 10]")
+
+    def out_dtype(nodes, ins, outs, inits):
+        outs[0].CopyFrom(vi("logits", [1, 10], TensorProto.INT64))
+    add("output_declared_wrong_dtype", base(out_dtype), ["logits"],
+        "graph output logits declared int64, computed float")
+
+    def out_symbolic(nodes, ins, outs, inits):
+        outs[0].CopyFrom(vi("logits", ["batch", None]))
+    add("control_output_dims_symbolic", base(out_symbolic), [],
+        "graph output logits declared [batch, ?]: symbolic and unknown dims match any (must import)")
+
     # ---- operators and attributes -------------------------------------------
     def relu_three(nodes, ins, outs, inits):
         nodes[1].input.extend(["conv_out", "conv_out"])
