@@ -51,21 +51,25 @@ static void check_versions(Ox *x) {
         ox_fail(x,
                 "IR version %lld is not supported (3 to 10 are; torch.onnx.export writes 7 or 8)",
                 (long long)(m->has_ir_version ? m->ir_version : 0));
-    x->opset = -1;
+    /* The version is 64 bits in the file: it is checked as read, so that
+     * 2^62 is not reported as the int it would truncate to. */
+    int64_t opset = 0;
+    bool found = false;
     for (size_t k = 0; k < m->n_opset_import; k++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[k];
         if (o && (!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) && o->has_version)
-            x->opset = (int)o->version;
+            opset = o->version, found = true;
     }
-    if (x->opset < 0) ox_fail(x, "the model imports no version of the default operator set");
+    if (!found) ox_fail(x, "the model imports no version of the default operator set");
     /* 13 to 17 are what PyTorch 1.13 exports and what is tested; the ops
      * that changed since 11 (axes as inputs, Softmax's axis) are read
      * either way, so 11, 12 and 18 are tried with a warning. */
-    if (x->opset < 11 || x->opset > 18)
+    if (opset < 11 || opset > 18)
         ox_fail(x,
-                "opset %d is not supported (13 to 17 are; export with "
+                "opset %lld is not supported (13 to 17 are; export with "
                 "torch.onnx.export(..., opset_version=17))",
-                x->opset);
+                (long long)opset);
+    x->opset = (int)opset;
     if ((x->opset < 13 || x->opset > 17) && x->d->out) {
         fprintf(x->d->out,
                 "tgc: warning: %s: opset %d: tgc is tested with opsets 13 to 17; "

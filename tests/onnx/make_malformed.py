@@ -155,6 +155,11 @@ def cases():
     add("opset_7", base(opset=7), ["7"], "default-domain opset 7 (below 13)")
     add("opset_99", base(opset=99), ["99"], "default-domain opset 99 (in the future)")
     add("ir_version_99", base(ir=99), ["99"], "IR version 99")
+    # The version is an int64: one past int's range must be reported as
+    # read, not as what it truncates to (2^32 + 13 would pass as 13).
+    add("opset_2_62", base(opset=1 << 62), ["4611686018427387904"], "default-domain opset 2^62")
+    add("opset_2_32_plus_13", base(opset=(1 << 32) + 13), ["4294967309"],
+        "default-domain opset 2^32 + 13 (13 as a 32-bit int)")
     m = base()
     m.ClearField("opset_import")
     add("no_opset_import", m, ["no_opset_import.onnx", "opset"], "no opset_import at all")
