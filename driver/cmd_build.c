@@ -2,7 +2,6 @@
  * planning and LLVM code generation, then linked by the system C compiler
  * against libtgcrt and OpenBLAS (cli.md). */
 #define _XOPEN_SOURCE 700 /* realpath */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -81,6 +80,7 @@ static Graph *checkpointed(BuildOpts *b, Arena *a, Diag *d, Graph *g, SrcFile *f
     if (!ck.n) return g;
     b->o.train.recompute = ck.ids;
     b->o.train.nrecompute = ck.n;
+    if (b->o.onnx_out) onnx_import_free(b->o.onnx_out); /* replaced by the new import */
     return load_graph(a, d, &b->o, file);
 }
 
@@ -408,31 +408,80 @@ static bool publish_copy(const BuildOpts *b, const char *src, const char *dest) 
     return !e;
 }
 
-/* Every file of the directory src (the --emit listings made in the
- * temporary directory), written into dest. */
-static bool publish_dir(const BuildOpts *b, const char *src, const char *dest) {
-    DIR *d = opendir(src);
-    if (!d) {
-        fprintf(stderr, "tgc %s: error: cannot read '%s': %s\n", b->cmd, src, strerror(errno));
-        return false;
+/* The names of the files --emit writes into DIR, as codegen names them
+ * (module.c: NAME.ll or NAME.s; cu_module.c: NAME.cu, NAME.sm_XX.cubin per
+ * architecture, NAME.ptx); at most CG_CUDA_MAX_ARCHS + 2. */
+static int emit_names(const BuildOpts *b, Arena *a, const char *name, const CudaOptions *co,
+                      const char **names) {
+    const char *k = b->emit_kind;
+    int n = 0;
+    if (!k) return 0;
+    if (!strcmp(k, "llvm") || !strcmp(k, "asm"))
+        names[n++] = arena_printf(a, "%s.%s", name, k[0] == 'l' ? "ll" : "s");
+    if (!strcmp(k, "cuda")) {
+        names[n++] = arena_printf(a, "%s.cu", name);
+        for (int i = 0; i < co->narchs; i++)
+            names[n++] = arena_printf(a, "%s.sm_%d.cubin", name, co->archs[i]);
     }
-    bool ok = true;
-    struct dirent *e;
-    while (ok && (e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        size_t ls = strlen(src) + strlen(e->d_name) + 2, ld = strlen(dest) + strlen(e->d_name) + 2;
-        char *from = malloc(ls), *to = malloc(ld);
-        ok = from && to;
-        if (ok) {
-            snprintf(from, ls, "%s/%s", src, e->d_name);
-            snprintf(to, ld, "%s/%s", dest, e->d_name);
-            ok = publish_copy(b, from, to);
-        }
-        free(from);
-        free(to);
+    if (!strcmp(k, "cuda") || !strcmp(k, "ptx")) names[n++] = arena_printf(a, "%s.ptx", name);
+    return n;
+}
+
+/* Every file the command reads and every file it writes, checked at once
+ * before anything is written (outputs.h): the graph, the weights, an ONNX
+ * model's external data and tgc run's --input files against -o, --header,
+ * each --emit listing, and each DIR/NAME.npy and the --profile trace tgc
+ * run's program writes (as exe_main.c names them: a training program
+ * writes its user outputs, and only with --output-dir). */
+static bool files_distinct(const BuildOpts *b, Arena *a, const CgProgram *p, const OnnxImport *onnx,
+                           const char *const *emitted, int nemit, IoSet *io) {
+    ioset_read(io, "the input graph", b->o.file);
+    ioset_read(io, "the weights", b->weights);
+    ioset_read_all(io, "the model's external data", onnx->data_files, onnx->ndata_files);
+    if (b->mode != MODE_RUN) {
+        ioset_write(io, "-o", b->out);
+        ioset_write(io, "--header", b->header);
     }
-    closedir(d);
-    return ok;
+    const char *what = b->emit_kind ? arena_printf(a, "--emit %s", b->emit_kind) : NULL;
+    for (int i = 0; i < nemit; i++)
+        ioset_write(io, what, arena_printf(a, "%s/%s", b->emit_dir, emitted[i]));
+    if (b->mode != MODE_RUN) return ioset_check(io);
+    const char *dir = NULL;
+    for (int i = 0; i + 1 < b->nrun; i++) {
+        const char *f = b->run_args[i], *v = b->run_args[i + 1];
+        if (!strcmp(f, "--input") && strchr(v, '='))
+            ioset_read(io,
+                       arena_printf(a, "the file of input '%.*s'", (int)(strchr(v, '=') - v), v),
+                       strchr(v, '=') + 1);
+        else if (!strcmp(f, "--output-dir") && !dir)
+            dir = v;
+        if (strcmp(f, "--print")) i++; /* a flag and its value */
+    }
+    if (b->profile)
+        ioset_write(io, "--profile-json",
+                    b->profile_json ? b->profile_json
+                                    : arena_printf(a, "%s/profile.json", dir ? dir : "."));
+    bool train = p->g->train_loss != NULL;
+    size_t dl = dir ? strlen(dir) : 0;
+    for (int i = 0; i < p->iface.noutputs && (!train || dir); i++) {
+        const Value *v = p->iface.outputs[i];
+        if (train && v->updates) continue;
+        ioset_write(io, arena_printf(a, "output '%s' of the program", v->name),
+                    arena_printf(a, "%s%s%s.npy", dir ? dir : ".",
+                                 dl && dir[dl - 1] == '/' ? "" : "/", v->name));
+    }
+    return ioset_check(io);
+}
+
+/* The --emit listings, made in the temporary directory src, written into
+ * DIR through the atomic writer, like every file tgc writes. */
+static bool publish_emitted(const BuildOpts *b, Arena *a, const char *src, const char *const *names,
+                            int n) {
+    for (int i = 0; i < n; i++)
+        if (!publish_copy(b, arena_printf(a, "%s/%s", src, names[i]),
+                          arena_printf(a, "%s/%s", b->emit_dir, names[i])))
+            return false;
+    return true;
 }
 
 static int drive(Mode mode, int argc, char **argv) {
@@ -463,11 +512,10 @@ static int drive(Mode mode, int argc, char **argv) {
     bool cuda = b.target && !strcmp(b.target, "cuda");
     CudaOptions cuo;
     memset(&cuo, 0, sizeof cuo);
-    /* Nothing is read or written before this: no output may be an input
-     * or another output (cli.md). tgc run's files are the program's. */
-    const IoPath ins[] = {{"the input graph", b.o.file}, {"the weights", b.weights}};
-    const IoPath outs[] = {{"-o", b.out}, {"--header", b.header}};
-    if (!outputs_distinct(b.cmd, ins, 2, outs, mode == MODE_RUN ? 0 : 2)) goto out;
+    IoSet io;
+    ioset_init(&io, b.cmd);
+    const char *emitted[CG_CUDA_MAX_ARCHS + 2];
+    int nemit = 0;
     if (!cuda_flags(&b, cuda, &cuo)) goto out;
     if (b.embed && !b.weights) {
         fprintf(stderr, "tgc %s: error: --embed-weights needs --weights FILE\n", b.cmd);
@@ -477,8 +525,6 @@ static int drive(Mode mode, int argc, char **argv) {
      * it (rt_atomic.h, tmp_registry.c). */
     rt_tmp_install_signals();
     rt_tmp_start_guardian();
-    if (mode != MODE_RUN && !begin_output(&b, &outf, b.out)) goto out;
-    if (mode == MODE_COMPILE && !begin_output(&b, &hdrf, b.header)) goto out;
     b.o.weights = b.weights;
     /* An ONNX model: its initializers become the weights, unless
      * --weights names others (written below, once there is a temporary
@@ -492,6 +538,12 @@ static int drive(Mode mode, int argc, char **argv) {
     if (b.checkpoint && !(g = checkpointed(&b, &a, &d, g, &file, cuda))) goto out;
     CgProgram p;
     cg_program_plan_target(&a, g, &p, cuda);
+    /* Nothing is written before every output is checked against every
+     * file read and every other output (cli.md). */
+    nemit = emit_names(&b, &a, g->name, &cuo, emitted);
+    if (!files_distinct(&b, &a, &p, &onnx, emitted, nemit, &io)) goto out;
+    if (mode != MODE_RUN && !begin_output(&b, &outf, b.out)) goto out;
+    if (mode == MODE_COMPILE && !begin_output(&b, &hdrf, b.header)) goto out;
     if (b.weights && !b.o.quant_bits && !check_weights(&b, &p)) goto out;
 
     char lib[PATH_MAX], inc[PATH_MAX];
@@ -585,7 +637,12 @@ static int drive(Mode mode, int argc, char **argv) {
         int crc = cg_cuda_emit(&p, &cuo, &cuda_decl, err, sizeof err);
         if (crc) {
             fprintf(stderr, "tgc %s: %s\n", b.cmd, err);
-            if (access(fail_src, F_OK) == 0) publish_copy(&b, fail_src, fail_dest);
+            /* Not over a file read either: --emit cuda's NAME.cu was checked
+             * with the rest, another place is checked now. */
+            bool checked = b.emit_kind && !cuo.emit_ptx_only;
+            if (!checked) ioset_write(&io, "the rejected CUDA source", fail_dest);
+            if (access(fail_src, F_OK) == 0 && (checked || ioset_check(&io)))
+                publish_copy(&b, fail_src, fail_dest);
             rc = crc;
             goto out;
         }
@@ -602,7 +659,7 @@ static int drive(Mode mode, int argc, char **argv) {
         rc = strstr(err, "cannot write") ? 1 : 3;
         goto out;
     }
-    if (b.emit_kind && !publish_dir(&b, emit_tmp, b.emit_dir)) goto out;
+    if (!publish_emitted(&b, &a, emit_tmp, emitted, nemit)) goto out;
     FILE *f = fopen(glue, "w");
     if (!f) {
         fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, glue, strerror(errno));
@@ -674,6 +731,7 @@ static int drive(Mode mode, int argc, char **argv) {
         rc = 3;
     }
 out:
+    ioset_free(&io);
     onnx_import_free(&onnx);
     rt_afile_abort(&outf);
     rt_afile_abort(&hdrf);

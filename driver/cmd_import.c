@@ -2,7 +2,8 @@
  * Writes the model as .tg text and its weights as safetensors keyed by the
  * .tg's param names (default: MODEL.safetensors beside -o). The text is
  * compiled before anything is written, so an import that would not build
- * writes nothing; both files are written whole or not at all. */
+ * writes nothing; both files are written whole or not at all, and neither
+ * over the model or its external data. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,9 +113,9 @@ int cmd_import(int argc, char **argv) {
     OnnxImport im;
     memset(&im, 0, sizeof im);
     o.onnx_out = &im;
-    const IoPath ins[] = {{"the input model", o.file}};
-    const IoPath outs[] = {{"-o", out}, {"--weights-out", wout}};
-    if (!wout || !outputs_distinct("import", ins, 1, outs, 2)) goto done;
+    IoSet io;
+    ioset_init(&io, "import");
+    if (!wout) goto done;
     if (!onnx_is_model_path(o.file)) {
         fprintf(stderr, "tgc import: error: '%s': expected an ONNX model (a .onnx file)\n", o.file);
         goto done;
@@ -126,6 +127,13 @@ int cmd_import(int argc, char **argv) {
         if (d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
         goto done;
     }
+    /* Nothing is written before every output is checked against every
+     * file read: the model and its external data (cli.md). */
+    ioset_read(&io, "the input model", o.file);
+    ioset_read_all(&io, "the model's external data", im.data_files, im.ndata_files);
+    ioset_write(&io, "-o", out);
+    ioset_write(&io, "--weights-out", wout);
+    if (!ioset_check(&io)) goto done;
     StBlob *blobs = calloc((size_t)im.nparams + 1, sizeof *blobs);
     if (!blobs) goto done;
     for (int k = 0; k < im.nparams; k++) {
@@ -142,6 +150,7 @@ int cmd_import(int argc, char **argv) {
     free(blobs);
     rc = ok ? 0 : 1;
 done:
+    ioset_free(&io);
     onnx_import_free(&im);
     free(wdef);
     options_free(&o);

@@ -13,6 +13,7 @@
 #include "driver/report.h"
 #include "driver/report_checkpoint.h"
 #include "driver/report_train.h"
+#include "frontend/onnx/onnx_import.h"
 #include "rt_atomic.h"
 
 #define FIT_CAP ((int64_t)1 << 31)
@@ -319,10 +320,6 @@ static int run(const ReportOpts *ro, const Options *o) {
     Target target;
     const Device *dev;
     int64_t budget = 0;
-    /* Before anything is read: --html may not be an input (cli.md). */
-    const IoPath ins[] = {{"the input graph", o->file}, {"the weights", ro->weights}};
-    const IoPath outs[] = {{"--html", ro->html}};
-    if (!outputs_distinct("report", ins, 2, outs, 1)) return 1;
     /* Interrupted, the page's temporary and --accuracy's builds go too. */
     rt_tmp_install_signals();
     int rc = check_values(ro, o, &prec, &target, &dev, &budget);
@@ -331,9 +328,26 @@ static int run(const ReportOpts *ro, const Options *o) {
     Diag d;
     diag_init(&d, stderr);
     SrcFile file;
-    Graph *g = load_graph(&a, &d, o, &file);
-    if (!g) {
-        if (d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
+    /* The first load keeps an ONNX import for its list of external data
+     * files (later loads, for --fit and the choices, drop theirs). */
+    OnnxImport im;
+    memset(&im, 0, sizeof im);
+    Options first = *o;
+    first.onnx_out = &im;
+    Graph *g = load_graph(&a, &d, &first, &file);
+    /* Before anything is written: --html may not be a file read, the
+     * model's external data included (cli.md). */
+    IoSet io;
+    ioset_init(&io, "report");
+    ioset_read(&io, "the input graph", o->file);
+    ioset_read(&io, "the weights", ro->weights);
+    ioset_read_all(&io, "the model's external data", im.data_files, im.ndata_files);
+    ioset_write(&io, "--html", ro->html);
+    bool distinct = !g || ioset_check(&io);
+    ioset_free(&io);
+    onnx_import_free(&im);
+    if (!g || !distinct) {
+        if (!g && d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
         arena_free(&a);
         return 1;
     }

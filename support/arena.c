@@ -17,13 +17,14 @@ static void out_of_memory(void) {
     exit(3);
 }
 
-void *arena_alloc(Arena *a, size_t size) {
+void *arena_try_alloc(Arena *a, size_t size) {
+    if (size > SIZE_MAX - sizeof(ArenaChunk) - 16) return NULL;
     size = (size + 15) & ~(size_t)15;
     ArenaChunk *c = a->head;
     if (!c || c->size - c->used < size) {
         size_t cap = size > 65536 ? size : 65536;
         c = malloc(sizeof(ArenaChunk) + cap);
-        if (!c) out_of_memory();
+        if (!c) return NULL;
         c->size = cap;
         c->used = 0;
         c->next = a->head;
@@ -33,6 +34,12 @@ void *arena_alloc(Arena *a, size_t size) {
     c->used += size;
     a->used_total += size;
     memset(p, 0, size);
+    return p;
+}
+
+void *arena_alloc(Arena *a, size_t size) {
+    void *p = arena_try_alloc(a, size);
+    if (!p) out_of_memory();
     return p;
 }
 

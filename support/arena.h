@@ -11,6 +11,9 @@ typedef struct Arena {
 } Arena;
 
 void *arena_alloc(Arena *a, size_t size); /* zeroed, 16-byte aligned */
+/* The same, NULL when memory is short (arena_alloc exits 3, "out of
+ * memory"): for sizes that come from the input, so the message can name it. */
+void *arena_try_alloc(Arena *a, size_t size);
 void *arena_dup(Arena *a, const void *p, size_t size);
 char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);

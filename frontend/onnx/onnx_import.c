@@ -493,6 +493,8 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
     out->params = x->params;
     out->nparams = x->nparams;
     out->model = x->m;
+    out->data_files = x->data_files;
+    out->ndata_files = x->ndata_files;
     return true;
 }
 

@@ -29,13 +29,24 @@ typedef struct OnnxImport {
     OnnxParam *params; /* arena-allocated */
     int nparams;
     void *model; /* the unpacked protobuf: params may point into it */
+    /* Every external data file read, once each, as "DIR/LOCATION"
+     * (arena-allocated): inputs of the command as much as the model is,
+     * so that no output is written over one (driver/outputs.h). */
+    const char **data_files;
+    int ndata_files;
 } OnnxImport;
+
+/* The most external data one initializer may have: 16 GiB, checked before
+ * anything is allocated (a sparse file can claim any size). */
+#define ONNX_MAX_EXTERNAL ((int64_t)1 << 34)
 
 /* Imports the model in bytes[0..n). path names the model in messages and
  * its directory holds external data files (NULL: external data is refused,
- * as in the fuzzer). ov/nov: -D values for the dynamic axes (they become
- * the defaults of the symbolic dims). False after errors reported to d
- * (every message names the node or tensor at fault). */
+ * as in the fuzzer): read only from inside it, never through a symbolic
+ * link, each at most ONNX_MAX_EXTERNAL bytes (and the machine's memory).
+ * ov/nov: -D values for the dynamic axes (they become the defaults of the
+ * symbolic dims). False after errors reported to d (every message names
+ * the node or tensor at fault). */
 bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size_t n,
                  const DimOverride *ov, int nov, OnnxImport *out);
 void onnx_import_free(OnnxImport *im);

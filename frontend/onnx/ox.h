@@ -98,6 +98,9 @@ typedef struct Ox {
     bool used_defaults; /* a symbolic size decided with its default */
     OnnxParam *params;
     int nparams, capparams;
+    /* the external data files read (OnnxImport.data_files) */
+    const char **data_files;
+    int ndata_files, capdata_files;
 } Ox;
 
 enum { OX_HEAD, OX_PARAMS, OX_BODY };

@@ -2,11 +2,14 @@
  * not make), tensors in raw_data, in the typed fields or in external data
  * files, and node attributes. Every malformed piece fails naming the
  * tensor or node. */
+#define _XOPEN_SOURCE 700 /* openat, fstatat, pread */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "frontend/onnx/ox.h"
 
@@ -108,8 +111,73 @@ DType ox_dtype(Ox *x, int t, const char *what) {
             what, t >= 0 && t <= 16 ? names[t] : "unknown", t);
 }
 
-/* External data: "location" relative to the model's directory (never
- * absolute, never through ".."), "offset", "length". */
+/* Opens loc below the model's directory one component at a time, never
+ * following a symbolic link (O_NOFOLLOW on each): a link planted beside the
+ * model, to /etc/passwd or to a folder elsewhere, is refused, as is a
+ * location that is absolute or climbs out with "..", so the bytes read are
+ * always a file inside the model's folder (ONNX Runtime confines external
+ * data the same way). The folder itself is the user's to reach through
+ * links. Returns the open regular file, its size in *st. */
+static int open_confined(Ox *x, const char *what, const char *loc, const char *path,
+                         struct stat *st) {
+    if (loc[0] == '/' || strchr(loc, '\\'))
+        ox_fail(x, "%s: external data file '%s' is outside the model's directory: refused", what,
+                loc);
+    char *rest = arena_strdup(x->a, loc), *comp[64];
+    int n = 0;
+    for (char *c = rest, *next; c; c = next) {
+        next = strchr(c, '/');
+        if (next) *next++ = 0;
+        if (!*c || !strcmp(c, ".")) continue;
+        if (!strcmp(c, ".."))
+            ox_fail(x, "%s: external data file '%s' is outside the model's directory: refused",
+                    what, loc);
+        if (n == 64) ox_fail(x, "%s: external data file '%s': too many folders deep", what, loc);
+        comp[n++] = c;
+    }
+    if (!n) ox_fail(x, "%s: external data location '%s' names no file", what, loc);
+    int fd = open(x->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        ox_fail(x, "%s: cannot open the model's directory '%s' for external data file '%s': %s",
+                what, x->dir, path, strerror(errno));
+    for (int k = 0; k < n; k++) {
+        /* O_NONBLOCK: a FIFO opens at once (and is refused below). */
+        int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (k == n - 1 ? O_NONBLOCK : O_DIRECTORY);
+        int next = openat(fd, comp[k], flags), e = errno;
+        struct stat ls;
+        bool link =
+            next < 0 && fstatat(fd, comp[k], &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode);
+        close(fd);
+        if (link)
+            ox_fail(x,
+                    "%s: external data file '%s': '%s' is a symbolic link: refused (external "
+                    "data is read only from inside the model's directory, never through a link)",
+                    what, path, comp[k]);
+        if (next < 0)
+            ox_fail(x, "%s: cannot open external data file '%s': %s", what, path, strerror(e));
+        fd = next;
+    }
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        close(fd);
+        ox_fail(x, "%s: external data file '%s' is not a regular file", what, path);
+    }
+    return fd;
+}
+
+/* The most one initializer's external data may hold: 16 GiB, and never more
+ * than the machine's memory. Checked before allocating, so that a huge (or
+ * sparse) file is exit 1 naming the tensor, not "out of memory". */
+static uint64_t external_limit(void) {
+    uint64_t lim = (uint64_t)ONNX_MAX_EXTERNAL;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0 && (uint64_t)pages * (uint64_t)psize < lim)
+        lim = (uint64_t)pages * (uint64_t)psize;
+    return lim;
+}
+
+/* External data: "location" relative to the model's directory (see
+ * open_confined), "offset", "length". Every file read is listed once in
+ * x->data_files. */
 static const uint8_t *read_external(Ox *x, const Onnx__TensorProto *t, const char *what,
                                     size_t want) {
     const char *loc = NULL;
@@ -134,27 +202,41 @@ static const uint8_t *read_external(Ox *x, const Onnx__TensorProto *t, const cha
     if (!loc || !*loc) ox_fail(x, "%s: external data without a location", what);
     if (!x->dir)
         ox_fail(x, "%s: external data file '%s': external data is not allowed here", what, loc);
-    if (loc[0] == '/' || strstr(loc, "..") == loc || strstr(loc, "/..") || strchr(loc, '\\'))
-        ox_fail(x, "%s: external data file '%s' is outside the model's directory: refused", what,
-                loc);
     char *path = arena_printf(x->a, "%s/%s", x->dir, loc);
     struct stat st;
-    if (stat(path, &st) != 0)
-        ox_fail(x, "%s: cannot open external data file '%s': %s", what, path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        ox_fail(x, "%s: external data file '%s' is not a regular file", what, path);
-    if (len < 0) len = (long long)st.st_size - off;
-    if (off > (long long)st.st_size || len > (long long)st.st_size - off)
-        ox_fail(x, "%s: external data [%lld, %lld) lies outside '%s' (%lld bytes)", what, off,
-                off + len, path, (long long)st.st_size);
-    if ((size_t)len != want)
-        ox_fail(x, "%s: external data holds %lld bytes, the tensor needs %zu", what, len, want);
-    FILE *f = fopen(path, "rb");
-    if (!f) ox_fail(x, "%s: cannot open external data file '%s': %s", what, path, strerror(errno));
-    uint8_t *buf = arena_alloc(x->a, want ? want : 1);
-    bool ok = fseek(f, (long)off, SEEK_SET) == 0 && fread(buf, 1, want, f) == want;
-    fclose(f);
-    if (!ok) ox_fail(x, "%s: cannot read %zu bytes of '%s'", what, want, path);
+    int fd = open_confined(x, what, loc, path, &st);
+    long long size = (long long)st.st_size;
+    const char *bad = NULL;
+    if (len < 0 && off <= size) len = size - off;
+    if (off > size || len > size - off)
+        bad = arena_printf(x->a, "%s: external data [%lld, %lld) lies outside '%s' (%lld bytes)",
+                           what, off, off + (len < 0 ? 0 : len), path, size);
+    else if ((size_t)len != want)
+        bad = arena_printf(x->a, "%s: external data holds %lld bytes, the tensor needs %zu", what,
+                           len, want);
+    else if ((uint64_t)want > external_limit())
+        bad = arena_printf(x->a,
+                           "%s: %zu bytes of external data (in '%s', %lld bytes): more than "
+                           "the %llu bytes tgc reads into memory for one initializer",
+                           what, want, path, size, (unsigned long long)external_limit());
+    uint8_t *buf = bad ? NULL : arena_try_alloc(x->a, want ? want : 1);
+    if (!bad && !buf)
+        bad = arena_printf(x->a, "%s: out of memory for its %zu bytes of external data ('%s')",
+                           what, want, path);
+    for (size_t got = 0; !bad && got < want;) {
+        ssize_t r = pread(fd, buf + got, want - got, (off_t)(off + (long long)got));
+        if (r <= 0)
+            bad = arena_printf(x->a, "%s: cannot read %zu bytes of '%s': %s", what, want, path,
+                               r < 0 ? strerror(errno) : "the file is shorter than it was");
+        else
+            got += (size_t)r;
+    }
+    close(fd);
+    if (bad) ox_fail(x, "%s", bad);
+    bool seen = false;
+    for (int k = 0; k < x->ndata_files && !seen; k++)
+        seen = !strcmp(x->data_files[k], path);
+    if (!seen) ARENA_PUSH(x->a, x->data_files, x->ndata_files, x->capdata_files, path);
     return buf;
 }
 

@@ -47,7 +47,10 @@ inputs"). Every case runs in its own directory under a private TMPDIR.
     file at -o. A C compiler that cannot be run is exit 1;
   - ordinary writes still work: `build` gives an executable of mode
     0777 & ~umask, `compile` an object and a header of 0666 & ~umask, and
-    nothing but them is left in the directory.
+    nothing but them is left in the directory;
+  - outputs_inputs.py's cases: --emit listings, tgc run's DIR/NAME.npy and
+    every output against every input, an ONNX model's external data
+    included; external data confined to the model's folder and bounded.
 
 Usage: run_outputs.py --tgc build/tgc [-k SUBSTRING]
 Last line: `outputs: N passed, M failed`; exit status 1 if M > 0.
@@ -65,6 +68,9 @@ import tempfile
 import threading
 import time
 import traceback
+import types
+
+import outputs_inputs  # issue 30's cases, beside this file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -569,9 +575,18 @@ def ordinary_writes(env):
            "files left: %s %s" % (listing(work), listing(tmp)))
 
 
+def _io_case(case):
+    """A case of outputs_inputs.py, given this file's helpers."""
+    def t(env):
+        case(types.SimpleNamespace(env=env, run=run, expect=expect, listing=listing, MLP=MLP))
+    t.__name__ = case.__name__
+    return t
+
+
 TESTS = [same_file_cases, dev_null_outputs, fifo_outputs, name_too_long, concurrent_html,
          kill_at_0_2s, kill_while_linking, term_while_linking, int_while_linking,
          kill_with_guardian, stale_temporaries, glue_rejected, ordinary_writes]
+TESTS += [_io_case(c) for c in outputs_inputs.TESTS]
 
 
 def main():
