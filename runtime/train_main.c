@@ -166,7 +166,7 @@ static void log_loss(long long step, double loss) {
 
 /* The median of n step times (sorts them). */
 static double median_of(double *us, long long n) {
-    return n > 0 ? rt_bench_stats(us, (size_t)n).median_us : 0;
+    return us && n > 0 ? rt_bench_stats(us, (size_t)n).median_us : 0; /* NULL: not profiling */
 }
 
 static int run_steps(const RtProgram *p, const Args *a, Train *r) {
