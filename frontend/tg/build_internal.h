@@ -59,6 +59,7 @@ typedef struct Builder {
     /* modules (build_module.c) */
     struct ModuleDef *defs; /* every def of the program */
     int ndefs, cap_defs;
+    StrMap def_index;        /* def name -> its index in defs */
     struct ModuleCall *call; /* the innermost def call being lowered, or NULL */
     StrMap pnames;           /* full names of the graph's params */
     int anon_calls;          /* calls without prefix=, numbered for value names */

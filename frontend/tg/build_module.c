@@ -26,9 +26,8 @@ typedef struct ModuleCall {
 } ModuleCall;
 
 static ModuleDef *find_def(Builder *B, const char *name) {
-    for (int i = 0; i < B->ndefs; i++)
-        if (!strcmp(B->defs[i].def->def_name, name)) return &B->defs[i];
-    return NULL;
+    int *i = strmap_find(&B->def_index, name);
+    return i ? &B->defs[*i] : NULL;
 }
 
 bool module_is_def(Builder *B, const char *name) {
@@ -50,6 +49,7 @@ void module_declare(Builder *B, const Stmt *def) {
         return;
     }
     ModuleDef md = {.def = def};
+    *strmap_at(B->a, &B->def_index, def->def_name, NULL) = B->ndefs;
     ARENA_PUSH(B->a, B->defs, B->ndefs, B->cap_defs, md);
 }
 

@@ -8,6 +8,7 @@ and N, for the shapes of input that once took quadratic or cubic time:
   onnx_chain            a chain of N Relu nodes
   tg_params             a .tg with N params (their names' uniqueness)
   tg_dims               a .tg graph declaring N dims
+  tg_defs               a .tg with N defs (each looked up by name)
 
 Each case passes when the size-N input is checked (exit 0) within LIMIT_S
 and takes at most GROWTH times as long as the N/4 one, plus SLACK_S for a
@@ -73,11 +74,17 @@ def tg_dims(n):
     return ("graph g(%s)\ninput x : f32[d0]\noutput y = relu(x)\n" % dims).encode()
 
 
+def tg_defs(n):
+    defs = "".join("def f%d(a):\n    return a\n" % k for k in range(n))
+    return ("graph g\ninput x : f32[2]\n%soutput y = f%d(x)\n" % (defs, n - 1)).encode()
+
+
 CASES = [  # name, size N, makes the file's bytes for a size, file suffix, needs onnx
     ("onnx_colliding_names", 8000, lambda n: onnx_chain_model(colliding_names(n)), ".onnx", True),
     ("onnx_chain", 80000, lambda n: onnx_chain_model(["t%d" % k for k in range(n)]), ".onnx", True),
     ("tg_params", 80000, tg_params, ".tg", False),
     ("tg_dims", 80000, tg_dims, ".tg", False),
+    ("tg_defs", 80000, tg_defs, ".tg", False),
 ]
 
 
