@@ -67,4 +67,21 @@ void rt_train_free(RtContext *c);
  * output i to compute it into when its storage dtype differs from the
  * declared one (the training buffers serve as staging), else NULL. */
 void *rt_train_out_stage(RtContext *c, int i);
+
+/* ---- train_state.c ---- */
+
+/* Checks every value of optimizer state t (data at dtype, t's shape)
+ * against the rule its name gives (a step count is a non-negative integer,
+ * the loss scale positive and normal, a second moment >= 0, any other
+ * finite): TGCRT_ERR_VALUE naming `where` (the file), the tensor, the
+ * value and the rule. */
+RtStatus rt_train_check_state(RtError *err, const char *where, const RtTensorInfo *t,
+                              const void *data, RtDType dtype);
+/* Whether c is a created training context with a param i: else the error,
+ * set, names fn, the index and the valid range. */
+RtStatus rt_train_check_index(RtContext *c, const char *fn, int i);
+
+/* Param i's current value for reading (made current on CUDA), or NULL
+ * with the error set. Unlike rt_context_param_data, not a write. */
+const void *rt_train_param_current(RtContext *c, int i);
 #endif

@@ -119,6 +119,8 @@ static RtStatus load_param(RtContext *c, int i, const char *end) {
     }
 
     RtStatus s = rt_ctx_check_param_tensor(c, c->st, w, t);
+    if (!s && c->p->train && c->p->train->role[i] == RT_ROLE_STATE)
+        s = rt_train_check_state(&c->err, rt_st_name(c->st), t, w->data, w->desc.dtype);
     if (s) return s;
 
     /* Zero copy when the data is aligned to its element size and a

@@ -491,8 +491,15 @@ const void *rt_context_output_data(const RtContext *c, int i);
  * pointer's contents are current until then). NULL for an index out of
  * range, when c is not a training context (an inference context's params
  * may be a read-only mapping), or when a CUDA download failed
- * (rt_context_error says why). */
+ * (rt_context_error says why: the index and the valid range, ...). */
 void *rt_context_param_data(RtContext *c, int i);
+/* Copy param i's value (its storage bytes) to dst, or from src: tgc
+ * compile's NAME_get_param and NAME_set_param. TGCRT_ERR_ARG, with a
+ * message naming the index and the valid range, for an index out of range
+ * (or naming the NULL buffer); set_param checks an optimizer state's
+ * values as load_params does (TGCRT_ERR_VALUE, nothing changed). */
+RtStatus rt_context_get_param(RtContext *c, int i, void *dst);
+RtStatus rt_context_set_param(RtContext *c, int i, const void *src);
 /* Writes every param whose role is `role` (RtParamRole) to path as
  * safetensors, under its name, at its declared dtype (converted from the
  * storage dtype when they differ; bf16 stays bf16), whole or not at all.
@@ -500,9 +507,13 @@ void *rt_context_param_data(RtContext *c, int i);
 RtStatus rt_context_save_params(RtContext *c, const char *path, int role);
 /* Loads every param whose role is `role` from the safetensors file path:
  * each must be there with the declared shape; a floating one may have
- * another floating dtype (converted). On any error (named: file, tensor,
- * expected and found) no param is changed. Training contexts only
- * (TGCRT_ERR_ARG otherwise). */
+ * another floating dtype (converted). An optimizer state's values must be
+ * ones a step can continue from (a step count a non-negative integer, the
+ * loss scale positive and normal, a second moment >= 0, the rest finite:
+ * TGCRT_ERR_VALUE otherwise; rt_context_create checks states found in its
+ * weights file alike). On any error (named: file, tensor, expected and
+ * found) no param is changed. Training contexts only (TGCRT_ERR_ARG
+ * otherwise). */
 RtStatus rt_context_load_params(RtContext *c, const char *path, int role);
 
 /* The main() of a training executable (train_main.c; rt_main calls it when

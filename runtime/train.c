@@ -300,8 +300,13 @@ const void *rt_context_output_data(const RtContext *c, int i) {
     return host_current(c, u, &e) ? NULL : c->bufs[1 + c->p->ninputs + u];
 }
 
+const void *rt_train_param_current(RtContext *c, int i) {
+    if (rt_train_check_index(c, "get_param", i) || host_current(c, i, &c->err)) return NULL;
+    return c->bufs[1 + c->p->ninputs + i];
+}
+
 void *rt_context_param_data(RtContext *c, int i) {
-    if (!c || !c->train || i < 0 || i >= c->p->nparams) return NULL;
+    if (!c || rt_train_check_index(c, "rt_context_param_data", i)) return NULL;
     if (host_current(c, i, &c->err)) return NULL;
     if (c->cuda) c->train->lent[i] = true; /* the caller may write to it */
     return c->bufs[1 + c->p->ninputs + i];
@@ -383,6 +388,8 @@ RtStatus rt_context_load_params(RtContext *c, const char *path, int role) {
                              rt_st_name(st), t->name, rt_desc_format(&t->desc, e, sizeof e));
         else
             s = rt_ctx_check_param_tensor(c, st, w, t);
+        if (!s && role == RT_ROLE_STATE)
+            s = rt_train_check_state(&c->err, rt_st_name(st), t, w->data, w->desc.dtype);
     }
     for (int i = 0; !s && i < p->nparams; i++)
         if (role_of(p, i) == role) {
