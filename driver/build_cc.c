@@ -10,9 +10,11 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "driver/toolchain.h"
@@ -71,6 +73,18 @@ int build_cc_glue(const char *cmd, const char *inc, const char *tmp, bool pic, b
     if (rc == 127 || rc < 0) {
         fprintf(stderr, "tgc %s: error: cannot run the C compiler '%s' (set CC to one)\n", cmd,
                 argv[0]);
+        print_head(log);
+        return 1;
+    }
+    /* A compiler that failed on a full disk could not write: the
+     * machine's problem, not code tgc generated (its log may be lost too). */
+    struct statvfs fs;
+    if (statvfs(tmp, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < ((uint64_t)1 << 20)) {
+        fprintf(stderr,
+                "tgc %s: error: cannot write in the temporary directory '%s': No space left on "
+                "device (the C compiler exited with status %d; set TMPDIR to a directory with "
+                "room)\n",
+                cmd, tmp, rc);
         print_head(log);
         return 1;
     }

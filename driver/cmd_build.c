@@ -670,7 +670,8 @@ static int drive(Mode mode, int argc, char **argv) {
         .default_threads = b.threads, .with_main = mode != MODE_COMPILE, .cuda_decl = cuda_decl};
     if (b.embed) go.embed_path = realpath(b.weights, wabs) ? wabs : b.weights;
     cg_write_glue(f, &p, &go);
-    if (fclose(f) != 0) {
+    bool glue_bad = ferror(f); /* a full disk may fail a write before the close */
+    if (fclose(f) != 0 || glue_bad) {
         fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, glue, strerror(errno));
         goto out;
     }

@@ -88,14 +88,17 @@ static void incbin(Sb *b, const char *sym, const char *path) {
     sb_printf(b, "extern const unsigned char %s[], %s_end[];\n", sym, sym);
 }
 
+/* Every step checked, and the stream closed once whatever fails (a full
+ * disk is "cannot write 'PATH': No space left on device", exit 1). */
 static bool write_file(const char *path, const void *data, size_t n, char *err, size_t nerr) {
     FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f) != 0) {
-        snprintf(err, nerr, "error: cannot write '%s': %s", path, strerror(errno));
-        if (f) fclose(f);
-        return false;
+    int e = f ? 0 : errno;
+    if (f) {
+        if (n && fwrite(data, 1, n, f) != n) e = errno ? errno : EIO;
+        if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
     }
-    return true;
+    if (e) snprintf(err, nerr, "error: cannot write '%s': %s", path, strerror(e));
+    return !e;
 }
 
 /* The image files cg_cuda_emit writes into image_dir. */

@@ -5,6 +5,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,14 +155,34 @@ static void init_types(Cg *cg) {
     cg->t_pfor = LLVMFunctionType(cg->t_void, pp, 6, false);
 }
 
-static bool write_text(const char *path, const char *text, char *err, size_t nerr) {
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        snprintf(err, nerr, "cannot write '%s'", path);
-        if (f) fclose(f);
+/* Writes n bytes to path, every step checked: a full disk is "cannot write
+ * 'PATH': No space left on device" (exit 1), never an abort. */
+static bool write_file(const char *path, const char *data, size_t n, char *err, size_t nerr) {
+    FILE *f = fopen(path, "wb");
+    int e = f ? 0 : errno;
+    if (f) {
+        if (n && fwrite(data, 1, n, f) != n) e = errno ? errno : EIO;
+        if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    }
+    if (e) snprintf(err, nerr, "error: cannot write '%s': %s", path, strerror(e));
+    return !e;
+}
+
+/* The object or the assembly, made in memory and written by write_file:
+ * LLVMTargetMachineEmitToFile's stream aborts the process ("IO failure on
+ * output stream") when the file cannot be written whole. */
+static bool emit_file(LLVMTargetMachineRef tm, LLVMModuleRef m, LLVMCodeGenFileType kind,
+                      const char *path, char *err, size_t nerr) {
+    char *msg = NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, kind, &msg, &buf)) {
+        snprintf(err, nerr, "internal: LLVM cannot generate '%s': %s", path, msg ? msg : "");
+        LLVMDisposeMessage(msg);
         return false;
     }
-    return true;
+    bool ok = write_file(path, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), err, nerr);
+    LLVMDisposeMemoryBuffer(buf);
+    return ok;
 }
 
 /* LLVM's diagnostics: a loop with the vectorize hint that cannot be
@@ -256,21 +277,12 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     }
     if (ok && o->emit_llvm_path) {
         char *text = LLVMPrintModuleToString(cg.mod);
-        ok = write_text(o->emit_llvm_path, text, err, nerr);
+        ok = write_file(o->emit_llvm_path, text, strlen(text), err, nerr);
         LLVMDisposeMessage(text);
     }
-    if (ok && o->emit_asm_path &&
-        LLVMTargetMachineEmitToFile(tm, cg.mod, (char *)o->emit_asm_path, LLVMAssemblyFile, &msg)) {
-        snprintf(err, nerr, "cannot write '%s': %s", o->emit_asm_path, msg);
-        ok = false;
-    }
-    if (msg) LLVMDisposeMessage(msg), msg = NULL;
-    if (ok && o->obj_path &&
-        LLVMTargetMachineEmitToFile(tm, cg.mod, (char *)o->obj_path, LLVMObjectFile, &msg)) {
-        snprintf(err, nerr, "cannot write '%s': %s", o->obj_path, msg);
-        ok = false;
-    }
-    if (msg) LLVMDisposeMessage(msg);
+    if (ok && o->emit_asm_path)
+        ok = emit_file(tm, cg.mod, LLVMAssemblyFile, o->emit_asm_path, err, nerr);
+    if (ok && o->obj_path) ok = emit_file(tm, cg.mod, LLVMObjectFile, o->obj_path, err, nerr);
     cg_share_free(&cg);
     LLVMDisposeBuilder(cg.b);
     LLVMDisposeModule(cg.mod);

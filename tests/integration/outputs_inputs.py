@@ -22,11 +22,18 @@ is read only from inside its folder.
     through a linked folder `sub`: exit 1 naming the initializer and the
     file, nothing written; a real subfolder still imports;
   - a 64 GiB initializer (f32[2^34] in a sparse file): exit 1 naming it and
-    both sizes, never "out of memory" (exit 3).
+    both sizes, never "out of memory" (exit 3);
+  - a full TMPDIR (a 16 KiB tmpfs, as root; else RLIMIT_FSIZE with SIGXFSZ
+    ignored; else skipped): `build` is exit 1 "cannot write ... No space
+    left on device" (or "File too large"), never LLVM's abort (exit 134),
+    and -o is not created.
 """
 import json
 import os
+import resource
+import signal
 import struct
+import subprocess
 
 SMALL = "graph small\ninput x : f32[4]\noutput y = relu(x)\n"
 SMALL_W = "graph small\ninput x : f32[4]\nparam w : f32[4]\noutput y = x + w\n"
@@ -238,5 +245,57 @@ def onnx_external_huge(h):
     h.expect(sorted(h.listing(work)) == ["h.onnx", "huge.bin"], "written: %s" % h.listing(work))
 
 
+def _mount_tmpfs(d, size):
+    if os.geteuid() != 0:
+        return False
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", d],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return p.returncode == 0
+
+
+def _fsize_limit():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+
+
+def full_tmpdir(h):
+    """tmpfs of several sizes, so that each write in turn finds the disk
+    full (LLVM's object, the glue's compile...): each build is exit 1 or,
+    where everything fits, 0; never 3 or an abort. The smallest fails."""
+    work, tmp = h.env.case_dir("full_tmpdir")
+    small = os.path.join(os.path.dirname(tmp), "small_tmp")
+    os.makedirs(small)
+    for size in ("4k", "16k", "64k", "256k"):
+        mounted = _mount_tmpfs(small, size)
+        out = os.path.join(work, "m" + size)
+        argv = [h.env.tgc, "build", h.MLP, "-o", out]
+        try:
+            if mounted:
+                rc, _, err = h.run(argv, tmpdir=small)
+            else:
+                env = dict(os.environ, TMPDIR=tmp)
+                try:
+                    p = subprocess.run(argv, env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, timeout=300,
+                                       preexec_fn=_fsize_limit)
+                except OSError as e:
+                    print("     (skipped: neither a tmpfs nor RLIMIT_FSIZE: %s)" % e)
+                    return
+                rc, err = p.returncode, p.stderr
+            how = "tmpfs of %s" % size if mounted else "RLIMIT_FSIZE"
+            h.expect(rc == 0 or (rc == 1 and "cannot write" in err and
+                                 ("No space left" in err or "File too large" in err)),
+                     "a full TMPDIR (%s): exit %s: %s" % (how, rc, err.strip()[-300:]))
+            h.expect(rc == 1 or size != "4k", "%s: exit %s: the build fitted" % (how, rc))
+            h.expect(rc == 0 or not os.path.exists(out), "%s: left at -o" % how)
+            h.expect(h.listing(small if mounted else tmp) == [],
+                     "%s: left in TMPDIR: %s" % (how, h.listing(small if mounted else tmp)))
+        finally:
+            if mounted:
+                subprocess.run(["umount", small])
+        if not mounted:
+            return
+
+
 TESTS = [emit_over_files, run_output_over_graph, onnx_external_data_outputs, onnx_external_links,
-         onnx_external_huge]
+         onnx_external_huge, full_tmpdir]

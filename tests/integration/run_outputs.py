@@ -50,7 +50,8 @@ inputs"). Every case runs in its own directory under a private TMPDIR.
     nothing but them is left in the directory;
   - outputs_inputs.py's cases: --emit listings, tgc run's DIR/NAME.npy and
     every output against every input, an ONNX model's external data
-    included; external data confined to the model's folder and bounded.
+    included; external data confined to the model's folder and bounded; a
+    full TMPDIR.
 
 Usage: run_outputs.py --tgc build/tgc [-k SUBSTRING]
 Last line: `outputs: N passed, M failed`; exit status 1 if M > 0.
