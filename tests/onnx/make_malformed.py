@@ -351,6 +351,12 @@ def cases():
     add("attribute_twice_other_value", base(dup_attr_values), ["gemm_a"],
         "gemm_a carries transB=1 and transB=0")
 
+    def dup_attr_many(nodes, ins, outs, inits):  # past the pairwise compare: the set's path
+        nodes[1].attribute.extend([helper.make_attribute("extra_%d" % k, k) for k in range(40)])
+        nodes[1].attribute.extend([helper.make_attribute("extra_7", 0)])
+    add("attribute_twice_of_many", base(dup_attr_many), ["extra_7"],
+        "relu_a carries 41 attributes, extra_7 twice (reported as such, not as an unknown one)")
+
     x4 = [vi("img_in", [1, 3, 8, 8])]
     add("unknown_op", one_node(helper.make_node("FrobnicateOp", ["img_in"], ["y"], name="frob_node"),
                                x4, [vi("y", [1, 3, 8, 8])]), ["frob_node"], "op type FrobnicateOp")
