@@ -227,7 +227,9 @@ static void import_node(Ox *x, int k) {
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
         ox_fail(x, "operators of domain '%s' are not supported (only the default ONNX domain)",
                 n->domain);
-    if (n->n_input > 64 || n->n_output > 64) ox_fail(x, "too many inputs or outputs");
+    if (n->n_input > 64 || n->n_output > 64)
+        ox_fail(x, "%zu inputs and %zu outputs: at most 64 of each are supported", n->n_input,
+                n->n_output);
     OxVal *in[64], *out[64];
     for (size_t i = 0; i < n->n_input; i++) {
         in[i] = NULL;

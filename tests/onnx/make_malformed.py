@@ -336,6 +336,11 @@ def cases():
         del nodes[3].input[1:]
     add("gemm_one_input", base(gemm_one), ["gemm_a"], "gemm_a has 1 input (Gemm takes 2 to 3)")
 
+    add("concat_65_inputs",
+        one_node(helper.make_node("Concat", ["img_in"] * 65, ["y"], name="concat_many", axis=1),
+                 [vi("img_in", [1, 3, 8, 8])], [vi("y", [1, 195, 8, 8])]), ["concat_many"],
+        "concat_many has 65 inputs (ONNX allows any number; tgc's nodes have at most 64)")
+
     def reshape_two_outputs(nodes, ins, outs, inits):
         nodes[2].output.append("flat_extra")
     add("reshape_two_outputs", base(reshape_two_outputs), ["reshape_a"],
