@@ -16,6 +16,10 @@ struct RtContext {
     RtError err;
     bool ready;        /* created successfully */
     RtSafetensors *st; /* open while params point into it (zero copy) */
+    /* Training, per role: the pair mark (rt_st_pair) of the file the params
+     * of that role were loaded from, and its name; NULL when there was
+     * none or they changed since (train.c). */
+    char *pair[2], *pair_file[2];
     RtArena arena;
     RtPool *pool;
     void **bufs;      /* [arena, inputs..., params..., outputs..., &index_error(, conv state)] at
@@ -84,4 +88,13 @@ RtStatus rt_train_check_index(RtContext *c, const char *fn, int i);
 /* Param i's current value for reading (made current on CUDA), or NULL
  * with the error set. Unlike rt_context_param_data, not a write. */
 const void *rt_train_param_current(RtContext *c, int i);
+
+/* ---- train.c: files saved together ---- */
+
+/* Checks st's pair mark against the other role's file's (TGCRT_ERR_VALUE
+ * naming both files when they differ); notes it as role's when
+ * `note`. */
+RtStatus rt_train_pair_check(RtContext *c, const RtSafetensors *st, int role, bool note);
+/* rt_train_save_pair: rt_internal.h. */
+
 #endif

@@ -233,6 +233,7 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
     const char *end = c->st ? data_end(c->st) : NULL;
     for (int i = 0; !s && i < p->nparams; i++)
         s = load_param(c, i, end);
+    if (!s && p->train && c->st) s = rt_train_pair_check(c, c->st, RT_ROLE_WEIGHT, true);
     if (s) return s;
     /* Keep the mapping only while a param points into it. */
     bool mapped = false;

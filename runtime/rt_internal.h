@@ -17,6 +17,31 @@ static inline bool rt_dtype_is_float(RtDType t) {
     return t == RT_F16 || t == RT_BF16 || t == RT_F32 || t == RT_F64;
 }
 
+/* ---- files written together (safetensors*.c, train.c) ----
+ *
+ * A training run's --save-weights and --save-state files carry the same
+ * mark in their __metadata__ (RT_ST_PAIR_KEY: a hash of every param and
+ * state when they were saved), so that a pair whose halves come from
+ * different moments (a save killed between its two renames) is refused
+ * when loaded together instead of resuming from a mix. */
+#define RT_ST_PAIR_KEY "tgc.pair"
+struct RtAtomicFile;
+/* rt_st_write's two halves: the whole file written to a temporary (af,
+ * which the caller provides) with `pair` (NULL: none) in its metadata,
+ * and then renamed over path. After a failed begin af holds nothing; a
+ * begun file that will not be committed is dropped with rt_afile_abort. */
+RtStatus rt_st_write_begin(struct RtAtomicFile *af, const char *path, const RtStTensorOut *t,
+                           size_t n, const char *pair, RtError *err);
+RtStatus rt_st_write_commit(struct RtAtomicFile *af, RtError *err);
+/* The file's pair mark, or NULL. */
+const char *rt_st_pair(const RtSafetensors *st);
+/* Writes a training context's weights to wpath and its optimizer state to
+ * spath (train.c), both with one pair mark: both temporaries first, then
+ * the renames (weights, then state), so that only a kill between the two
+ * renames can leave a new weights file beside an old state, and loading
+ * that pair together is refused. */
+RtStatus rt_train_save_pair(RtContext *c, const char *wpath, const char *spath);
+
 /* rt_load_float: declared in tgcrt.h. */
 /* Stores v as element i of a floating array: f64 exactly, f32 rounded,
  * f16/bf16 through f32 (as torch converts a double). */

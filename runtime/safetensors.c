@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "tgcrt.h"
+#include "rt_internal.h"
 
 #define ST_MAX_HEADER ((uint64_t)100 << 20) /* the reference implementation's limit */
 #define ST_MAX_INT 9007199254740992.0       /* 2^53: larger JSON numbers are not exact */
@@ -34,6 +34,7 @@ struct RtSafetensors {
     RtStTensor *tensors; /* header order */
     size_t *by_name;     /* indices into tensors, sorted by name */
     uint64_t *begin;     /* each tensor's data_offsets[0], for the tiling check */
+    char *pair;          /* __metadata__'s "tgc.pair" (rt_st_pair), or NULL */
 };
 
 static const struct {
@@ -431,7 +432,14 @@ static RtStatus parse(RtSafetensors *st, RtError *err) {
     uint64_t data_len = after - n;
     const unsigned char *data = st->base + 8 + n;
     cJSON_ArrayForEach(e, root) {
-        if (!strcmp(e->string, "__metadata__")) continue; /* free-form; ignored */
+        if (!strcmp(e->string, "__metadata__")) { /* free-form: only tgc's pair mark is read */
+            const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, RT_ST_PAIR_KEY);
+            if (cJSON_IsString(m) && !st->pair && !(st->pair = strdup(m->valuestring))) {
+                s = rt_error_set(err, TGCRT_ERR_NOMEM, "%s: out of memory", nm);
+                goto done;
+            }
+            continue;
+        }
         size_t i = st->count;
         char *name = malloc(strlen(e->string) + 1);
         if (!name) {
@@ -521,6 +529,7 @@ void rt_st_close(RtSafetensors *st) {
     free(st->tensors);
     free(st->by_name);
     free(st->begin);
+    free(st->pair);
     if (st->map) munmap(st->map, st->len);
     free(st->name);
     free(st);
@@ -531,6 +540,10 @@ const char *rt_st_name(const RtSafetensors *st) {
 }
 size_t rt_st_count(const RtSafetensors *st) {
     return st->count;
+}
+
+const char *rt_st_pair(const RtSafetensors *st) {
+    return st ? st->pair : NULL;
 }
 
 const RtStTensor *rt_st_get(const RtSafetensors *st, size_t i) {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "rt_atomic.h"
-#include "tgcrt.h"
+#include "rt_internal.h"
 
 static const char *st_dtype(RtDType t) {
     static const char *names[RT_DTYPE_COUNT] = {"BOOL", "U8",  "I8",   "I16", "I32",
@@ -54,10 +54,11 @@ static RtStatus check_names(const char *path, const RtStTensorOut *t, size_t n, 
 }
 
 /* The header's JSON text (malloc'd), NULL when out of memory. */
-static char *header_text(const RtStTensorOut *t, size_t n) {
+static char *header_text(const RtStTensorOut *t, size_t n, const char *pair) {
     cJSON *h = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
     bool ok = meta && cJSON_AddStringToObject(meta, "producer", "tgc");
+    if (ok && pair) ok = cJSON_AddStringToObject(meta, RT_ST_PAIR_KEY, pair) != NULL;
     size_t off = 0;
     for (size_t i = 0; ok && i < n; i++) {
         cJSON *e = cJSON_AddObjectToObject(h, t[i].name);
@@ -81,7 +82,9 @@ static char *header_text(const RtStTensorOut *t, size_t n) {
     return text;
 }
 
-RtStatus rt_st_write(const char *path, const RtStTensorOut *t, size_t n, RtError *err) {
+RtStatus rt_st_write_begin(RtAtomicFile *af, const char *path, const RtStTensorOut *t, size_t n,
+                           const char *pair, RtError *err) {
+    rt_afile_init(af);
     if (!path || (n && !t))
         return rt_error_set(err, TGCRT_ERR_ARG, "rt_st_write: no path or tensors");
     for (size_t i = 0; i < n; i++) {
@@ -90,29 +93,44 @@ RtStatus rt_st_write(const char *path, const RtStTensorOut *t, size_t n, RtError
     }
     RtStatus s = check_names(path, t, n, err);
     if (s) return s;
-    char *text = header_text(t, n);
+    char *text = header_text(t, n, pair);
     /* Whole or not at all (rt_atomic.h): a reader of the file never sees
      * half of it, and a failed write leaves an older file as it was. */
-    RtAtomicFile af;
-    rt_afile_init(&af);
-    int e = text ? rt_afile_begin(&af, path) : ENOMEM;
+    int e = text ? rt_afile_begin(af, path) : ENOMEM;
     /* Buffered: a model has many small tensors (biases, norms). */
-    if (!e && !rt_afile_stream(&af)) e = errno ? errno : ENOMEM;
+    if (!e && !rt_afile_stream(af)) e = errno ? errno : ENOMEM;
     if (!e) {
         size_t len = strlen(text), padded = (len + 7) / 8 * 8;
         uint8_t hdr[8];
         for (int i = 0; i < 8; i++)
             hdr[i] = (uint8_t)((uint64_t)padded >> (8 * i));
         static const char spaces[] = "       "; /* up to 7 */
-        e = rt_afile_write(&af, hdr, 8);
-        if (!e) e = rt_afile_write(&af, text, len);
-        if (!e) e = rt_afile_write(&af, spaces, padded - len);
+        e = rt_afile_write(af, hdr, 8);
+        if (!e) e = rt_afile_write(af, text, len);
+        if (!e) e = rt_afile_write(af, spaces, padded - len);
         for (size_t i = 0; !e && i < n; i++)
-            e = rt_afile_write(&af, t[i].data, t[i].nbytes);
-        if (!e) e = rt_afile_commit(&af, 0666);
+            e = rt_afile_write(af, t[i].data, t[i].nbytes);
     }
-    if (e) rt_afile_abort(&af);
+    if (e) rt_afile_abort(af);
     free(text);
     if (e) return rt_error_set(err, TGCRT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
     return TGCRT_OK;
+}
+
+RtStatus rt_st_write_commit(RtAtomicFile *af, RtError *err) {
+    char *path = af->dest ? strdup(af->dest) : NULL;
+    int e = rt_afile_commit(af, 0666);
+    rt_afile_abort(af);
+    RtStatus s = TGCRT_OK;
+    if (e)
+        s = rt_error_set(err, TGCRT_ERR_IO, "cannot write '%s': %s", path ? path : "?",
+                         strerror(e));
+    free(path);
+    return s;
+}
+
+RtStatus rt_st_write(const char *path, const RtStTensorOut *t, size_t n, RtError *err) {
+    RtAtomicFile af;
+    RtStatus s = rt_st_write_begin(&af, path, t, n, NULL, err);
+    return s ? s : rt_st_write_commit(&af, err);
 }

@@ -17,10 +17,15 @@
  * read, and, once handed out for writing or loaded from a file, uploaded
  * before the next step. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context_internal.h"
+#include "rt_atomic.h"
+
+static void forget_pair(RtContext *c, int role);
+static int role_of(const RtProgram *p, int i);
 
 struct RtTrainState {
     void *block;  /* every spare buffer, at spare_layout's offsets */
@@ -196,6 +201,8 @@ RtStatus rt_train_setup(RtContext *c) {
 }
 
 void rt_train_free(RtContext *c) {
+    forget_pair(c, RT_ROLE_WEIGHT);
+    forget_pair(c, RT_ROLE_STATE);
     RtTrainState *tr = c->train;
     if (!tr) return;
     for (int i = 0; tr->out && i < c->p->noutputs; i++)
@@ -287,6 +294,8 @@ RtStatus rt_context_train_step(RtContext *c, const void *const *inputs, double *
         params[u] = tr->spare[i];
         tr->spare[i] = old;
     }
+    forget_pair(c, RT_ROLE_WEIGHT); /* the params are no file's any more */
+    forget_pair(c, RT_ROLE_STATE);
     rt_error_clear(&c->err);
     return TGCRT_OK;
 }
@@ -309,6 +318,7 @@ void *rt_context_param_data(RtContext *c, int i) {
     if (!c || rt_train_check_index(c, "rt_context_param_data", i)) return NULL;
     if (host_current(c, i, &c->err)) return NULL;
     if (c->cuda) c->train->lent[i] = true; /* the caller may write to it */
+    forget_pair(c, role_of(c->p, i));
     return c->bufs[1 + c->p->ninputs + i];
 }
 
@@ -329,14 +339,74 @@ static RtStatus check_call(RtContext *c, const char *fn, const char *path, int r
     return TGCRT_OK;
 }
 
-RtStatus rt_context_save_params(RtContext *c, const char *path, int role) {
-    if (!c) return TGCRT_ERR_ARG;
-    RtStatus s = check_call(c, "rt_context_save_params", path, role);
-    if (s) return s;
+/* ---- the pair mark ---- */
+
+/* A hash of every param and state (their host copies, made current), as
+ * 16 hex digits: what two files saved from the same moment share. 64-bit
+ * words mixed one at a time (FNV-1a's multiply on words): a save is rare,
+ * and this costs about what reading the params once does. */
+static RtStatus pair_mark(RtContext *c, char out[17]) {
     const RtProgram *p = c->p;
+    uint64_t h = 0xcbf29ce484222325u;
+    for (int i = 0; i < p->nparams; i++) {
+        RtStatus s = c->train ? host_current(c, i, &c->err) : TGCRT_OK;
+        if (s) return s;
+        const unsigned char *b = c->bufs[1 + p->ninputs + i];
+        size_t nb = rt_ctx_storage_bytes(&p->params[i]), k = 0;
+        for (; k + 8 <= nb; k += 8) {
+            uint64_t w;
+            memcpy(&w, b + k, 8);
+            h = (h ^ w) * 0x100000001b3u;
+            h ^= h >> 29;
+        }
+        for (; k < nb; k++)
+            h = (h ^ b[k]) * 0x100000001b3u;
+        h = (h ^ (uint64_t)i) * 0x100000001b3u; /* where one param ends */
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return TGCRT_OK;
+}
+
+static void forget_pair(RtContext *c, int role) {
+    free(c->pair[role]);
+    free(c->pair_file[role]);
+    c->pair[role] = c->pair_file[role] = NULL;
+}
+
+RtStatus rt_train_pair_check(RtContext *c, const RtSafetensors *st, int role, bool note) {
+    const char *m = rt_st_pair(st);
+    int other = role == RT_ROLE_WEIGHT ? RT_ROLE_STATE : RT_ROLE_WEIGHT;
+    if (m && c->pair[other] && strcmp(m, c->pair[other]))
+        return rt_error_set(&c->err, TGCRT_ERR_VALUE,
+                            "%s and %s were not saved together (pair marks %s and %s): the %s "
+                            "of one run moment and the %s of another, as a save interrupted "
+                            "between its two files leaves them; load the %s saved with these "
+                            "%s (or neither)",
+                            rt_st_name(st), c->pair_file[other], m, c->pair[other],
+                            role == RT_ROLE_STATE ? "optimizer state" : "weights",
+                            role == RT_ROLE_STATE ? "weights" : "optimizer state",
+                            role == RT_ROLE_STATE ? "state" : "weights",
+                            role == RT_ROLE_STATE ? "weights" : "state");
+    if (!note) return TGCRT_OK;
+    forget_pair(c, role);
+    if (m && (!(c->pair[role] = strdup(m)) || !(c->pair_file[role] = strdup(rt_st_name(st))))) {
+        forget_pair(c, role);
+        return rt_error_set(&c->err, TGCRT_ERR_NOMEM, "out of memory");
+    }
+    return TGCRT_OK;
+}
+
+/* ---- saving ---- */
+
+/* Writes role's params to a temporary for path (af), with the pair mark. */
+static RtStatus write_role(RtContext *c, RtAtomicFile *af, const char *path, int role,
+                           const char *pair) {
+    const RtProgram *p = c->p;
+    RtStatus s = TGCRT_OK;
     RtStTensorOut *t = calloc((size_t)p->nparams + 1, sizeof *t);
     void **conv = calloc((size_t)p->nparams + 1, sizeof *conv); /* converted copies */
     size_t n = 0;
+    rt_afile_init(af);
     if (!t || !conv) s = rt_error_set(&c->err, TGCRT_ERR_NOMEM, "out of memory writing '%s'", path);
     for (int i = 0; !s && i < p->nparams; i++) {
         const RtTensorInfo *ti = &p->params[i];
@@ -359,11 +429,45 @@ RtStatus rt_context_save_params(RtContext *c, const char *path, int role) {
         }
         t[n++] = (RtStTensorOut){.name = ti->name, .desc = ti->desc, .data = data, .nbytes = nb};
     }
-    if (!s) s = rt_st_write(path, t, n, &c->err);
+    if (!s) s = rt_st_write_begin(af, path, t, n, pair, &c->err);
     for (size_t i = 0; conv && i < n; i++)
         rt_aligned_free(conv[i]);
     free(conv);
     free(t);
+    return s;
+}
+
+RtStatus rt_context_save_params(RtContext *c, const char *path, int role) {
+    if (!c) return TGCRT_ERR_ARG;
+    RtStatus s = check_call(c, "rt_context_save_params", path, role);
+    if (s) return s;
+    char pair[17];
+    /* Only a training context has a state to pair with. */
+    RtAtomicFile af;
+    rt_afile_init(&af);
+    if (!c->train || !(s = pair_mark(c, pair)))
+        s = write_role(c, &af, path, role, c->train ? pair : NULL);
+    if (!s) s = rt_st_write_commit(&af, &c->err);
+    rt_afile_abort(&af);
+    if (!s) rt_error_clear(&c->err);
+    return s;
+}
+
+RtStatus rt_train_save_pair(RtContext *c, const char *wpath, const char *spath) {
+    RtStatus s = check_call(c, "rt_train_save_pair", wpath, RT_ROLE_WEIGHT);
+    if (!s) s = check_call(c, "rt_train_save_pair", spath, RT_ROLE_STATE);
+    if (s) return s;
+    char pair[17];
+    RtAtomicFile w, st;
+    rt_afile_init(&w);
+    rt_afile_init(&st);
+    if (!(s = pair_mark(c, pair)) && !(s = write_role(c, &w, wpath, RT_ROLE_WEIGHT, pair)))
+        s = write_role(c, &st, spath, RT_ROLE_STATE, pair);
+    /* Both are complete on disk: the renames are all that is left. */
+    if (!s) s = rt_st_write_commit(&w, &c->err);
+    if (!s) s = rt_st_write_commit(&st, &c->err);
+    rt_afile_abort(&w);
+    rt_afile_abort(&st);
     if (!s) rt_error_clear(&c->err);
     return s;
 }
@@ -391,6 +495,7 @@ RtStatus rt_context_load_params(RtContext *c, const char *path, int role) {
         if (!s && role == RT_ROLE_STATE)
             s = rt_train_check_state(&c->err, rt_st_name(st), t, w->data, w->desc.dtype);
     }
+    if (!s) s = rt_train_pair_check(c, st, role, true);
     for (int i = 0; !s && i < p->nparams; i++)
         if (role_of(p, i) == role) {
             rt_ctx_copy_param_tensor(c, rt_st_find(st, p->params[i].name), &p->params[i],

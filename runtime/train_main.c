@@ -205,7 +205,11 @@ static int save(const RtProgram *p, const Args *a, Train *r) {
     const char *path[2] = {a->save_weights, a->save_state};
     /* Interrupted, the program removes the temporary it was writing. */
     rt_tmp_install_signals();
-    for (int role = RT_ROLE_WEIGHT; role <= RT_ROLE_STATE; role++) {
+    if (path[0] && path[1]) { /* both written, then both renamed: one pair mark */
+        RtStatus s = rt_train_save_pair(r->ctx, path[0], path[1]);
+        if (s) return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
+    }
+    for (int role = RT_ROLE_WEIGHT; role <= RT_ROLE_STATE && !(path[0] && path[1]); role++) {
         RtStatus s = path[role] ? rt_context_save_params(r->ctx, path[role], role) : TGCRT_OK;
         if (s) return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
     }

@@ -9,11 +9,17 @@
 - `tgc compile --train`'s API (train_contract.c): NAME_create(NULL, ...) is
   7, not a crash; get_param/set_param with a bad index are 7 with a message
   naming the index and the valid range; set_param of a NaN state is 9.
+- --save-weights and --save-state share a pair mark (a hash of the params
+  and states when saved): a weights file and a state of different moments
+  -- what a kill between the save's two renames leaves -- are refused
+  together (exit 1 naming both), any two of the same moment load.
 
 Prints "ok"/"FAIL" per check and "N failure(s)"; exits 1 on any failure.
 """
 import argparse
+import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -49,6 +55,13 @@ def check(cond, what):
 
 def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def tensorio_meta(path):
+    """The __metadata__ of a safetensors file ({} when none)."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return json.loads(f.read(n)).get("__metadata__", {})
 
 
 def with_value(state, name, value, index=0):
@@ -114,6 +127,32 @@ def case_state_files(tgc, tmp):
               "step 1" not in msg and not os.path.exists(out),
               f"--load-state with {name}[{index}] = {value}: exit 1 naming the file and the "
               f"tensor, nothing written (rc {p.returncode}: {msg[:200]})")
+
+    # --save-weights and --save-state carry one pair mark: a weights file of
+    # one moment beside a state of another (what a kill between the save's
+    # two renames leaves) is refused when loaded together
+    w2, s2 = os.path.join(tmp, "w2.safetensors"), os.path.join(tmp, "s2.safetensors")
+    p = run([exe, "--weights", w0, "--load-state", s0] + ins + ["--steps", "2", "--save-weights",
+                                                                 w2, "--save-state", s2])
+    check(p.returncode == 0, f"2 more steps saving both ({p.stderr.strip()[:200]})")
+    meta = [tensorio_meta(f).get("tgc.pair") for f in (w0, s0, w2, s2)]
+    check(meta[0] and meta[0] == meta[1] and meta[2] == meta[3] and meta[0] != meta[2],
+          f"each save's two files share a pair mark, another save's differs ({meta})")
+    for wf, sf in [(w2, s0), (w0, s2)]:
+        p = run([exe, "--weights", wf, "--load-state", sf] + ins + ["--steps", "1"])
+        check(p.returncode == 1 and os.path.basename(wf) in p.stderr and
+              os.path.basename(sf) in p.stderr and "not saved together" in p.stderr,
+              f"--weights {os.path.basename(wf)} --load-state {os.path.basename(sf)}: exit 1 "
+              f"naming both ({p.stderr.strip()[:300]})")
+    # the mark is the params' content: weights saved apart from the state
+    # at the same moment (here: after no step) still pair with it
+    wc = os.path.join(tmp, "wc.safetensors")
+    p = run([exe, "--weights", w2, "--load-state", s2] + ins + ["--steps", "0",
+                                                                 "--save-weights", wc])
+    check(p.returncode == 0 and tensorio_meta(wc).get("tgc.pair") == meta[3],
+          f"weights saved alone pair with the state of the same moment ({p.stderr.strip()[:200]})")
+    p = run([exe, "--weights", wc, "--load-state", s2] + ins + ["--steps", "1"])
+    check(p.returncode == 0, f"... and load with it ({p.stderr.strip()[:200]})")
 
     # a state in the weights file is checked as it is loaded too
     path = os.path.join(tmp, "bad_weights.safetensors")
