@@ -339,7 +339,8 @@ typedef enum IoKind {
     IO_LOAD_STATE,
     IO_OUTPUT,
     IO_SAVE_WEIGHTS,
-    IO_SAVE_STATE
+    IO_SAVE_STATE,
+    IO_PROFILE_JSON
 } IoKind;
 typedef struct IoFile {
     IoKind kind;
@@ -359,13 +360,15 @@ static void describe(FILE *to, const IoFile *f) {
     case IO_OUTPUT: fprintf(to, "output '%.*s'", f->len, f->name); break;
     case IO_SAVE_WEIGHTS: fputs("the weights (--save-weights)", to); break;
     case IO_SAVE_STATE: fputs("the optimizer state (--save-state)", to); break;
+    case IO_PROFILE_JSON: fputs("the profile's trace (--profile-json)", to); break;
     }
 }
 
 static const char *flag_of(IoKind k) {
     return k == IO_OUTPUT         ? "--output-dir"
            : k == IO_SAVE_WEIGHTS ? "--save-weights"
-                                  : "--save-state";
+           : k == IO_SAVE_STATE   ? "--save-state"
+                                  : "--profile-json";
 }
 
 static IoFile io_file(IoKind kind, const char *path, const char *name, int len) {
@@ -394,6 +397,7 @@ static int check_files(const RtProgram *p, const Args *a, IoFile *in, IoFile *ou
     if (a->load_state) in[nin++] = io_file(IO_LOAD_STATE, a->load_state, NULL, 0);
     if (a->save_weights) out[(*nout)++] = io_file(IO_SAVE_WEIGHTS, a->save_weights, NULL, 0);
     if (a->save_state) out[(*nout)++] = io_file(IO_SAVE_STATE, a->save_state, NULL, 0);
+    if (a->profile_json) out[(*nout)++] = io_file(IO_PROFILE_JSON, a->profile_json, NULL, 0);
     /* A training executable writes its user outputs, and only with --output-dir. */
     for (int i = 0; i < p->noutputs && (!a->train || a->outdir_set); i++) {
         if (a->train && p->train->update_of[i] >= 0) continue;
@@ -415,7 +419,7 @@ static int check_files(const RtProgram *p, const Args *a, IoFile *in, IoFile *ou
 
 int rt_exe_check_files(const RtProgram *p, const Args *a) {
     IoFile *in = calloc((size_t)a->nin + 2, sizeof *in);
-    IoFile *out = calloc((size_t)p->noutputs + 2, sizeof *out);
+    IoFile *out = calloc((size_t)p->noutputs + 3, sizeof *out);
     int nout = 0;
     int rc = in && out ? check_files(p, a, in, out, &nout) : rt_exe_error(a, 1, "out of memory");
     for (int i = 0; i < nout; i++)

@@ -20,7 +20,8 @@ For each program it checks:
     per step per run with name, ts and dur (microseconds, dur >= 0) and
     args {"step", "run", ...}; every run has every step once, in order.
 Bad flags: --profile-json without a file is exit 2, into a missing
-directory exit 1 with the path named.
+directory exit 1 with the path named, at an output's or an input's path
+exit 1 before anything runs (the input unchanged).
 
 The compile API (tgc compile's NAME_profile, NAME_profile_print,
 NAME_profile_write_json) records exactly the runs made while it is on.
@@ -43,6 +44,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.append(os.path.join(HERE, ".."))  # link_line.py
+from link_line import link_libs  # noqa: E402
 EX = os.path.join(ROOT, "examples")
 TIMEOUT = 600
 
@@ -259,6 +262,11 @@ def case_transformer(tgc, tmp):
     p = run([exe, "--random-inputs", "1", "--output-dir", out, "--profile-json", bad])
     check(p.returncode == 1 and bad in p.stderr,
           "--profile-json into a missing directory: exit 1 naming the file", p.stderr)
+    # the trace over an output or an input: refused before anything is written
+    p = run([exe, "--random-inputs", "1", "--output-dir", out, "--profile-json",
+             os.path.join(out, "y.npy")])
+    check(p.returncode == 1 and "--profile-json" in p.stderr,
+          "--profile-json at an output's path: exit 1 naming the flag", p.stderr)
     # no --profile: nothing printed
     p = run([exe, "--random-inputs", "1", "--output-dir", out])
     check(p.returncode == 0 and p.stdout == "", "without --profile nothing is printed")
@@ -276,6 +284,11 @@ def case_train(tgc, tmp):
     oh = os.path.join(tmp, "onehot.npy")
     np.save(x, rng.standard_normal((batch, 2)).astype(np.float32))
     np.save(oh, np.eye(4, dtype=np.float32)[rng.integers(0, 4, batch)])
+    before = open(x, "rb").read()
+    p = run([exe, "--input", "x=" + x, "--input", "onehot=" + oh, "--steps", "1",
+             "--profile-json", x])
+    check(p.returncode == 1 and "--profile-json" in p.stderr and open(x, "rb").read() == before,
+          "training: --profile-json at an input's path: exit 1, the input unchanged", p.stderr)
     profiled("mlp_classifier --train", exe, hooks,
              ["--input", "x=" + x, "--input", "onehot=" + oh, "--steps", "20", "--threads", "1"],
              20, tmp)
@@ -330,8 +343,9 @@ def case_compile_api(tgc, tmp, rtlib):
     main_c, exe = os.path.join(tmp, "api_main.c"), os.path.join(tmp, "api_main")
     with open(main_c, "w") as f:
         f.write(COMPILE_MAIN)
-    p = run(["cc", "-std=c11", "-Wall", "-Werror", "-I", tmp, main_c, obj, rtlib, "-lopenblas",
-             "-lcjson", "-lpthread", "-lm", "-ldl", "-o", exe])
+    libs = link_libs([tgc, "compile", os.path.join(EX, "transformer_block.tg"), "-D", "seq=16"])
+    p = run(["cc", "-std=c11", "-Wall", "-Werror", "-I", tmp, main_c, obj, rtlib] + libs
+            + ["-o", exe])
     if not check(p.returncode == 0, "the compile API's program links", p.stderr[-2000:]):
         return
     trace = os.path.join(tmp, "api.trace.json")
