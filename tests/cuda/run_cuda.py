@@ -20,8 +20,9 @@ TGC_SANITIZE build), in parallel (--jobs):
     says Machine "NVIDIA CUDA architecture" (EM_CUDA, 190) and prints the
     e_flags that cudabin.sm_of() decodes to that SM (CUDA 13: bits 8-15,
     sm_80 0x..50.., sm_90 0x..5a..; see cudabin.py);
-  - the PTX's `.target` is the highest architecture asked for and it
-    assembles with `ptxas -arch=sm_90`;
+  - the PTX's `.target` is the highest architecture asked for, and it
+    assembles with `ptxas -arch=sm_90` where the module has a kernel no
+    earlier case had (cuda_reuse.py; --all-ptxas: every case);
   - the executable embeds exactly one CUBIN per architecture and one PTX
     (found by cudabin.py: ELF images with e_machine 190, NUL-terminated PTX
     text), byte-identical to the emitted files;
@@ -33,11 +34,14 @@ TGC_SANITIZE build), in parallel (--jobs):
     one line naming libcuda.so.1 and suggesting --target cpu, and prints
     nothing on stdout. Where the driver loads, this check is skipped (and
     said so): tests/gpu runs the executables there.
-Plus, once each:
+With --nvrtc-cache DIR the corpus builds run with TGC_NVRTC_CACHE=DIR, and
+ptxas's successes are kept there too (a full run prunes what it did not
+use). Plus, once each:
   - the default architecture is sm_90 (one CUBIN, PTX .target sm_90);
     `--gpu-arch sm_80` alone gives a PTX for sm_80; `--emit ptx DIR` writes
     DIR/NAME.ptx and nothing else; `--cuda-graph` builds;
   - `tgc run --target cuda` without a driver: exit 1, the driver message;
+  - TGC_NVRTC_CACHE: builds into and from a cache write the uncached files;
   - `tgc compile --target cuda` gives an object and a header; cuda_main.c
     (C11, -Wall -Wextra -Werror -Wpedantic) includes the header and links
     the object with libtgcrt (and OpenBLAS, cJSON, pthreads, libm, libdl);
@@ -58,7 +62,7 @@ Plus, once each:
 Usage: run_cuda.py --tgc build/tgc --rtlib build/runtime/libtgcrt.a
          --rtinc runtime [--cc CC] [--sanitize-flags "..."]
          [--subset full|asan] [-k SUBSTRING] [--jobs N] [--keep DIR]
-         [--archs sm_80,sm_90]
+         [--archs sm_80,sm_90] [--nvrtc-cache DIR] [--all-ptxas]
 Last line: `cuda: N passed, M failed` (each corpus case and each check above
 counts once); exit status 1 if M > 0, 77 when skipped.
 """
@@ -85,6 +89,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "diff"))
 
 import cudabin  # noqa: E402
 import cuda_attention_checks  # noqa: E402
+import cuda_reuse  # noqa: E402
 import diff  # noqa: E402  (imports torch and the oracle)
 import oracle  # noqa: E402
 import tensorio  # noqa: E402
@@ -183,19 +188,29 @@ def readelf_check(path, sm, h, what):
     return msgs
 
 
+PTXAS_CACHE = [None]  # the --nvrtc-cache folder once the corpus starts
+
+
 def ptxas_check(path, arch, what):
+    """ptxas assembles the PTX at path, or did so for the same text before
+    (a success is kept in the --nvrtc-cache folder: cuda_reuse.py)."""
+    key = cuda_reuse.ptxas_key(PTXAS, arch, path) if PTXAS_CACHE[0] else None
+    if key and cuda_reuse.ptxas_known(PTXAS_CACHE[0], key):
+        return []
     out = path + ".ptxas.o"
     rc, _, err = run([PTXAS, "-arch=%s" % arch, path, "-o", out])
     if os.path.exists(out):
         os.remove(out)
     if rc != 0:
         return ["%s: ptxas -arch=%s %s: %s" % (what, arch, rcs(rc), oneline(err))]
+    if key:
+        cuda_reuse.ptxas_keep(PTXAS_CACHE[0], key)
     return []
 
 
-def check_emit_dir(emit, name, archs):
-    """Checks DIR/NAME.{cu,sm_XX.cubin,ptx}. Returns (messages, {sm: bytes},
-    ptx bytes or None)."""
+def check_emit_dir(emit, name, archs, ptxas=True):
+    """Checks DIR/NAME.{cu,sm_XX.cubin,ptx} (the PTX with ptxas when
+    ptxas). Returns (messages, {sm: bytes}, ptx bytes or None)."""
     msgs, cubins, ptx = [], {}, None
     want = {"%s.cu" % name, "%s.ptx" % name} | {"%s.%s.cubin" % (name, a) for a in archs}
     have = set(os.listdir(emit)) if os.path.isdir(emit) else set()
@@ -230,7 +245,8 @@ def check_emit_dir(emit, name, archs):
         tgt = cudabin.ptx_target(ptx)
         if tgt != high:
             msgs.append("%s.ptx: .target %s, expected %s (the highest arch)" % (name, tgt, high))
-        msgs += ptxas_check(p, high, name + ".ptx")
+        if ptxas:
+            msgs += ptxas_check(p, high, name + ".ptx")
     return msgs, cubins, ptx
 
 
@@ -412,10 +428,10 @@ def conv_plan_check(R, args, tgc, d, no_driver):
 RE_CONV = re.compile(r"\bconv(?:_transpose)?[12]d\s*\(")
 
 
-def check_case(case, tgc, workdir, archs, no_driver):
+def check_case(case, tgc, workdir, archs, no_driver, shapes_dir):
     m = diff.materialize(case, workdir)
     if not m.outs:
-        return "skip", ["PyTorch rejects every statement"]
+        return "skip", ["PyTorch rejects every statement"], False
     name = graph_name(m.src)
     emit = os.path.join(m.dir, "emit")
     exe = os.path.join(m.dir, "graph.exe")
@@ -423,10 +439,11 @@ def check_case(case, tgc, workdir, archs, no_driver):
            "--emit", "cuda", emit] + m.dflags + m.build_weights
     rc, out, err = run(cmd)
     if rc != 0:
-        return "fail", ["tgc build --target cuda %s: %s" % (rcs(rc), oneline(err))]
-    msgs, cubins, ptx = check_emit_dir(emit, name, archs)
+        return "fail", ["tgc build --target cuda %s: %s" % (rcs(rc), oneline(err))], False
+    ptxas = cuda_reuse.new_pieces(emit, name, shapes_dir)
+    msgs, cubins, ptx = check_emit_dir(emit, name, archs, ptxas)
     if not os.path.exists(exe):
-        return "fail", msgs + ["tgc build exited 0 but wrote no executable"]
+        return "fail", msgs + ["tgc build exited 0 but wrote no executable"], ptxas
     msgs += check_embedded(exe, archs, cubins, ptx, m.dir)
     conv = bool(RE_CONV.search(m.src))
     if conv:
@@ -443,7 +460,7 @@ def check_case(case, tgc, workdir, archs, no_driver):
                 msgs.append("executable without a driver: %s: %s" % (why, oneline(err)))
         if out.strip():
             msgs.append("executable without a driver printed on stdout: %s" % oneline(out, 200))
-    return ("fail" if msgs else ("pass_conv" if conv else "pass")), msgs
+    return ("fail" if msgs else ("pass_conv" if conv else "pass")), msgs, ptxas
 
 
 def check_conv_exe(exe):
@@ -460,14 +477,15 @@ def check_conv_exe(exe):
 
 
 def _work(job):
-    case, tgc, workdir, archs, no_driver = job
+    case, tgc, workdir, archs, no_driver, shapes_dir = job
     t0 = time.time()
+    ptxas = False
     try:
-        status, msgs = check_case(case, tgc, workdir, archs, no_driver)
+        status, msgs, ptxas = check_case(case, tgc, workdir, archs, no_driver, shapes_dir)
     except Exception:
         status, msgs = "fail", ["harness error: " + traceback.format_exc().strip().splitlines()[-1],
                                 traceback.format_exc()]
-    return case.name, status, msgs, time.time() - t0
+    return case.name, status, msgs, time.time() - t0, ptxas
 
 
 # --------------------------------------------------------------------------
@@ -697,6 +715,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--keep")
     ap.add_argument("--archs", default="sm_80,sm_90")
+    ap.add_argument("--nvrtc-cache", help="TGC_NVRTC_CACHE for the corpus builds")
+    ap.add_argument("--all-ptxas", action="store_true",
+                    help="ptxas every case's PTX, not only those with new kernels")
     args = ap.parse_args()
     t0 = time.time()
     tgc = os.path.abspath(args.tgc)
@@ -743,17 +764,29 @@ def main():
         cuda_attention_checks.attention_checks(R, args, tgc, comp, run, rcs, oneline, HERE, CFLAGS,
                                                LIBS)
 
+        cuda_reuse.cache_check(R, tgc, once, run, rcs, oneline, write_tiny)
+
+        # The corpus: NVRTC's images from the cache folder where it has them.
+        if args.nvrtc_cache:
+            os.makedirs(args.nvrtc_cache, exist_ok=True)
+            os.environ["TGC_NVRTC_CACHE"] = os.path.abspath(args.nvrtc_cache)
+            PTXAS_CACHE[0] = os.path.abspath(args.nvrtc_cache)
         cases = diff.select_cases(args.subset, args.pattern)
         print("corpus: %d cases%s, --gpu-arch %s, %d jobs" % (
             len(cases), " [asan subset]" if args.subset == "asan" else "", ",".join(archs), args.jobs))
         sys.stdout.flush()
-        jobs = [(c, tgc, os.path.join(workdir, "cases"), archs, no_driver) for c in cases]
+        shapes_dir = None if args.all_ptxas else os.path.join(workdir, "shapes")
+        if shapes_dir:
+            shutil.rmtree(shapes_dir, ignore_errors=True)  # a --keep folder's last run
+        jobs = [(c, tgc, os.path.join(workdir, "cases"), archs, no_driver, shapes_dir)
+                for c in cases]
         times = []
-        npass = nfail = nskip = nconv = 0
+        npass = nfail = nskip = nconv = nptxas = 0
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(max(1, args.jobs), initializer=diff._worker_init) as pool:
-            for name, status, msgs, secs in pool.imap_unordered(_work, jobs):
+            for name, status, msgs, secs, ptxas in pool.imap_unordered(_work, jobs):
                 times.append((secs, name))
+                nptxas += ptxas
                 if status in ("pass", "pass_conv"):
                     npass += 1
                     nconv += status == "pass_conv"
@@ -768,8 +801,14 @@ def main():
                     sys.stdout.flush()
         print("corpus: %d passed (%d with convolutions: cuDNN steps), %d failed, %d skipped "
               "(PyTorch rejects every statement)" % (npass, nconv, nfail, nskip))
+        print("ptxas: %d cases' PTX assembled; %d had no new kernel (NVRTC assembled it for "
+              "their sm_90 CUBIN)" % (nptxas, npass + nfail - nptxas))
         for secs, name in sorted(times, reverse=True)[:3]:
             print("  slowest: %6.2f s %s" % (secs, name))
+        if args.nvrtc_cache and args.subset == "full" and not args.pattern:
+            n = cuda_reuse.prune(args.nvrtc_cache, t0)
+            print("nvrtc cache %s: %d entries no build of this run used, removed" % (
+                args.nvrtc_cache, n))
         R.passed += npass
         R.failed += nfail
     finally:
