@@ -5,7 +5,9 @@
 #   ${CMAKE_CURRENT_BINARY_DIR}/tgc_models/TARGET/TARGET.o and TARGET.h
 # and makes TARGET a static library of that object: linking it adds the
 # header's directory to the include path (#include "TARGET.h") and links
-# tgc::tgcrt with OpenBLAS, cJSON, pthreads and libm. The command reruns
+# tgc::tgcrt with every library a model may need (oneDNN and OpenMP for
+# convolutions, OpenBLAS, cJSON, pthreads, libm, libdl: the list of
+# cmake/TgcLinkLibs.cmake). The command reruns
 # when the graph, the weights or the tgc executable change, and only then.
 # Relative GRAPH and WEIGHTS paths are relative to CMAKE_CURRENT_SOURCE_DIR.
 # WEIGHTS are checked at build time (and embedded with EMBED_WEIGHTS; else

@@ -104,7 +104,9 @@ typedef struct GlueOptions {
     const char *cuda_decl; /* --target cuda: cg_cuda_emit's `tgc_cuda` (then no forward) */
 } GlueOptions;
 void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o);
-void cg_write_header(FILE *f, const CgProgram *p);
+/* link_line: the libraries the object links with ("-ltgcrt ..."), for
+ * the header's comment. */
+void cg_write_header(FILE *f, const CgProgram *p, const char *link_line);
 /* s as a C string literal, every byte that could end or bend it escaped. */
 void cg_write_c_string(FILE *f, const char *s);
 

@@ -107,11 +107,11 @@ int build_cc_glue(const char *cmd, const char *inc, const char *tmp, bool pic, b
 }
 
 int build_cc_link_exe(const char *cmd, const char *lib, const char *tmp, bool kernels,
-                      bool static_blas, bool dnnl, const char *exe, const char *shown) {
+                      const LinkNeeds *needs, const char *exe, const char *shown) {
     char glue_o[PATH_MAX + 32], obj[PATH_MAX + 32];
     snprintf(glue_o, sizeof glue_o, "%s/glue.o", tmp);
     snprintf(obj, sizeof obj, "%s/kernels.o", tmp);
-    char *link[32];
+    char *link[8 + LINK_LINE_MAX_WORDS];
     int n = 0;
     link[n++] = (char *)toolchain_cc();
     link[n++] = "-O2";
@@ -120,23 +120,8 @@ int build_cc_link_exe(const char *cmd, const char *lib, const char *tmp, bool ke
     link[n++] = glue_o;
     if (kernels) link[n++] = obj;
     link[n++] = (char *)lib;
-    if (static_blas) {
-        /* The CBLAS gemm routines pull in no Fortran runtime. */
-        link[n++] = "-Wl,-Bstatic";
-        link[n++] = "-lopenblas";
-        link[n++] = "-Wl,-Bdynamic";
-    } else {
-        link[n++] = "-lopenblas";
-    }
-    if (dnnl) { /* only graphs with convolutions need oneDNN (and its OpenMP) */
-        link[n++] = "-ldnnl";
-        link[n++] = "-lgomp";
-    }
-    link[n++] = "-lcjson";
-    link[n++] = "-lpthread";
-    link[n++] = "-lm";
-    if (toolchain_sanitize_flag()) link[n++] = (char *)toolchain_sanitize_flag();
-    link[n] = NULL;
+    /* The same libraries the header's comment and --print-link-line name. */
+    link_line_words(needs, (const char **)link + n, LINK_LINE_MAX_WORDS);
     if (toolchain_exec(link, false) == 0) return 0;
     fprintf(stderr, "tgc %s: error: linking '%s' failed (the C compiler's messages are above)\n",
             cmd, shown);

@@ -4,6 +4,8 @@
 #define TGC_BUILD_CC_H
 #include <stdbool.h>
 
+#include "driver/link_line.h"
+
 /* Compiles TMP/glue.c into TMP/glue.o (with -fPIC for an object that may
  * go into a shared library; with the sanitizers when programs link with
  * them). The compiler's messages go to TMP/cc.log. Returns 0; 3 when the
@@ -13,11 +15,11 @@
 int build_cc_glue(const char *cmd, const char *inc, const char *tmp, bool pic, bool sanitize);
 
 /* Links TMP/glue.o (and TMP/kernels.o when kernels) with the runtime
- * library lib into the executable exe (OpenBLAS statically when
- * static_blas). Returns 0, or 1 after "linking 'NAME' failed" naming
+ * library lib and the libraries needs names (link_line.h) into the
+ * executable exe. Returns 0, or 1 after "linking 'NAME' failed" naming
  * shown (the compiler's messages are printed above it). */
 int build_cc_link_exe(const char *cmd, const char *lib, const char *tmp, bool kernels,
-                      bool static_blas, bool dnnl, const char *exe, const char *shown);
+                      const LinkNeeds *needs, const char *exe, const char *shown);
 
 /* Combines TMP/glue.o (and TMP/kernels.o) into one relocatable object
  * at out. Returns 0, or 1 after "cannot link 'NAME'" naming shown. */

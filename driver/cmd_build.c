@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "driver/driver.h"
 #include "driver/build_cc.h"
+#include "driver/link_line.h"
 #include "driver/devices.h"
 #include "driver/report_checkpoint.h"
 #include "driver/outputs.h"
@@ -33,6 +34,7 @@ typedef struct BuildOpts {
     const char *out, *header, *target, *weights, *emit_kind, *emit_dir, *cpu;
     const char *checkpoint, *budget; /* --train --checkpoint auto --budget SIZE */
     bool embed, static_rt, cuda_graph;
+    bool print_link;      /* tgc compile --print-link-line */
     const char *gpu_arch; /* --gpu-arch LIST, as given */
     int threads;
     /* tgc run: passed to the program */
@@ -51,7 +53,9 @@ static const char *USAGE_BUILD =
     "                 [--cpu NAME] [--threads N] [--static-runtime]\n"
     "                 [--gpu-arch sm_80,sm_90] [--cuda-graph]\n"
     "                 " TRAIN_FLAGS_USAGE " [--checkpoint auto --budget SIZE]";
-static const char *USAGE_COMPILE = "tgc compile FILE -o OBJ.o --header H.h [same options as build]";
+static const char *USAGE_COMPILE =
+    "tgc compile FILE -o OBJ.o --header H.h [same options as build]\n"
+    "       tgc compile [FILE] --print-link-line [--target cpu|cuda] [--static-runtime]";
 static const char *USAGE_RUN =
     "tgc run FILE [--input NAME=FILE.npy]... [--weights W] [--output-dir D] [--random-inputs "
     "SEED]\n"
@@ -112,6 +116,10 @@ static void help(BuildOpts *b) {
            "overhead)\n" TRAIN_FLAGS_HELP "  --checkpoint auto --budget SIZE\n"
            "                       --train: recompute activations in the backward pass until the\n"
            "                       step's peak fits SIZE (as tgc report --checkpoint auto)\n");
+    if (b->mode == MODE_COMPILE)
+        printf("  --print-link-line    print the libraries the object links with (-L, -ltgcrt\n"
+               "                       and the rest: FILE's; without FILE, what any graph\n"
+               "                       for --target needs, or every one); writes nothing\n");
     if (b->mode == MODE_RUN)
         printf("  --input NAME=FILE    an input .npy file\n"
                "  --output-dir D       where outputs are written (default .)\n"
@@ -171,6 +179,8 @@ static int parse(BuildOpts *b, int argc, char **argv) {
             b->embed = true;
         } else if (!strcmp(a, "--static-runtime")) {
             b->static_rt = true;
+        } else if (!strcmp(a, "--print-link-line") && b->mode == MODE_COMPILE) {
+            b->print_link = true;
         } else if (!strcmp(a, "--cpu")) {
             NEED();
             b->cpu = argv[++i];
@@ -227,9 +237,13 @@ static int parse(BuildOpts *b, int argc, char **argv) {
         }
 #undef NEED
     }
-    if (!b->o.file) return usage_err(b, "missing FILE%s", "");
-    if (b->mode != MODE_RUN && !b->out) return usage_err(b, "missing -o%s", "");
-    if (b->mode == MODE_COMPILE && !b->header) return usage_err(b, "missing --header%s", "");
+    if (b->print_link && (b->out || b->header))
+        return usage_err(b, "--print-link-line writes no file: drop %s",
+                         b->out ? "-o" : "--header");
+    if (!b->o.file && !b->print_link) return usage_err(b, "missing FILE%s", "");
+    if (b->mode != MODE_RUN && !b->out && !b->print_link) return usage_err(b, "missing -o%s", "");
+    if (b->mode == MODE_COMPILE && !b->header && !b->print_link)
+        return usage_err(b, "missing --header%s", "");
     if ((b->checkpoint || b->budget) &&
         (!b->checkpoint || strcmp(b->checkpoint, "auto") || !b->budget || !(b->o.tf.given & 1))) {
         fprintf(stderr,
@@ -391,10 +405,14 @@ static bool commit_output(const BuildOpts *b, RtAtomicFile *f, const char *path,
     return !e;
 }
 
-/* The header of tgc compile, through its atomic file. */
-static bool write_header(const BuildOpts *b, RtAtomicFile *hf, const CgProgram *p) {
+/* The header of tgc compile, through its atomic file; its comment gives
+ * the link line of needs. */
+static bool write_header(const BuildOpts *b, RtAtomicFile *hf, const CgProgram *p,
+                         const LinkNeeds *needs) {
+    char line[512];
+    if (!link_line_format(needs, NULL, line, sizeof line)) line[0] = '\0';
     FILE *h = rt_afile_stream(hf);
-    if (h) cg_write_header(h, p);
+    if (h) cg_write_header(h, p, line);
     if (h && !ferror(h)) return true;
     fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, b->header,
             strerror(errno ? errno : EIO));
@@ -517,6 +535,11 @@ static int drive(Mode mode, int argc, char **argv) {
     const char *emitted[CG_CUDA_MAX_ARCHS + 2];
     int nemit = 0;
     if (!cuda_flags(&b, cuda, &cuo)) goto out;
+    if (b.print_link && !b.o.file) {
+        LinkNeeds any = link_needs_any(b.target, b.static_rt);
+        rc = link_line_print(b.cmd, &any);
+        goto out;
+    }
     if (b.embed && !b.weights) {
         fprintf(stderr, "tgc %s: error: --embed-weights needs --weights FILE\n", b.cmd);
         goto out;
@@ -538,12 +561,18 @@ static int drive(Mode mode, int argc, char **argv) {
     if (b.checkpoint && !(g = checkpointed(&b, &a, &d, g, &file, cuda))) goto out;
     CgProgram p;
     cg_program_plan_target(&a, g, &p, cuda);
+    /* What the program links: a convolution on the CPU adds oneDNN. */
+    LinkNeeds needs = {.conv = p.nconvs > 0 && !cuda, .cuda = cuda, .static_blas = b.static_rt};
+    if (b.print_link) {
+        rc = link_line_print(b.cmd, &needs);
+        goto out;
+    }
     /* Nothing is written before every output is checked against every
      * file read and every other output (cli.md). */
     nemit = emit_names(&b, &a, g->name, &cuo, emitted);
     if (!files_distinct(&b, &a, &p, &onnx, emitted, nemit, &io)) goto out;
-    if (mode != MODE_RUN && !begin_output(&b, &outf, b.out)) goto out;
-    if (mode == MODE_COMPILE && !begin_output(&b, &hdrf, b.header)) goto out;
+    if (mode != MODE_RUN && !b.print_link && !begin_output(&b, &outf, b.out)) goto out;
+    if (mode == MODE_COMPILE && !b.print_link && !begin_output(&b, &hdrf, b.header)) goto out;
     if (b.weights && !b.o.quant_bits && !check_weights(&b, &p)) goto out;
 
     char lib[PATH_MAX], inc[PATH_MAX];
@@ -688,9 +717,10 @@ static int drive(Mode mode, int argc, char **argv) {
                        : rt_afile_path(&outf) ? rt_afile_path(&outf)
                                               : scratch;
     if (mode == MODE_COMPILE) {
-        if (build_cc_link_object(b.cmd, tmp, !cuda, dest, b.out) || !write_header(&b, &hdrf, &p))
+        if (build_cc_link_object(b.cmd, tmp, !cuda, dest, b.out) ||
+            !write_header(&b, &hdrf, &p, &needs))
             goto out;
-    } else if (build_cc_link_exe(b.cmd, lib, tmp, !cuda, b.static_rt, p.nconvs > 0 && !cuda, dest,
+    } else if (build_cc_link_exe(b.cmd, lib, tmp, !cuda, &needs, dest,
                                  mode == MODE_BUILD ? b.out : prog)) {
         goto out;
     }

@@ -62,7 +62,7 @@ static char *render(void (*write)(FILE *, const CgProgram *, const GlueOptions *
 
 static void write_header(FILE *f, const CgProgram *p, const GlueOptions *o) {
     (void)o;
-    cg_write_header(f, p);
+    cg_write_header(f, p, "-ltgcrt -lopenblas -lcjson -lpthread -lm");
 }
 
 static void emit_all(const CgProgram *p, uint8_t pick) {

@@ -16,6 +16,17 @@
     Generating/Building line); touching the graph regenerates the model and
     relinks; the program still matches;
   - the same consumer against the build tree (tgc_DIR=BUILD) builds and runs;
+  - links: tests/integration/conv_consumer/convnet.tg, a convolution
+    (oneDNN and its OpenMP) and a matrix product (OpenBLAS), compiled by the
+    installed tgc; its header's line names oneDNN, OpenMP and OpenBLAS, and
+    `tgc compile FILE --print-link-line` prints the same line with -L the
+    installed lib/tgc; for examples/mlp.tg (no convolution) it names no
+    oneDNN; without FILE it is pkg-config's line (every library). Then
+    conv_consumer/main.c, which creates a context and runs the model, is
+    linked three ways: with the header's line, with `pkg-config --cflags
+    --libs tgcrt`, and by find_package(tgc) + tgc_add_model (conv_consumer/
+    CMakeLists.txt); each program's output must match PyTorch 1.13
+    (|d| <= 1e-5 + 1e-4 |torch|);
   - reproducibility: two `tgc compile` runs of the same graph and options
     (-D batch=3, with and without --embed-weights) in two different
     temporary directories give byte-identical .o and .h;
@@ -107,10 +118,14 @@ def check_program(exe, d, weights, w, label, env):
           out)
 
 
-def consumer(a, tmp, env):
+def install(a, tmp):
     prefix = os.path.join(tmp, "prefix")
     rc, out = run([a.cmake, "--install", a.build_dir, "--prefix", prefix])
     check(rc == 0, "cmake --install into a temporary prefix", out)
+    return prefix
+
+
+def consumer(a, tmp, prefix, env):
     for f in ["bin/tgc", "lib/tgc/libtgcrt.a", "include/tgc/tgcrt.h",
               "lib/pkgconfig/tgcrt.pc", "lib/cmake/tgc/tgcConfig.cmake",
               "lib/cmake/tgc/tgcConfigVersion.cmake", "lib/cmake/tgc/TgcAddModel.cmake"]:
@@ -183,6 +198,104 @@ def consumer(a, tmp, env):
         rc, out = run([a.cmake, "--build", b2], env=env)
         if check(rc == 0, "consumer builds against the build tree", out):
             check_program(os.path.join(b2, "classify"), tmp, weights, w, "build tree", env)
+
+
+def torch_convnet(x, w):
+    import torch
+    import torch.nn.functional as F
+    t = {k: torch.from_numpy(v) for k, v in w.items()}
+    h = F.max_pool2d(torch.relu(F.conv2d(torch.from_numpy(x), t["conv.weight"], t["conv.bias"],
+                                         padding=1)), 2)
+    return (h.flatten(1) @ t["fc.weight"] + t["fc.bias"]).numpy()
+
+
+def check_convnet(exe, d, weights, x, ref, label, env):
+    xin, yout = os.path.join(d, "x.f32"), os.path.join(d, f"y-{label.split()[0]}.f32")
+    x.tofile(xin)
+    rc, out = run([exe, weights, xin, yout], env=env)
+    if not check(rc == 0, f"links ({label}): the program creates a context and runs", out):
+        return
+    got = np.fromfile(yout, dtype=np.float32).reshape(ref.shape)
+    err = np.abs(got - ref) - (1e-5 + 1e-4 * np.abs(ref))
+    check(err.max() <= 0, f"links ({label}): the output matches PyTorch",
+          f"max |d| = {np.abs(got - ref).max()}")
+
+
+def links(a, tmp, prefix, env):
+    """A model with a convolution and a product, linked the three ways the
+    project states (docs/integration.md), from the installed tgc."""
+    src = os.path.join(a.source_dir, "tests", "integration", "conv_consumer")
+    d = os.path.join(tmp, "links")
+    os.makedirs(d)
+    tgc = os.path.join(prefix, "bin", "tgc")
+    libdir = os.path.realpath(os.path.join(prefix, "lib", "tgc"))
+    pc = os.path.join(prefix, "lib", "pkgconfig", "tgcrt.pc")
+    graph = os.path.join(src, "convnet.tg")
+    obj, hdr = os.path.join(d, "convnet_model.o"), os.path.join(d, "convnet_model.h")
+    rc, out = run([tgc, "compile", graph, "-o", obj, "--header", hdr], env=env)
+    if not check(rc == 0, "links: the installed tgc compiles convnet.tg", out):
+        return
+    text = open(hdr).read().splitlines()
+    at = [k for k, l in enumerate(text) if "what this graph needs" in l]
+    hline = text[at[0] + 1].lstrip(" *").split() if at and at[0] + 1 < len(text) else []
+    check(hline[:1] == ["-ltgcrt"] and all(f"-l{l}" in hline for l in ["dnnl", "gomp", "openblas"]),
+          "links: the header's line names oneDNN, OpenMP and OpenBLAS", "\n".join(text[:6]))
+    rc, out = run([tgc, "compile", graph, "--print-link-line"], env=env)
+    check(rc == 0 and out.split() == [f"-L{libdir}"] + hline,
+          "links: --print-link-line is the header's line with -L the installed lib/tgc",
+          f"{out!r} vs {hline}")
+    rc, out = run([tgc, "compile", os.path.join(a.source_dir, "examples", "mlp.tg"),
+                   "--print-link-line"], env=env)
+    check(rc == 0 and "-lopenblas" in out.split() and "-ldnnl" not in out.split(),
+          "links: examples/mlp.tg (no convolution) needs OpenBLAS and no oneDNN", out)
+    rc, every = run([tgc, "compile", "--print-link-line"], env=env)
+    if shutil.which("pkg-config"):
+        rc2, out = run(["pkg-config", "--libs", pc])
+        check(rc == 0 and rc2 == 0 and every.split()[1:] == out.split()[1:] and
+              every.split()[0] == f"-L{libdir}",
+              "links: --print-link-line without FILE is pkg-config's line", f"{every!r} vs {out!r}")
+
+    rng = np.random.default_rng(11)
+    w = {"conv.weight": (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32),
+         "conv.bias": (rng.standard_normal(4) * 0.1).astype(np.float32),
+         "fc.weight": (rng.standard_normal((64, 10)) * 0.1).astype(np.float32),
+         "fc.bias": (rng.standard_normal(10) * 0.1).astype(np.float32)}
+    weights = os.path.join(d, "convnet.safetensors")
+    write_safetensors(weights, list(w.items()))
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    ref = torch_convnet(x, w)
+
+    cflags = ["-O2", "-Wall", "-Wextra"]
+    if a.sanitize:
+        cflags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+    main_c = os.path.join(src, "main.c")
+    exe = os.path.join(d, "convnet-header")
+    rc, out = run([a.cc] + cflags + ["-I", d, main_c, obj, "-o", exe, f"-L{libdir}"] + hline)
+    if check(rc == 0, "links (header line): cc main.c convnet_model.o -L... LINE links", out):
+        check_convnet(exe, d, weights, x, ref, "header line", env)
+    if shutil.which("pkg-config"):
+        rc, flags = run(["pkg-config", "--cflags", "--libs", pc])
+        exe = os.path.join(d, "convnet-pkgconfig")
+        rc2, out = run([a.cc] + cflags + ["-I", d, main_c, obj, "-o", exe] + flags.split())
+        if check(rc == 0 and rc2 == 0,
+                 "links (pkg-config): cc main.c convnet_model.o $(pkg-config --libs tgcrt) links",
+                 flags + out):
+            check_convnet(exe, d, weights, x, ref, "pkg-config", env)
+    else:
+        print("skip links (pkg-config): pkg-config is not installed")
+    if not shutil.which("ninja"):
+        print("skip links (CMake): ninja is not installed")
+        return
+    csrc = os.path.join(d, "conv_consumer")
+    shutil.copytree(src, csrc)
+    b = os.path.join(d, "build")
+    rc, out = run([a.cmake, "-S", csrc, "-B", b, "-G", "Ninja", f"-DCMAKE_C_COMPILER={a.cc}",
+                   f"-DCMAKE_C_FLAGS={' '.join(cflags)}", f"-DCMAKE_PREFIX_PATH={prefix}"],
+                  env=env)
+    if check(rc == 0, "links (CMake): find_package(tgc) configures", out):
+        rc, out = run([a.cmake, "--build", b], env=env)
+        if check(rc == 0, "links (CMake): tgc_add_model(convnet_model) and main.c link", out):
+            check_convnet(os.path.join(b, "convnet"), d, weights, x, ref, "CMake", env)
 
 
 def reproducible(a, tmp):
@@ -283,10 +396,12 @@ def main():
     # The consumer's build runs the installed tgc: never the caller's CC.
     env.pop("CC", None)
     with tempfile.TemporaryDirectory(prefix="tgc-integration-") as tmp:
+        prefix = install(a, tmp)
         if shutil.which("ninja"):
-            consumer(a, tmp, env)
+            consumer(a, tmp, prefix, env)
         else:
             print("skip the consumer: ninja is not installed")
+        links(a, tmp, prefix, env)
         reproducible(a, tmp)
         atomic(a, tmp)
     print(f"integration: {passed} passed, {failed} failed")
