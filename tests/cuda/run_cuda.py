@@ -86,7 +86,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "diff"))
+sys.path.append(os.path.join(ROOT, "tests"))  # link_line.py
 
+from link_line import link_libs  # noqa: E402
 import cudabin  # noqa: E402
 import cuda_attention_checks  # noqa: E402
 import cuda_reuse  # noqa: E402
@@ -100,7 +102,9 @@ TIMEOUT = 600
 PTXAS = os.environ.get("PTXAS") or shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 READELF = shutil.which("readelf") or "readelf"
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wpedantic", "-g", "-O1"]
-LIBS = ["-lopenblas", "-lcjson", "-lpthread", "-lm", "-ldl"]
+# The libraries after libtgcrt.a of any --target cuda program: `tgc
+# compile --target cuda --print-link-line`'s, set in main.
+LIBS = []
 
 TINY = """# the CUDA suite's probe
 graph tiny(n = 1000)
@@ -722,6 +726,7 @@ def main():
     t0 = time.time()
     tgc = os.path.abspath(args.tgc)
     args.rtlib, args.rtinc = os.path.abspath(args.rtlib), os.path.abspath(args.rtinc)
+    LIBS[:] = link_libs([tgc, "compile", "--target", "cuda"])
     archs = args.archs.split(",")
     workdir = args.keep or tempfile.mkdtemp(prefix="tgc-cuda-")
     os.makedirs(workdir, exist_ok=True)

@@ -100,6 +100,8 @@ sys.dont_write_bytecode = True
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.append(os.path.join(HERE, ".."))  # link_line.py
+from link_line import link_libs  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -1437,9 +1439,9 @@ def report_job(ex, pol_name, quant, tgc, work, opts):
         f.write(C_PROGRAM)
     exe = os.path.join(d, "prog")
     san = shlex.split(opts.sanitize_flags or "")
+    libs = link_libs([tgc, "compile", tg] + cmd[7:])  # flags and --weights
     rc, out, err = run([opts.cc, "-std=c11", "-O1", "-g", "-DG=" + ex, "-I", d, "-I", opts.rtinc,
-                        cprog, os.path.join(d, "m.o"), opts.rtlib, "-lopenblas", "-lcjson",
-                        "-lpthread", "-lm", "-o", exe] + san)
+                        cprog, os.path.join(d, "m.o"), opts.rtlib] + libs + ["-o", exe] + san)
     if rc != 0:
         return msgs + ["cc %s: %s" % (rcs(rc), oneline(err))]
     env = dict(os.environ)

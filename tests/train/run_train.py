@@ -29,6 +29,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "diff"))
 import tensorio  # noqa: E402
+sys.path.append(os.path.join(HERE, ".."))  # link_line.py
+from link_line import link_libs  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 FAILS = []
@@ -476,9 +478,9 @@ def case_compile(tgc, tmp, args):
     if p.returncode:
         return
     exe = os.path.join(tmp, "train_api")
+    libs = link_libs([tgc, "compile", src, "--train", "loss"])
     p = run([args.cc, "-std=c11", "-I", tmp, "-I", args.rtinc, os.path.join(HERE, "train_api.c"),
-             obj, args.rtlib, "-lopenblas", "-ldnnl", "-lgomp", "-lcjson", "-lpthread", "-lm",
-             "-o", exe] + args.cflags.split())
+             obj, args.rtlib] + libs + ["-o", exe] + args.cflags.split())
     check(p.returncode == 0, "compile --train: train_api.c links")
     if p.returncode:
         return
