@@ -111,15 +111,31 @@ DType ox_dtype(Ox *x, int t, const char *what) {
             what, t >= 0 && t <= 16 ? names[t] : "unknown", t);
 }
 
+/* path's target with every link resolved, relative to the model's
+ * directory (itself resolved), or NULL when it lies outside it. */
+static const char *resolved_inside(Ox *x, const char *path) {
+    char *real = realpath(path, NULL), *dir = realpath(x->dir, NULL);
+    const char *inside = NULL;
+    size_t n = dir ? strlen(dir) : 0;
+    if (real && dir && !strncmp(real, dir, n) && (real[n] == '/' || (n == 1 && dir[0] == '/')))
+        inside = arena_strdup(x->a, real + n + (real[n] == '/'));
+    free(real);
+    free(dir);
+    return inside;
+}
+
 /* Opens loc below the model's directory one component at a time, never
- * following a symbolic link (O_NOFOLLOW on each): a link planted beside the
- * model, to /etc/passwd or to a folder elsewhere, is refused, as is a
- * location that is absolute or climbs out with "..", so the bytes read are
- * always a file inside the model's folder (ONNX Runtime confines external
- * data the same way). The folder itself is the user's to reach through
- * links. Returns the open regular file, its size in *st. */
+ * following a symbolic link blindly (O_NOFOLLOW on each): a link planted
+ * beside the model, to /etc/passwd or to a folder elsewhere, is refused, as
+ * is a location that is absolute or climbs out with "..", so the bytes read
+ * are always a file inside the model's folder (ONNX Runtime confines
+ * external data the same way). A link whose target, fully resolved, lies
+ * inside the folder is allowed (cli.md): the resolved path is opened the
+ * same way, this time with no link allowed (links_resolved). The folder
+ * itself is the user's to reach through links. Returns the open regular
+ * file, its size in *st. */
 static int open_confined(Ox *x, const char *what, const char *loc, const char *path,
-                         struct stat *st) {
+                         struct stat *st, bool links_resolved) {
     if (loc[0] == '/' || strchr(loc, '\\'))
         ox_fail(x, "%s: external data file '%s' is outside the model's directory: refused", what,
                 loc);
@@ -148,11 +164,19 @@ static int open_confined(Ox *x, const char *what, const char *loc, const char *p
         bool link =
             next < 0 && fstatat(fd, comp[k], &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode);
         close(fd);
-        if (link)
-            ox_fail(x,
-                    "%s: external data file '%s': '%s' is a symbolic link: refused (external "
-                    "data is read only from inside the model's directory, never through a link)",
-                    what, path, comp[k]);
+        if (link && !links_resolved) {
+            const char *inside = resolved_inside(x, path);
+            if (!inside)
+                ox_fail(x,
+                        "%s: external data file '%s': '%s' is a symbolic link whose target lies "
+                        "outside the model's directory: refused (external data is read only "
+                        "from inside the model's directory)",
+                        what, path, comp[k]);
+            return open_confined(x, what, inside, path, st, true);
+        }
+        if (link) /* it changed while being resolved */
+            ox_fail(x, "%s: external data file '%s': '%s' is a symbolic link: refused", what, path,
+                    comp[k]);
         if (next < 0)
             ox_fail(x, "%s: cannot open external data file '%s': %s", what, path, strerror(e));
         fd = next;
@@ -204,7 +228,7 @@ static const uint8_t *read_external(Ox *x, const Onnx__TensorProto *t, const cha
         ox_fail(x, "%s: external data file '%s': external data is not allowed here", what, loc);
     char *path = arena_printf(x->a, "%s/%s", x->dir, loc);
     struct stat st;
-    int fd = open_confined(x, what, loc, path, &st);
+    int fd = open_confined(x, what, loc, path, &st, false);
     long long size = (long long)st.st_size;
     const char *bad = NULL;
     if (len < 0 && off <= size) len = size - off;

@@ -225,6 +225,15 @@ def onnx_external_links(h):
     _onnx_model(model, "c.onnx", "real/w.bin", data=secret)
     rc, _, err = h.run([h.env.tgc, "import", "model/c.onnx", "-o", "c.tg"], cwd=work, tmpdir=tmp)
     h.expect(rc == 0, "a subfolder's external data: exit %s: %s" % (rc, err.strip()))
+    # A link whose target lies inside the model's folder is allowed (cli.md
+    # refuses only links that lead outside), to a file and to a folder.
+    os.symlink("real/w.bin", os.path.join(model, "alias.bin"))
+    os.symlink("real", os.path.join(model, "alias_dir"))
+    for m, loc in (("d.onnx", "alias.bin"), ("e.onnx", "alias_dir/w.bin")):
+        _onnx_model(model, m, loc, data=secret)
+        rc, _, err = h.run([h.env.tgc, "import", "model/" + m, "-o", m + ".tg"], cwd=work,
+                           tmpdir=tmp)
+        h.expect(rc == 0, "a link inside the folder (%s): exit %s: %s" % (loc, rc, err.strip()))
 
 
 def onnx_external_huge(h):
