@@ -83,6 +83,8 @@ import warnings
 warnings.filterwarnings("ignore")
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.append(os.path.join(HERE, ".."))  # link_line.py
+from link_line import link_libs  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -91,8 +93,9 @@ import torch.nn.functional as F  # noqa: E402
 RTOL, ATOL = 1e-4, 1e-5
 MARGIN = 1e-3  # smallest argmax gap / |score| accepted in multi's inputs
 TIMEOUT = 600
-# -ldnnl -lgomp: the runtime's conv.c (oneDNN) is compiled in with the other sources
-LIBS = ["-lopenblas", "-ldnnl", "-lgomp", "-lcjson", "-lpthread", "-lm"]
+# The libraries after libtgcrt.a: `tgc compile --print-link-line`'s, set
+# in main (every one: the TSan run compiles conv.c, oneDNN's, in too).
+LIBS = []
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wpedantic", "-g", "-O1"]
 
 GRAPHS = {
@@ -652,6 +655,7 @@ def main():
     ap.add_argument("--keep", help="keep the files in this directory")
     args = ap.parse_args()
     args.tgc = os.path.abspath(args.tgc)
+    LIBS[:] = link_libs([args.tgc, "compile"])
     args.rtlib = os.path.abspath(args.rtlib)
     args.rtinc = os.path.abspath(args.rtinc)
     R = Results()
