@@ -8,7 +8,7 @@
  * the cores from the kernel's pool threads.
  *
  *   cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Iruntime bench/bf16_gemm.c \
- *      build/runtime/libtgcrt.a -lopenblas -lcjson -lpthread -lm -o bf16_gemm
+ *      $(build/tgc compile --print-link-line) -o bf16_gemm
  *   ./bf16_gemm [threads] [MxNxK ...]     # default: 2 threads, the shapes below
  *
  * "B^T" is B read as a transposed [n, k] matrix (x @ W.T of nn.Linear). */
