@@ -10,9 +10,14 @@ nothing:
     kernel's index (k12_ in k12_add) taken out, each as a hash. Two
     modules with the same pieces give ptxas the same code, named and
     numbered otherwise.
-  - claim(folder, hashes): True when some hash is new to folder (one file
-    per hash, made with O_EXCL, so parallel workers agree on who checks
-    which piece first).
+  - claim(folder, hashes): the hashes new to folder (one file per hash,
+    made with O_EXCL, so parallel workers agree on who checks which piece
+    first).
+  - new_entries(): which kernels of a case's PTX ptxas must assemble: all
+    of them when the prelude is new, those whose piece is new otherwise
+    (the generic product kernel, in every module with a product, once in
+    the run), none when nothing is; without_entries() cuts the others out
+    of the PTX text.
   - ptxas_key(), ptxas_known(), ptxas_keep(): a successful `ptxas
     -arch=ARCH` of a PTX text, kept in the same folder as NVRTC's images
     (KEY.ptxas, empty; the key: ptxas's path, size and time, the
@@ -33,31 +38,42 @@ import shutil
 
 RE_KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
 RE_INDEX = re.compile(r"\bk\d+_")
+RE_NAME = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\s*\(")
+RE_ENTRY = re.compile(r"^\.visible \.entry (\w+)\(", re.M)
 
 
-def shapes(cu):
-    """The hashes of the module's pieces (see the header)."""
+def pieces(cu):
+    """[(hash, kernel name or None for the prelude)] of the module's pieces
+    (see the header)."""
     starts = [m.start() for m in RE_KERNEL.finditer(cu)]
     cuts = [0] + starts + [len(cu)]
-    pieces = []
+    out = []
     for i in range(len(cuts) - 1):
         text = cu[cuts[i]:cuts[i + 1]]
+        name = None
         if i == 0:
             # The first line names the graph: not part of what ptxas sees.
             text = text.split("\n", 1)[1] if "\n" in text else ""
         else:
+            m = RE_NAME.search(text)
+            name = m.group(1) if m else "?"
             text = RE_INDEX.sub("k_", text, count=1)
-        pieces.append(hashlib.sha256(text.encode("utf-8", "replace")).hexdigest())
-    return sorted(set(pieces))
+        out.append((hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(), name))
+    return out
+
+
+def shapes(cu):
+    """The hashes of the module's pieces."""
+    return sorted(set(h for h, _ in pieces(cu)))
 
 
 def claim(folder, hashes):
     os.makedirs(folder, exist_ok=True)
-    new = False
+    new = set()
     for h in hashes:
         try:
             os.close(os.open(os.path.join(folder, h), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-            new = True
+            new.add(h)
         except FileExistsError:
             pass
     return new
@@ -115,16 +131,38 @@ def prune(folder, before):
     return removed
 
 
-def new_pieces(emit, name, shapes_dir):
-    """True when the module emit/NAME.cu has a piece no earlier case had
-    (or shapes_dir is None: every case is checked)."""
+def new_entries(emit, name, shapes_dir):
+    """True (every kernel: a new prelude, no shapes_dir, or the .cu
+    unreadable), the set of kernel names whose pieces are new, or an empty
+    set, for the module emit/NAME.cu."""
     if shapes_dir is None:
         return True
     try:
         with open(os.path.join(emit, name + ".cu"), errors="replace") as f:
-            return claim(shapes_dir, shapes(f.read()))
+            ps = pieces(f.read())
     except OSError:
         return True
+    new = claim(shapes_dir, [h for h, _ in ps])
+    if any(n is None or n == "?" for h, n in ps if h in new):
+        return True
+    return set(n for h, n in ps if h in new)
+
+
+def without_entries(ptx, keep):
+    """The PTX text without the `.entry` blocks not named in keep (a block
+    runs from its `.visible .entry NAME(` line to the next line `}`):
+    kernels do not call kernels, so the rest still assembles."""
+    out, pos = [], 0
+    for m in RE_ENTRY.finditer(ptx):
+        if m.start() < pos or m.group(1) in keep:
+            continue
+        end = ptx.find("\n}\n", m.start())
+        if end < 0:
+            return ptx
+        out.append(ptx[pos:m.start()])
+        pos = end + 3
+    out.append(ptx[pos:])
+    return "".join(out)
 
 
 def cache_check(R, tgc, d, run, rcs, oneline, write_tiny):

@@ -20,9 +20,10 @@ TGC_SANITIZE build), in parallel (--jobs):
     says Machine "NVIDIA CUDA architecture" (EM_CUDA, 190) and prints the
     e_flags that cudabin.sm_of() decodes to that SM (CUDA 13: bits 8-15,
     sm_80 0x..50.., sm_90 0x..5a..; see cudabin.py);
-  - the PTX's `.target` is the highest architecture asked for, and it
-    assembles with `ptxas -arch=sm_90` where the module has a kernel no
-    earlier case had (cuda_reuse.py; --all-ptxas: every case);
+  - the PTX's `.target` is the highest architecture asked for, and its
+    kernels assemble with `ptxas -arch=sm_90`: each distinct kernel once in
+    the run (the PTX cut down to the kernels no earlier case had, or whole
+    when its prelude is new: cuda_reuse.py; --all-ptxas: every case whole);
   - the executable embeds exactly one CUBIN per architecture and one PTX
     (found by cudabin.py: ELF images with e_machine 190, NUL-terminated PTX
     text), byte-identical to the emitted files;
@@ -213,8 +214,9 @@ def ptxas_check(path, arch, what):
 
 
 def check_emit_dir(emit, name, archs, ptxas=True):
-    """Checks DIR/NAME.{cu,sm_XX.cubin,ptx} (the PTX with ptxas when
-    ptxas). Returns (messages, {sm: bytes}, ptx bytes or None)."""
+    """Checks DIR/NAME.{cu,sm_XX.cubin,ptx}; ptxas assembles the PTX when
+    ptxas is True, only its kernels named in ptxas when it is a set.
+    Returns (messages, {sm: bytes}, ptx bytes or None)."""
     msgs, cubins, ptx = [], {}, None
     want = {"%s.cu" % name, "%s.ptx" % name} | {"%s.%s.cubin" % (name, a) for a in archs}
     have = set(os.listdir(emit)) if os.path.isdir(emit) else set()
@@ -249,8 +251,17 @@ def check_emit_dir(emit, name, archs, ptxas=True):
         tgt = cudabin.ptx_target(ptx)
         if tgt != high:
             msgs.append("%s.ptx: .target %s, expected %s (the highest arch)" % (name, tgt, high))
-        if ptxas:
+        if ptxas is True:
             msgs += ptxas_check(p, high, name + ".ptx")
+        elif ptxas:
+            cut = os.path.join(os.path.dirname(emit), name + ".new_kernels.ptx")
+            text = cuda_reuse.without_entries(ptx.decode("utf-8", "replace"), ptxas)
+            left = set(cuda_reuse.RE_ENTRY.findall(text))
+            if left != ptxas:  # the cut must keep exactly the new kernels
+                msgs.append("%s.ptx cut to %s has the kernels %s" % (name, sorted(ptxas), sorted(left)))
+            with open(cut, "w") as f:
+                f.write(text)
+            msgs += ptxas_check(cut, high, "%s.ptx's kernels %s" % (name, ", ".join(sorted(ptxas))))
     return msgs, cubins, ptx
 
 
@@ -435,7 +446,7 @@ RE_CONV = re.compile(r"\bconv(?:_transpose)?[12]d\s*\(")
 def check_case(case, tgc, workdir, archs, no_driver, shapes_dir):
     m = diff.materialize(case, workdir)
     if not m.outs:
-        return "skip", ["PyTorch rejects every statement"], False
+        return "skip", ["PyTorch rejects every statement"], "none"
     name = graph_name(m.src)
     emit = os.path.join(m.dir, "emit")
     exe = os.path.join(m.dir, "graph.exe")
@@ -443,11 +454,11 @@ def check_case(case, tgc, workdir, archs, no_driver, shapes_dir):
            "--emit", "cuda", emit] + m.dflags + m.build_weights
     rc, out, err = run(cmd)
     if rc != 0:
-        return "fail", ["tgc build --target cuda %s: %s" % (rcs(rc), oneline(err))], False
-    ptxas = cuda_reuse.new_pieces(emit, name, shapes_dir)
+        return "fail", ["tgc build --target cuda %s: %s" % (rcs(rc), oneline(err))], "none"
+    ptxas = cuda_reuse.new_entries(emit, name, shapes_dir)
     msgs, cubins, ptx = check_emit_dir(emit, name, archs, ptxas)
     if not os.path.exists(exe):
-        return "fail", msgs + ["tgc build exited 0 but wrote no executable"], ptxas
+        return "fail", msgs + ["tgc build exited 0 but wrote no executable"], "none"
     msgs += check_embedded(exe, archs, cubins, ptx, m.dir)
     conv = bool(RE_CONV.search(m.src))
     if conv:
@@ -464,7 +475,8 @@ def check_case(case, tgc, workdir, archs, no_driver, shapes_dir):
                 msgs.append("executable without a driver: %s: %s" % (why, oneline(err)))
         if out.strip():
             msgs.append("executable without a driver printed on stdout: %s" % oneline(out, 200))
-    return ("fail" if msgs else ("pass_conv" if conv else "pass")), msgs, ptxas
+    return ("fail" if msgs else ("pass_conv" if conv else "pass")), msgs, \
+        "whole" if ptxas is True else ("cut" if ptxas else "none")
 
 
 def check_conv_exe(exe):
@@ -483,7 +495,7 @@ def check_conv_exe(exe):
 def _work(job):
     case, tgc, workdir, archs, no_driver, shapes_dir = job
     t0 = time.time()
-    ptxas = False
+    ptxas = "none"
     try:
         status, msgs, ptxas = check_case(case, tgc, workdir, archs, no_driver, shapes_dir)
     except Exception:
@@ -721,7 +733,7 @@ def main():
     ap.add_argument("--archs", default="sm_80,sm_90")
     ap.add_argument("--nvrtc-cache", help="TGC_NVRTC_CACHE for the corpus builds")
     ap.add_argument("--all-ptxas", action="store_true",
-                    help="ptxas every case's PTX, not only those with new kernels")
+                    help="ptxas every case's whole PTX, not each distinct kernel once")
     args = ap.parse_args()
     t0 = time.time()
     tgc = os.path.abspath(args.tgc)
@@ -786,12 +798,13 @@ def main():
         jobs = [(c, tgc, os.path.join(workdir, "cases"), archs, no_driver, shapes_dir)
                 for c in cases]
         times = []
-        npass = nfail = nskip = nconv = nptxas = 0
+        npass = nfail = nskip = nconv = 0
+        nptxas = {"whole": 0, "cut": 0, "none": 0}
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(max(1, args.jobs), initializer=diff._worker_init) as pool:
             for name, status, msgs, secs, ptxas in pool.imap_unordered(_work, jobs):
                 times.append((secs, name))
-                nptxas += ptxas
+                nptxas[ptxas] += 1
                 if status in ("pass", "pass_conv"):
                     npass += 1
                     nconv += status == "pass_conv"
@@ -806,8 +819,8 @@ def main():
                     sys.stdout.flush()
         print("corpus: %d passed (%d with convolutions: cuDNN steps), %d failed, %d skipped "
               "(PyTorch rejects every statement)" % (npass, nconv, nfail, nskip))
-        print("ptxas: %d cases' PTX assembled; %d had no new kernel (NVRTC assembled it for "
-              "their sm_90 CUBIN)" % (nptxas, npass + nfail - nptxas))
+        print("ptxas: %(whole)d cases' PTX assembled whole, %(cut)d cut to their new kernels, "
+              "%(none)d with no new kernel (NVRTC assembled them for the sm_90 CUBINs)" % nptxas)
         for secs, name in sorted(times, reverse=True)[:3]:
             print("  slowest: %6.2f s %s" % (secs, name))
         if args.nvrtc_cache and args.subset == "full" and not args.pattern:
