@@ -21,7 +21,9 @@
     installed tgc; its header's line names oneDNN, OpenMP and OpenBLAS, and
     `tgc compile FILE --print-link-line` prints the same line with -L the
     installed lib/tgc; for examples/mlp.tg (no convolution) it names no
-    oneDNN; without FILE it is pkg-config's line (every library). Then
+    oneDNN; without FILE it is pkg-config's line (every library), with
+    --target cuda libdl and no oneDNN; with -o it is exit 2 and writes
+    nothing, for a wrong graph exit 1 naming the place. Then
     conv_consumer/main.c, which creates a context and runs the model, is
     linked three ways: with the header's line, with `pkg-config --cflags
     --libs tgcrt`, and by find_package(tgc) + tgc_add_model (conv_consumer/
@@ -248,6 +250,19 @@ def links(a, tmp, prefix, env):
                    "--print-link-line"], env=env)
     check(rc == 0 and "-lopenblas" in out.split() and "-ldnnl" not in out.split(),
           "links: examples/mlp.tg (no convolution) needs OpenBLAS and no oneDNN", out)
+    rc, out = run([tgc, "compile", "--target", "cuda", "--print-link-line"], env=env)
+    check(rc == 0 and "-ldl" in out.split() and "-ldnnl" not in out.split(),
+          "links: any --target cuda program: libdl, no oneDNN (cuDNN is loaded)", out)
+    stray = os.path.join(d, "stray.o")
+    rc, out = run([tgc, "compile", graph, "--print-link-line", "-o", stray], env=env)
+    check(rc == 2 and "--print-link-line writes no file" in out and not os.path.exists(stray),
+          "links: --print-link-line with -o: exit 2, no file", out)
+    bad = os.path.join(d, "bad.tg")
+    with open(bad, "w") as f:
+        f.write("graph bad\ninput x : f32[4, 3]\noutput y = x @ x\n")
+    rc, out = run([tgc, "compile", bad, "--print-link-line"], env=env)
+    check(rc == 1 and "bad.tg:3:" in out, "links: --print-link-line of a wrong graph: exit 1 "
+          "naming the place", out)
     rc, every = run([tgc, "compile", "--print-link-line"], env=env)
     if shutil.which("pkg-config"):
         rc2, out = run(["pkg-config", "--libs", pc])
