@@ -243,6 +243,12 @@ static const char *const fixed_words[] = {
     "d",
     "path",
     "state",
+    /* the profiler's API (codegen/step_info.c): <stdio.h>'s FILE and its locals */
+    "stdio",
+    "FILE",
+    "f",
+    "on",
+    "measured_us",
 };
 
 /* in_X for input i as glue.c names the run function's parameters. */
