@@ -28,6 +28,8 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.append(os.path.join(HERE, ".."))  # link_line.py
+from link_line import link_libs  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "diff"))
 import tensorio  # noqa: E402
 
@@ -178,8 +180,9 @@ def case_api(tgc, tmp, args):
         return
     exe = os.path.join(tmp, "train_contract")
     p = run([args.cc, "-std=c11", "-I", tmp, "-I", args.rtinc,
-             os.path.join(HERE, "train_contract.c"), obj, args.rtlib, "-lopenblas", "-ldnnl",
-             "-lgomp", "-lcjson", "-lpthread", "-lm", "-o", exe] + args.cflags.split())
+             os.path.join(HERE, "train_contract.c"), obj, args.rtlib]
+            + link_libs([tgc, "compile", src, "--train", "loss"]) + ["-o", exe]
+            + args.cflags.split())
     check(p.returncode == 0, f"train_contract.c links ({p.stderr.strip()[:300]})")
     if p.returncode:
         return
