@@ -48,6 +48,8 @@ sys.path.append(os.path.join(HERE, ".."))  # link_line.py
 from link_line import link_libs  # noqa: E402
 EX = os.path.join(ROOT, "examples")
 TIMEOUT = 600
+CC = "cc"  # --cc
+SAN_FLAGS = []  # --sanitize-flags
 
 passed, failed = 0, 0
 
@@ -344,8 +346,8 @@ def case_compile_api(tgc, tmp, rtlib):
     with open(main_c, "w") as f:
         f.write(COMPILE_MAIN)
     libs = link_libs([tgc, "compile", os.path.join(EX, "transformer_block.tg"), "-D", "seq=16"])
-    p = run(["cc", "-std=c11", "-Wall", "-Werror", "-I", tmp, main_c, obj, rtlib] + libs
-            + ["-o", exe])
+    p = run([CC, "-std=c11", "-Wall", "-Werror", "-I", tmp, main_c, obj, rtlib] + libs
+            + SAN_FLAGS + ["-o", exe])
     if not check(p.returncode == 0, "the compile API's program links", p.stderr[-2000:]):
         return
     trace = os.path.join(tmp, "api.trace.json")
@@ -378,8 +380,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", required=True)
     ap.add_argument("--rtlib", required=True)
+    ap.add_argument("--cc", default="cc", help="the compiler the runtime was built with")
+    ap.add_argument("--sanitize-flags", default="",
+                    help="the runtime's sanitizer flags, for the C program that links it")
     ap.add_argument("--keep")
     a = ap.parse_args()
+    global CC, SAN_FLAGS
+    CC, SAN_FLAGS = a.cc, a.sanitize_flags.split()
     tmp = a.keep or tempfile.mkdtemp(prefix="tgc_profile_")
     os.makedirs(tmp, exist_ok=True)
     try:
