@@ -2,14 +2,27 @@
 
 #include <string.h>
 
+/* Names and sizes come from the table the runtime shares. */
 static const struct {
     const char *name;
     size_t size;
 } info[DT_COUNT] = {
-    [DT_BOOL] = {"bool", 1}, [DT_U8] = {"u8", 1},   [DT_I8] = {"i8", 1},   [DT_I16] = {"i16", 2},
-    [DT_I32] = {"i32", 4},   [DT_I64] = {"i64", 8}, [DT_F16] = {"f16", 2}, [DT_BF16] = {"bf16", 2},
-    [DT_F32] = {"f32", 4},   [DT_F64] = {"f64", 8},
+#define DTYPE(id, name, size) [DT_##id] = {name, size},
+#include "runtime/dtype.def"
+#undef DTYPE
 };
+
+/* DType's order is the table's (which RtDType follows too). */
+enum {
+#define DTYPE(id, name, size) ROW_##id,
+#include "runtime/dtype.def"
+#undef DTYPE
+    ROWS
+};
+#define DTYPE(id, name, size) _Static_assert(DT_##id == (int)ROW_##id, "DType follows dtype.def");
+#include "runtime/dtype.def"
+#undef DTYPE
+_Static_assert(DT_COUNT == (int)ROWS, "DType has one value per row of dtype.def");
 
 const char *dtype_name(DType t) {
     return t >= 0 && t < DT_COUNT ? info[t].name : "none";

@@ -5,14 +5,27 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Names and sizes come from the table the compiler shares. */
 static const struct {
     const char *name;
     size_t size;
 } info[RT_DTYPE_COUNT] = {
-    [RT_BOOL] = {"bool", 1}, [RT_U8] = {"u8", 1},   [RT_I8] = {"i8", 1},   [RT_I16] = {"i16", 2},
-    [RT_I32] = {"i32", 4},   [RT_I64] = {"i64", 8}, [RT_F16] = {"f16", 2}, [RT_BF16] = {"bf16", 2},
-    [RT_F32] = {"f32", 4},   [RT_F64] = {"f64", 8},
+#define DTYPE(id, name, size) [RT_##id] = {name, size},
+#include "dtype.def"
+#undef DTYPE
 };
+
+/* RtDType's order is the table's (which the compiler's DType follows too). */
+enum {
+#define DTYPE(id, name, size) ROW_##id,
+#include "dtype.def"
+#undef DTYPE
+    ROWS
+};
+#define DTYPE(id, name, size) _Static_assert(RT_##id == (int)ROW_##id, "RtDType follows dtype.def");
+#include "dtype.def"
+#undef DTYPE
+_Static_assert(RT_DTYPE_COUNT == (int)ROWS, "RtDType has one value per row of dtype.def");
 
 const char *rt_dtype_name(RtDType t) {
     return t >= 0 && t < RT_DTYPE_COUNT ? info[t].name : "none";
