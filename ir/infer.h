@@ -50,6 +50,9 @@ bool broadcast_into(InferCtx *c, int64_t *shape, int *ndim, const Value *b, SrcL
                     const char *what_a, const char *what_b);
 /* Reduction output shape over dims (ARG_ABSENT: all dims). Marks reduced dims in reduced[]. */
 bool reduce_shape(InferCtx *c, Value *v, Arg *dims, bool keepdim, bool reduced[TG_MAX_DIMS]);
+/* squeeze's dropped dims of x: the dims of d (normalised) or, when d is
+ * absent, all dims, that have size 1. Shared by inference and layout. */
+void squeeze_dropped(const Value *x, const Arg *d, bool drop[TG_MAX_DIMS]);
 /* Resolves one -1 in a shape for numel elements, with PyTorch's message. */
 bool infer_size(InferCtx *c, SrcLoc loc, int64_t *shape, int ndim, int64_t numel);
 #endif

@@ -149,21 +149,33 @@ bool infer_permute(InferCtx *c, Value *v) {
     return true;
 }
 
-bool infer_squeeze(InferCtx *c, Value *v) {
-    Value *x = IN0(v);
-    Arg *d = ARG(v, 1);
-    bool drop[TG_MAX_DIMS] = {0};
+void squeeze_dropped(const Value *x, const Arg *d, bool drop[TG_MAX_DIMS]) {
+    memset(drop, 0, TG_MAX_DIMS * sizeof *drop);
     if (d->kind == ARG_ABSENT) {
         for (int i = 0; i < x->ndim; i++)
             drop[i] = x->shape[i] == 1;
-    } else {
-        int n = d->kind == ARG_INT ? 1 : d->n;
-        for (int k = 0; k < n; k++) {
-            int64_t *dim = d->kind == ARG_INT ? &d->i : &d->ints[k];
-            if (!norm_dim(c, d->loc, dim, x->ndim)) return false;
-            if (x->ndim) drop[*dim] = x->shape[*dim] == 1;
-        }
+        return;
     }
+    int n = d->kind == ARG_INT ? 1 : d->n;
+    for (int k = 0; k < n; k++) {
+        int64_t dim = d->kind == ARG_INT ? d->i : d->ints[k];
+        /* A 0-d input's one valid dim (0 or -1) names no dim to drop. */
+        if (x->ndim) drop[dim] = x->shape[dim] == 1;
+    }
+}
+
+bool infer_squeeze(InferCtx *c, Value *v) {
+    Value *x = IN0(v);
+    Arg *d = ARG(v, 1);
+    /* Normalised in place: layout_squeeze reads the same dims later. */
+    if (d->kind != ARG_ABSENT) {
+        int n = d->kind == ARG_INT ? 1 : d->n;
+        for (int k = 0; k < n; k++)
+            if (!norm_dim(c, d->loc, d->kind == ARG_INT ? &d->i : &d->ints[k], x->ndim))
+                return false;
+    }
+    bool drop[TG_MAX_DIMS];
+    squeeze_dropped(x, d, drop);
     v->dtype = x->dtype;
     v->ndim = 0;
     for (int i = 0; i < x->ndim; i++)

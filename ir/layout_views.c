@@ -98,18 +98,8 @@ bool layout_permute(Value *v) {
 bool layout_squeeze(Value *v) {
     Value *x = IN0(v);
     /* The kept dims are those whose size the inference kept, in order. */
-    Arg *d = &v->args[1];
-    bool drop[TG_MAX_DIMS] = {0};
-    if (d->kind == ARG_ABSENT) {
-        for (int i = 0; i < x->ndim; i++)
-            drop[i] = x->shape[i] == 1;
-    } else {
-        int n = d->kind == ARG_INT ? 1 : d->n;
-        for (int k = 0; k < n; k++) {
-            int64_t dim = d->kind == ARG_INT ? d->i : d->ints[k];
-            if (x->ndim) drop[dim] = x->shape[dim] == 1;
-        }
-    }
+    bool drop[TG_MAX_DIMS];
+    squeeze_dropped(x, &v->args[1], drop);
     int n = 0;
     for (int i = 0; i < x->ndim; i++)
         if (!drop[i]) v->strides[n++] = x->strides[i];
