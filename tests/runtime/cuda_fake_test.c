@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include "fake_prog.h"
 #include "rt_test.h"
 #include "tgcrt.h"
 
@@ -26,20 +27,12 @@ static int (*fake_ordinal)(void), (*fake_captures)(void), (*fake_launches)(void)
 
 /* ---- the program: y = relu(x @ w), f16 storage of f32 tensors ---- */
 
-static const RtTensorInfo IN[] = {{"x", {RT_F32, 2, {2, 4}}, RT_F16, RT_INIT_NONE, 0, 0, 0}};
-static const RtTensorInfo PARAMS[] = {{"w", {RT_F32, 2, {4, 3}}, RT_F16, RT_INIT_ONES, 0, 0, 0}};
-static const RtTensorInfo OUT[] = {{"y", {RT_F32, 2, {2, 3}}, RT_F16, RT_INIT_NONE, 0, 0, 0},
-                                   {"e", {RT_F32, 1, {0}}, RT_F32, RT_INIT_NONE, 0, 0, 0}};
-static const RtMatmulDesc MM = {.dtype = RT_F16,
-                                .m = 2,
-                                .n = 3,
-                                .k = 4,
-                                .a_rs = 4,
-                                .a_cs = 1,
-                                .b_rs = 3,
-                                .b_cs = 1,
-                                .c_rs = 3,
-                                .c_cs = 1};
+static const RtTensorInfo IN[] = {FP_TENSOR("x", RT_F32, RT_F16, 2, 2, 4)};
+static const RtTensorInfo PARAMS[] = {
+    FP_PARAM("w", RT_F32, RT_F16, RT_INIT_ONES, 0, 0, 0, 2, 4, 3)};
+static const RtTensorInfo OUT[] = {FP_TENSOR("y", RT_F32, RT_F16, 2, 2, 3),
+                                   FP_TENSOR("e", RT_F32, RT_F32, 1, 0)};
+static const RtMatmulDesc MM = FP_AFFINE_MM(RT_F16, 0);
 /* The PTX without its final NUL: the runtime must terminate it. */
 static RtCudaImage IMAGES[] = {{80, 0, "FAKECUBIN sm_80", 16},
                                {90, 0, "FAKECUBIN sm_90", 16},

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fake_prog.h"
 #include "rt_test.h"
 #include "tgcrt.h"
 
@@ -27,13 +28,12 @@ static void (*fake_kernel)(const char *, FakeKernel, int, const size_t *);
 static long (*fake_alive)(void);
 
 #define N 4
-static const RtTensorInfo IN[] = {{"x", {RT_F32, 1, {N}}, RT_F32, RT_INIT_NONE, 0, 0, 0}};
-static const RtTensorInfo PARAMS[] = {{"w", {RT_F32, 1, {N}}, RT_F32, RT_INIT_ONES, 0, 0, 0},
-                                      {"v", {RT_F32, 1, {N}}, RT_F32, RT_INIT_ZEROS, 0, 0, 0}};
-static const RtTensorInfo OUT[] = {{"loss", {RT_F32, 0, {0}}, RT_F32, RT_INIT_NONE, 0, 0, 0},
-                                   {"w.new", {RT_F32, 1, {N}}, RT_F32, RT_INIT_NONE, 0, 0, 0},
-                                   {"v.new", {RT_F32, 1, {N}}, RT_F32, RT_INIT_NONE, 0, 0, 0},
-                                   {"pred", {RT_F32, 1, {N}}, RT_F32, RT_INIT_NONE, 0, 0, 0}};
+static const RtTensorInfo IN[] = {FP_TENSOR("x", RT_F32, RT_F32, 1, N)};
+static const RtTensorInfo PARAMS[] = {FP_PARAM("w", RT_F32, RT_F32, RT_INIT_ONES, 0, 0, 0, 1, N),
+                                      FP_PARAM("v", RT_F32, RT_F32, RT_INIT_ZEROS, 0, 0, 0, 1, N)};
+static const RtTensorInfo OUT[] = {
+    FP_TENSOR("loss", RT_F32, RT_F32, 0, 0), FP_TENSOR("w.new", RT_F32, RT_F32, 1, N),
+    FP_TENSOR("v.new", RT_F32, RT_F32, 1, N), FP_TENSOR("pred", RT_F32, RT_F32, 1, N)};
 static RtCudaImage IMAGES[] = {{90, 0, "FAKECUBIN sm_90", 16}};
 /* slots: 0 arena, 1 x, 2 w, 3 v, 4 loss, 5 w.new, 6 v.new, 7 pred, 8 the error cell */
 static const RtCudaStep STEPS[] = {

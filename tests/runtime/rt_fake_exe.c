@@ -16,6 +16,7 @@
  *            grid[i, j] = y[0, 0] * i - j / 7   f32[40, 50] (printing summarises it) */
 #include <string.h>
 
+#include "fake_prog.h"
 #include "tgcrt.h"
 
 enum { X, IDX, W, B, EMB, Y, H, POS, E, TOTAL, EMBO, IDX_OUT, X_OUT, GRID };
@@ -23,23 +24,9 @@ enum { X, IDX, W, B, EMB, Y, H, POS, E, TOTAL, EMBO, IDX_OUT, X_OUT, GRID };
 static void forward(void **bufs, RtPool *pool) {
     void **v = bufs + 1; /* bufs[0] is the arena */
     float *y = v[Y];
-    const float *b = v[B], *emb = v[EMB];
+    const float *emb = v[EMB];
     const int64_t *idx = v[IDX];
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++)
-            y[i * 3 + j] = b[j];
-    RtMatmulDesc d = {.dtype = RT_F32,
-                      .m = 2,
-                      .n = 3,
-                      .k = 4,
-                      .a_rs = 4,
-                      .a_cs = 1,
-                      .b_rs = 3,
-                      .b_cs = 1,
-                      .c_rs = 3,
-                      .c_cs = 1,
-                      .accumulate = 1};
-    rt_matmul(&d, v[X], v[W], y, pool);
+    fp_affine(RT_F32, v[X], v[W], v[B], y, pool);
     uint16_t *h = v[H];
     uint8_t *pos = v[POS];
     for (int i = 0; i < 6; i++) {
@@ -64,19 +51,14 @@ static void forward(void **bufs, RtPool *pool) {
             grid[i * 50 + j] = y[0] * (float)i - (float)j / 7.0f;
 }
 
-#define T(n, dt, nd, ...)                                                                          \
-    { .name = n, .desc = {dt, nd, {__VA_ARGS__}}, .storage = dt }
+/* Every tensor is stored at its declared dtype. */
+#define T(n, dt, nd, ...) FP_TENSOR(n, dt, dt, nd, __VA_ARGS__)
 
 static const RtTensorInfo inputs[] = {T("x", RT_F32, 2, 2, 4), T("idx", RT_I64, 1, 3)};
 static const RtTensorInfo params[] = {
     T("w", RT_F32, 2, 4, 3),
-    {.name = "b", .desc = {RT_F32, 1, {3}}, .storage = RT_F32, .init = RT_INIT_ZEROS},
-    {.name = "emb",
-     .desc = {RT_F32, 2, {10, 2}},
-     .storage = RT_F32,
-     .init = RT_INIT_RANDN,
-     .init_a = 1.0,
-     .init_seed = 3},
+    FP_PARAM("b", RT_F32, RT_F32, RT_INIT_ZEROS, 0, 0, 0, 1, 3),
+    FP_PARAM("emb", RT_F32, RT_F32, RT_INIT_RANDN, 1.0, 0, 3, 2, 10, 2),
 };
 static const RtTensorInfo outputs[] = {
     T("y", RT_F32, 2, 2, 3),    T("h", RT_BF16, 2, 2, 3),    T("pos", RT_BOOL, 2, 2, 3),

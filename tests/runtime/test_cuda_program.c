@@ -12,24 +12,17 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include "fake_prog.h"
 #include "rt_test.h"
 #include "tgcrt.h"
 
 /* x f32[2, 4] @ w f32[4, 3] (ones) -> y f32[2, 3], then a kernel on y. */
-static const RtTensorInfo IN[] = {{"x", {RT_F32, 2, {2, 4}}, RT_F32, RT_INIT_NONE, 0, 0, 0}};
-static const RtTensorInfo PARAMS[] = {{"w", {RT_F32, 2, {4, 3}}, RT_F32, RT_INIT_ONES, 0, 0, 0}};
-static const RtTensorInfo OUT[] = {{"y", {RT_F32, 2, {2, 3}}, RT_F32, RT_INIT_NONE, 0, 0, 0}};
+static const RtTensorInfo IN[] = {FP_TENSOR("x", RT_F32, RT_F32, 2, 2, 4)};
+static const RtTensorInfo PARAMS[] = {
+    FP_PARAM("w", RT_F32, RT_F32, RT_INIT_ONES, 0, 0, 0, 2, 4, 3)};
+static const RtTensorInfo OUT[] = {FP_TENSOR("y", RT_F32, RT_F32, 2, 2, 3)};
 
-static const RtMatmulDesc MM = {.dtype = RT_F32,
-                                .m = 2,
-                                .n = 3,
-                                .k = 4,
-                                .a_rs = 4,
-                                .a_cs = 1,
-                                .b_rs = 3,
-                                .b_cs = 1,
-                                .c_rs = 3,
-                                .c_cs = 1};
+static const RtMatmulDesc MM = FP_AFFINE_MM(RT_F32, 0);
 static RtMatmulDesc mm_bad;
 
 static const char CUBIN[] = "not really an ELF image";

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fake_prog.h"
 #include "rt_test.h"
 #include "tgcrt.h"
 
@@ -63,41 +64,11 @@ static char *write_temp(const unsigned char *buf, size_t len) {
 /* ---- program 1: y = x @ w + b (f32, or f16 storage under "--precision") ---- */
 
 static void affine_forward(void **bufs, RtPool *pool) {
-    float *x = bufs[1], *w = bufs[2], *b = bufs[3], *y = bufs[4];
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++)
-            y[i * 3 + j] = b[j];
-    RtMatmulDesc d = {.dtype = RT_F32,
-                      .m = 2,
-                      .n = 3,
-                      .k = 4,
-                      .a_rs = 4,
-                      .a_cs = 1,
-                      .b_rs = 3,
-                      .b_cs = 1,
-                      .c_rs = 3,
-                      .c_cs = 1,
-                      .accumulate = 1};
-    rt_matmul(&d, x, w, y, pool);
+    fp_affine(RT_F32, bufs[1], bufs[2], bufs[3], bufs[4], pool);
 }
 
 static void affine_f16_forward(void **bufs, RtPool *pool) {
-    uint16_t *b = bufs[3], *y = bufs[4];
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++)
-            y[i * 3 + j] = b[j];
-    RtMatmulDesc d = {.dtype = RT_F16,
-                      .m = 2,
-                      .n = 3,
-                      .k = 4,
-                      .a_rs = 4,
-                      .a_cs = 1,
-                      .b_rs = 3,
-                      .b_cs = 1,
-                      .c_rs = 3,
-                      .c_cs = 1,
-                      .accumulate = 1};
-    rt_matmul(&d, bufs[1], bufs[2], y, pool);
+    fp_affine(RT_F16, bufs[1], bufs[2], bufs[3], bufs[4], pool);
 }
 
 static const void *seen_w; /* the w pointer the last probe run got (single-threaded tests) */
@@ -106,13 +77,8 @@ static void affine_probe_forward(void **bufs, RtPool *pool) {
     affine_forward(bufs, pool);
 }
 
-#define T(n, dt, st, nd, ...)                                                                      \
-    { .name = n, .desc = {dt, nd, {__VA_ARGS__}}, .storage = st }
-#define P(n, dt, st, init_, a, b, seed, nd, ...)                                                   \
-    {                                                                                              \
-        .name = n, .desc = {dt, nd, {__VA_ARGS__}}, .storage = st, .init = init_, .init_a = a,     \
-        .init_b = b, .init_seed = seed                                                             \
-    }
+#define T FP_TENSOR
+#define P FP_PARAM
 
 static const RtTensorInfo AFF_IN[] = {T("x", RT_F32, RT_F32, 2, 2, 4)};
 static const RtTensorInfo AFF_PARAMS[] = {P("w", RT_F32, RT_F32, RT_INIT_NONE, 0, 0, 0, 2, 4, 3),

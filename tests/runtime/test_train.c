@@ -347,15 +347,10 @@ static void conv_forward(void **bufs, RtPool *pool) {
         hn[i] = h[i] + 0.5;
 }
 static const RtTensorInfo CV_PARAMS[] = {
-    {.name = "h", .desc = {RT_F32, 1, {3}}, .storage = RT_F64, .init = RT_INIT_ARANGE},
-    {.name = "bf",
-     .desc = {RT_BF16, 1, {2}},
-     .storage = RT_BF16,
-     .init = RT_INIT_FULL,
-     .init_a = 1.5}};
-static const RtTensorInfo CV_OUTPUTS[] = {
-    {.name = "loss", .desc = {RT_F32, 0, {0}}, .storage = RT_F64},
-    {.name = "h.new", .desc = {RT_F32, 1, {3}}, .storage = RT_F64}};
+    FP_PARAM("h", RT_F32, RT_F64, RT_INIT_ARANGE, 0, 0, 0, 1, 3),
+    FP_PARAM("bf", RT_BF16, RT_BF16, RT_INIT_FULL, 1.5, 0, 0, 1, 2)};
+static const RtTensorInfo CV_OUTPUTS[] = {FP_TENSOR("loss", RT_F32, RT_F64, 0, 0),
+                                          FP_TENSOR("h.new", RT_F32, RT_F64, 1, 3)};
 static const int32_t CV_UPDATE[] = {-1, 0};
 static const uint8_t CV_ROLE[] = {RT_ROLE_WEIGHT, RT_ROLE_WEIGHT};
 static const RtTrainDesc CV_TRAIN = {0, CV_UPDATE, CV_ROLE, "sgd", NULL};

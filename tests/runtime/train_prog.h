@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fake_prog.h"
 #include "tgcrt.h"
 
 #define TP_B 4 /* batch */
@@ -97,13 +98,10 @@ static void tp_forward(void **bufs, RtPool *pool) {
     memcpy(bufs[TP_STEPN], &step, 8);
 }
 
-#define TP_T_(n, dt, nd, ...)                                                                      \
-    { .name = n, .desc = {dt, nd, {__VA_ARGS__}}, .storage = dt }
+/* Every tensor is stored at its declared dtype. */
+#define TP_T_(n, dt, nd, ...) FP_TENSOR(n, dt, dt, nd, __VA_ARGS__)
 #define TP_P_(n, dt, init_, a, seed, nd, ...)                                                      \
-    {                                                                                              \
-        .name = n, .desc = {dt, nd, {__VA_ARGS__}}, .storage = dt, .init = init_, .init_a = a,     \
-        .init_seed = seed                                                                          \
-    }
+    FP_PARAM(n, dt, dt, init_, a, 0, seed, nd, __VA_ARGS__)
 
 static const RtTensorInfo TP_INPUTS[] = {TP_T_("x", RT_F32, 2, TP_B, TP_K),
                                          TP_T_("t", RT_F32, 2, TP_B, TP_N)};
