@@ -66,7 +66,7 @@ int options_train_finish(Options *o);
 void options_train_free(Options *o);
 #define TRAIN_FLAGS_USAGE                                                                          \
     "[--train LOSS [--optimizer sgd|adamw|none] [--lr F] [--momentum F] [--weight-decay F]\n"      \
-    "                 [--betas B1,B2] [--eps F] [--freeze NAME,...]]"
+    "                 [--betas B1,B2] [--eps F] [--freeze PAT,...]]"
 #define TRAIN_FLAGS_HELP                                                                           \
     "  --train LOSS         a training step: gradients of the 0-d output LOSS and the\n"           \
     "                       optimizer's update of every param (docs/training.md)\n"                \
@@ -75,7 +75,8 @@ void options_train_free(Options *o);
     "  --lr F, --momentum F, --weight-decay F, --betas B1,B2, --eps F\n"                           \
     "                       torch.optim's hyper-parameters (defaults: lr 1e-3; SGD 0 and 0;\n"     \
     "                       AdamW weight decay 1e-2, betas 0.9,0.999, eps 1e-8)\n"                 \
-    "  --freeze NAME,...    params that are not trained\n"
+    "  --freeze PAT,...     params that are not trained: names or shell patterns\n"                \
+    "                       (fnmatch: '*.running_mean', 'encoder.layers.*')\n"
 /* Reads and compiles o->file (a .tg, or an ONNX model imported in memory
  * into .tg text first); NULL (with messages printed) on error. */
 Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file);

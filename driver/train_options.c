@@ -71,7 +71,7 @@ int options_train_flag(Options *o, int argc, char **argv, int *i, const char *us
         for (const char *p = v; *p;) {
             size_t w = strcspn(p, ",");
             if (!w || t->nfreeze == TRAIN_MAX_FREEZE)
-                return bad(o, a, v, "NAME,... (at most 256 names, none empty)");
+                return bad(o, a, v, "NAME,... (names or shell patterns, at most 256, none empty)");
             t->freeze[t->nfreeze++] = strndup(p, w);
             p += w + (p[w] == ',');
         }

@@ -6,6 +6,7 @@
  * its own op's vector-Jacobian product (ir/vjp.h) hands it on. A value
  * needs a gradient when it is floating and depends on a trainable param
  * through ops other than detach; only those are visited. */
+#include <fnmatch.h>
 #include <string.h>
 
 #include "ir/infer.h"
@@ -13,10 +14,17 @@
 #include "passes/pass_util.h"
 #include "passes/train.h"
 
+/* --freeze takes shell patterns with Python's fnmatch.fnmatchcase meaning:
+ * no flags, so `*` crosses the dots of a dotted name ('encoder.layers.*',
+ * '*.running_mean'); a plain name matches only itself. */
+static bool frozen_by(const char *pattern, const char *name) {
+    return fnmatch(pattern, name, 0) == 0;
+}
+
 static bool is_trainable(const Value *v, const TrainSpec *t) {
     if (v->op != OP_PARAM || !dtype_is_float(v->dtype)) return false;
     for (int i = 0; i < t->nfreeze; i++)
-        if (!strcmp(t->freeze[i], v->name)) return false;
+        if (frozen_by(t->freeze[i], v->name)) return false;
     return true;
 }
 
@@ -46,9 +54,9 @@ static bool check_freeze(Graph *g, Diag *d, const TrainSpec *t) {
     for (int k = 0; k < t->nfreeze; k++) {
         bool found = false;
         for (int i = 0; i < g->nvalues && !found; i++)
-            found = g->values[i]->op == OP_PARAM && !strcmp(g->values[i]->name, t->freeze[k]);
+            found = g->values[i]->op == OP_PARAM && frozen_by(t->freeze[k], g->values[i]->name);
         if (!found) {
-            diag_plain_error(d, "--freeze: '%s' is not a param of graph '%s'", t->freeze[k],
+            diag_plain_error(d, "--freeze: '%s' matches no param of graph '%s'", t->freeze[k],
                              g->name ? g->name : "");
             ok = false;
         }

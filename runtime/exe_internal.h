@@ -21,7 +21,13 @@ typedef struct RtExeArgs {
     bool steps_set, log_set;
     long long steps, log_every;
     const char *save_weights, *save_state, *load_state;
+    bool shuffle_set; /* --shuffle SEED: batches in a random order each epoch */
+    uint64_t shuffle_seed;
 } RtExeArgs;
+
+/* --shuffle: the order in which epoch `epoch` reads k batches, perm[0..k)
+ * (train.c; the algorithm is docs/training.md's "Shuffling"). */
+void rt_train_shuffle(uint64_t seed, uint64_t epoch, int64_t k, int64_t *perm);
 
 /* "EXE: error: MESSAGE" on stderr; returns code. */
 int rt_exe_error(const RtExeArgs *a, int code, const char *fmt, ...) RT_PRINTF(3, 4);

@@ -30,10 +30,11 @@ typedef RtExeArgs Args;
 static const char USAGE[] = "[--weights W.safetensors] [--input NAME=FILE.npy]... "
                             "[--random-inputs SEED] [--output-dir DIR] [--print] [--bench N] "
                             "[--threads N] [--profile] [--profile-json FILE] [--help]";
-static const char TRAIN_USAGE[] = "[--weights W.safetensors] --input NAME=FILE.npy... --steps N "
-                                  "[--save-weights OUT.safetensors] [--save-state S] "
-                                  "[--load-state S] [--output-dir DIR] [--log-every K] "
-                                  "[--threads N] [--profile] [--profile-json FILE] [--help]";
+static const char TRAIN_USAGE[] =
+    "[--weights W.safetensors] --input NAME=FILE.npy... --steps N "
+    "[--save-weights OUT.safetensors] [--save-state S] "
+    "[--load-state S] [--output-dir DIR] [--log-every K] [--shuffle SEED] "
+    "[--threads N] [--profile] [--profile-json FILE] [--help]";
 
 const char *rt_exe_usage(const Args *a) {
     return a->train ? TRAIN_USAGE : USAGE;
@@ -107,6 +108,7 @@ static const struct {
     {"--weights", 3},       {"--input", 3},      {"--output-dir", 3}, {"--threads", 3},
     {"--random-inputs", 1}, {"--bench", 1},      {"--steps", 2},      {"--save-weights", 2},
     {"--save-state", 2},    {"--load-state", 2}, {"--log-every", 2},  {"--profile-json", 3},
+    {"--shuffle", 2},
 };
 
 /* A single-valued flag's value: stored in *slot, "given twice" when set. */
@@ -196,6 +198,13 @@ static int parse_args(Args *a, int argc, char **argv) {
             rc = set_once(a, f, v, &a->save_weights);
         } else if (!strcmp(f, "--save-state")) {
             rc = set_once(a, f, v, &a->save_state);
+        } else if (!strcmp(f, "--shuffle")) {
+            if (a->shuffle_set) return rt_exe_usage_error(a, "%s is given twice", f);
+            a->shuffle_set = true;
+            if (!parse_count(v, UINT64_MAX, &n))
+                return rt_exe_usage_error(a, "--shuffle %s: expected a non-negative integer seed",
+                                          v);
+            a->shuffle_seed = n;
         } else if (!strcmp(f, "--profile-json")) {
             rc = set_once(a, f, v, &a->profile_json);
         } else {

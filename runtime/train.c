@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "context_internal.h"
+#include "exe_internal.h"
 #include "rt_atomic.h"
 
 static void forget_pair(RtContext *c, int role);
@@ -76,6 +77,34 @@ static size_t spare_layout(const RtProgram *p, size_t *off) {
 size_t rt_context_train_extra_bytes(const RtProgram *p) {
     if (!p || !p->train || p->noutputs <= 0 || !p->outputs || !p->train->update_of) return 0;
     return spare_layout(p, NULL);
+}
+
+/* ---- --shuffle ---- */
+
+/* splitmix64 (Steele, Lea and Flood 2014; Vigna's reference code): one
+ * 64-bit step of the state, one mixed 64-bit output. */
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+/* A Fisher-Yates shuffle (Durstenfeld's, from the last position down) of
+ * 0..k-1 driven by splitmix64 whose state starts at seed XOR (epoch + 1) *
+ * 0xD1342543DE82EF95 (mod 2^64), so each epoch has its own order and a
+ * Python loop can redraw it (docs/training.md "Shuffling"). j = draw mod
+ * (i + 1): the bias is below k / 2^64, and the order is defined by it. */
+void rt_train_shuffle(uint64_t seed, uint64_t epoch, int64_t k, int64_t *perm) {
+    uint64_t x = seed ^ ((epoch + 1) * 0xD1342543DE82EF95u);
+    for (int64_t i = 0; i < k; i++)
+        perm[i] = i;
+    for (int64_t i = k - 1; i > 0; i--) {
+        int64_t j = (int64_t)(splitmix64(&x) % (uint64_t)(i + 1));
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
 }
 
 /* ---- the descriptor ---- */

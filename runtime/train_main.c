@@ -11,7 +11,8 @@
  * creates a training context (params from --weights, the embedded image or
  * the initialisers; the optimizer state from --load-state or its
  * initialisers), loads every input (a file may hold k batches stacked
- * along the first dimension: step s uses batch s mod k), runs N steps and
+ * along the first dimension: step s uses batch s mod k, or with --shuffle
+ * SEED the batch that epoch s / k's shuffle puts at s mod k), runs N steps and
  * only then writes what was asked: a failed step (a NaN loss) writes
  * nothing. Exit codes as rt_main's: 0 ok, 1 bad input, 2 bad command line,
  * 3 a bug. */
@@ -36,7 +37,9 @@ typedef struct Train {
     RtContext *ctx;
     Data *data;
     const void **in;
-    void *conv; /* an output converted to its declared dtype */
+    void *conv;    /* an output converted to its declared dtype */
+    int64_t *perm; /* --shuffle: this epoch's order of the k batches */
+    int64_t k;     /* --shuffle: the data sets' batch count (1: none) */
 } Train;
 
 static bool trained(const RtProgram *p, int param) {
@@ -92,6 +95,8 @@ static void print_help(const RtProgram *p, const Args *a) {
            "                           initialisers)\n"
            "  --output-dir DIR         after the last step, write each output to DIR/NAME.npy\n"
            "  --log-every K            print \"step S loss L\" after every K steps and the last\n"
+           "  --shuffle SEED           read the k batches of the data sets in a random order\n"
+           "                           each epoch (docs/training.md \"Shuffling\")\n"
            "  --threads N              threads to use (0: the program's default%s)\n"
            "  --profile                after the steps, print the time of every step of the\n"
            "                           program (the median over the training steps)\n"
@@ -179,9 +184,12 @@ static int run_steps(const RtProgram *p, const Args *a, Train *r) {
     if (prof && !step_us) return rt_exe_error(a, 1, "out of memory for the profile");
     int rc = rt_exe_profile_start(a, r->ctx);
     for (long long st = 0; !rc && st < a->steps; st++) {
+        if (r->perm && st % r->k == 0)
+            rt_train_shuffle(a->shuffle_seed, (uint64_t)(st / r->k), r->k, r->perm);
         for (int i = 0; i < p->ninputs; i++) {
             const Data *d = &r->data[i];
-            r->in[i] = (const char *)d->arr.data + (size_t)(st % d->k) * d->batch;
+            int64_t b = d->k == 1 ? 0 : r->perm ? r->perm[st % r->k] : st % d->k;
+            r->in[i] = (const char *)d->arr.data + (size_t)b * d->batch;
         }
         int64_t t0 = rt_now_ns();
         RtStatus s = rt_context_train_step(r->ctx, r->in, &loss);
@@ -235,6 +243,29 @@ static int save(const RtProgram *p, const Args *a, Train *r) {
     return 0;
 }
 
+/* --shuffle: the data sets (inputs of k >= 2 batches) are read in one
+ * order, so they must hold the same number of batches. */
+static int shuffle_setup(const RtProgram *p, const Args *a, Train *r) {
+    int first = -1;
+    for (int i = 0; i < p->ninputs; i++) {
+        if (r->data[i].k < 2) continue;
+        if (first < 0) {
+            first = i;
+        } else if (r->data[i].k != r->data[first].k) {
+            return rt_exe_error(a, 1,
+                                "--shuffle: input '%s' holds %lld batches and input '%s' %lld; "
+                                "shuffled data sets must hold the same number",
+                                p->inputs[first].name, (long long)r->data[first].k,
+                                p->inputs[i].name, (long long)r->data[i].k);
+        }
+    }
+    r->k = first < 0 ? 1 : r->data[first].k;
+    if (first >= 0 && !(r->perm = malloc((size_t)r->k * sizeof *r->perm)))
+        return rt_exe_error(a, 1, "out of memory for --shuffle's order of %lld batches",
+                            (long long)r->k);
+    return 0;
+}
+
 static int train(const RtProgram *p, Args *a, Train *r) {
     int rc = rt_exe_check_inputs(p, a);
     if (!rc && a->outdir_set) rc = rt_exe_check_outdir(a);
@@ -255,6 +286,7 @@ static int train(const RtProgram *p, Args *a, Train *r) {
         if ((rc =
                  load_data(a, &p->inputs[i], rt_exe_input_file(a, p->inputs[i].name), &r->data[i])))
             return rc;
+    if (a->shuffle_set && (rc = shuffle_setup(p, a, r))) return rc;
 
     if ((rc = run_steps(p, a, r)) || (rc = save(p, a, r))) return rc;
     if (fflush(stdout) || ferror(stdout))
@@ -280,6 +312,7 @@ int rt_train_main(const RtProgram *p, int argc, char **argv) {
                 rt_array_free(&r.data[i].arr);
         free(r.data);
         free(r.in);
+        free(r.perm);
         rt_aligned_free(r.conv);
         rt_context_destroy(r.ctx);
     }
