@@ -12,17 +12,10 @@ static const struct {
 #undef DTYPE
 };
 
-/* DType's order is the table's (which RtDType follows too). */
-enum {
-#define DTYPE(id, name, size) ROW_##id,
-#include "runtime/dtype.def"
-#undef DTYPE
-    ROWS
-};
-#define DTYPE(id, name, size) _Static_assert(DT_##id == (int)ROW_##id, "DType follows dtype.def");
-#include "runtime/dtype.def"
-#undef DTYPE
-_Static_assert(DT_COUNT == (int)ROWS, "DType has one value per row of dtype.def");
+/* DType lists the table's rows in order, as the runtime's enum does. */
+#define DTYPE_VALUE(id) DT_##id
+#define DTYPE_VALUES DT_COUNT
+#include "runtime/dtype_order.h"
 
 const char *dtype_name(DType t) {
     return t >= 0 && t < DT_COUNT ? info[t].name : "none";

@@ -15,17 +15,10 @@ static const struct {
 #undef DTYPE
 };
 
-/* RtDType's order is the table's (which the compiler's DType follows too). */
-enum {
-#define DTYPE(id, name, size) ROW_##id,
-#include "dtype.def"
-#undef DTYPE
-    ROWS
-};
-#define DTYPE(id, name, size) _Static_assert(RT_##id == (int)ROW_##id, "RtDType follows dtype.def");
-#include "dtype.def"
-#undef DTYPE
-_Static_assert(RT_DTYPE_COUNT == (int)ROWS, "RtDType has one value per row of dtype.def");
+/* RtDType lists the table's rows in order, as the compiler's enum does. */
+#define DTYPE_VALUE(id) RT_##id
+#define DTYPE_VALUES RT_DTYPE_COUNT
+#include "dtype_order.h"
 
 const char *rt_dtype_name(RtDType t) {
     return t >= 0 && t < RT_DTYPE_COUNT ? info[t].name : "none";
