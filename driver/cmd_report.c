@@ -22,8 +22,8 @@ static const char *USAGE =
     "tgc report FILE [-D NAME=VALUE]... [--json] [--device NAME | --budget SIZE]\n"
     "                  [--fit NAME] [--precision P] [--precision-io D] [--quantize int8|int4]\n"
     "                  [--group-size N] [--accuracy N [--weights W]] [--target cpu|cuda]\n"
-    "                  [--html FILE] [--train LOSS [--optimizer O] [--shard N] [--checkpoint auto] "
-    "...]\n"
+    "                  [--html FILE] [--train LOSS [--optimizer O] [--shard N [--zero 1|2|3]]\n"
+    "                  [--checkpoint auto] ...]\n"
     "       tgc report --list-devices [--json]";
 
 static void help(void) {
@@ -44,15 +44,18 @@ static void help(void) {
         "  --target T         cpu (default) or cuda (adds the CUDA runtime's fixed needs)\n"
         "  --html FILE        also write a self-contained HTML page with the "
         "charts\n" TRAIN_FLAGS_HELP
-        "  --shard N          --train: the per-device peak with params, gradients and optimizer\n"
-        "                     states sharded over N devices (FSDP / ZeRO-3), on paper\n"
+        "  --shard N          --train: the per-device peak over N devices as DeepSpeed's ZeRO\n"
+        "                     counts it (on paper); the verdict and --fit use it\n"
+        "  --zero 1|2|3       with --shard: split optimizer states (1), and gradients (2),\n"
+        "                     and params (3, the default)\n"
         "  --checkpoint auto  --train with a budget: recompute activations in the backward pass\n"
         "                     instead of keeping them, until the peak fits (extra FLOPs shown)\n"
         "  --list-devices     print the device presets and their memory sizes\n");
 }
 
 typedef struct ReportOpts {
-    const char *device, *budget, *fit, *target, *html, *accuracy, *weights, *shard, *checkpoint;
+    const char *device, *budget, *fit, *target, *html, *accuracy, *weights, *shard, *checkpoint,
+        *zero;
     bool list_devices, json, help;
 } ReportOpts;
 
@@ -77,6 +80,7 @@ static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *n
         {"--weights", offsetof(ReportOpts, weights)},
         {"--shard", offsetof(ReportOpts, shard)},
         {"--checkpoint", offsetof(ReportOpts, checkpoint)},
+        {"--zero", offsetof(ReportOpts, zero)},
     };
     *nrest = 0;
     rest[(*nrest)++] = argv[0];
@@ -116,6 +120,7 @@ typedef struct FitCtx {
     Precision prec;
     Target target;
     int64_t budget;
+    int shard, zero; /* --shard, --zero: the budget holds the per-device peak */
     int64_t failed_value;
     int evaluations;
 } FitCtx;
@@ -134,9 +139,11 @@ static int64_t peak_at(FitCtx *c, const char *dim, int64_t value) {
     PrecisionPolicy pol = options_policy(c->o);
     Graph *g = tgc_frontend_train(&a, &d, c->file, ov, n, &pol, train_spec(c->o));
     int64_t peak = -1;
-    if (g && !d.errors)
-        peak = report_build(&a, g, c->prec, c->target)->peak_bytes;
-    else if (!c->failed_value)
+    if (g && !d.errors) {
+        Report *r = report_build(&a, g, c->prec, c->target);
+        report_train_build(r, c->shard, c->zero);
+        peak = report_fit_bytes(r);
+    } else if (!c->failed_value)
         c->failed_value = value;
     arena_free(&a);
     free(ov);
@@ -297,7 +304,7 @@ static bool measure_accuracy(Report *r, const ReportOpts *ro, const Options *o, 
         r->acc = arena_alloc(r->a, sizeof(Accuracy));
         ok = accuracy_measure(&s, &pol, r->g, r->acc);
     }
-    for (int q = 0; ok && q < REPORT_NQUANT; q++) {
+    for (int q = 0; ok && q < r->nquant; q++) {
         ReportQuant *row = &r->quant[q];
         if (row->peak_bytes < 0) continue;
         Accuracy acc = {0};
@@ -377,19 +384,10 @@ static int run(const ReportOpts *ro, const Options *o) {
         arena_free(&a);
         return 1;
     }
-    int shard = 0;
-    if (ro->shard) {
-        char *end;
-        errno = 0;
-        long n = strtol(ro->shard, &end, 10);
-        if (errno || end == ro->shard || *end || n < 1 || n > 65536 || !o->has_train) {
-            fprintf(stderr, "tgc report: error: --shard %s: %s\n", ro->shard,
-                    o->has_train ? "expected a device count from 1 to 65536"
-                                 : "needs --train LOSS");
-            arena_free(&a);
-            return 1;
-        }
-        shard = (int)n;
+    int shard, zero;
+    if (report_train_shard_args(ro->shard, ro->zero, o->has_train, &shard, &zero)) {
+        arena_free(&a);
+        return 1;
     }
     if (runs && o->has_train) {
         fprintf(stderr, "tgc report: error: --accuracy does not apply to --train\n");
@@ -423,7 +421,7 @@ static int run(const ReportOpts *ro, const Options *o) {
             r = report_build(&a, g, prec, target);
         }
     }
-    report_train_build(r, shard);
+    report_train_build(r, shard, zero);
     if (r->train) r->train->ckpt = ck;
     ChoiceCtx cc = {.a = &a, .file = &file, .o = o, .target = target};
     PrecisionPolicy base = options_policy(o);
@@ -450,7 +448,13 @@ static int run(const ReportOpts *ro, const Options *o) {
     const char *fit_dim = ro->fit;
     if (!fit_dim && !o->json && r->has_budget && has_dim(g, "batch")) fit_dim = "batch";
     if (fit_dim) {
-        FitCtx c = {.file = &file, .o = o, .prec = prec, .target = target, .budget = budget};
+        FitCtx c = {.file = &file,
+                    .o = o,
+                    .prec = prec,
+                    .target = target,
+                    .budget = budget,
+                    .shard = shard,
+                    .zero = zero};
         r->fit.present = true;
         r->fit.dim = fit_dim;
         fit_search(&c, &r->fit);

@@ -37,17 +37,26 @@ void report_choices(Report *r, const PrecisionPolicy *base, ReportOfPolicy fn, v
                                                "mixed-f16", "int8", "int4"};
     static const Precision precs[REPORT_NQUANT] = {PREC_F32, PREC_BF16, PREC_F16, PREC_MIXED_BF16,
                                                    PREC_MIXED_F16};
-    for (int q = 0; q < REPORT_NQUANT; q++) {
-        ReportQuant *row = &r->quant[q];
+    /* A training step has only the rows --train builds: f32 and the mixed
+     * precisions (f32 master weights); pure bf16/f16 and --quantize are
+     * refused for training (driver/train_options.c). */
+    static const int train_rows[] = {0, 3, 4};
+    bool train = r->g->backward_id > 0;
+    r->nquant = train ? 3 : REPORT_NQUANT;
+    for (int i = 0; i < r->nquant; i++) {
+        int q = train ? train_rows[i] : i;
+        ReportQuant *row = &r->quant[i];
         memset(row, 0, sizeof *row);
         row->dtype = names[q];
         PrecisionPolicy pol = *base;
         pol.quant_bits = 0;
         if (q < 5) {
             pol.prec = precs[q];
-            row->scheme = q < 3 ? "every floating weight and activation in this dtype"
-                                : "weights in the low dtype; products in it, softmax/norms/"
-                                  "reductions in f32";
+            row->scheme = q < 3   ? "every floating weight and activation in this dtype"
+                          : train ? "f32 master weights and states; products on low-dtype casts, "
+                                    "softmax/norms/reductions in f32"
+                                  : "weights in the low dtype; products in it, softmax/norms/"
+                                    "reductions in f32";
         } else {
             pol.quant_bits = q == 5 ? 8 : 4;
             int64_t gs = base->quant_bits == pol.quant_bits ? base->group_size : 0;
@@ -75,7 +84,7 @@ void report_choices(Report *r, const PrecisionPolicy *base, ReportOfPolicy fn, v
         }
     }
     /* Rank by peak (insertion sort: 7 rows, stable); rows that failed last. */
-    for (int i = 1; i < REPORT_NQUANT; i++) {
+    for (int i = 1; i < r->nquant; i++) {
         ReportQuant t = r->quant[i];
         int j = i;
         for (; j > 0; j--) {
@@ -198,8 +207,20 @@ const char **report_assumptions(const Report *r) {
     };
     int n = 0;
     const char **all = ARENA_ARRAY(r->a, const char *, 16);
-    for (int i = 0; common[i]; i++)
-        all[n++] = common[i];
+    /* A training step's storage choices are --train's (report_choices). */
+    static const char *train_prec =
+        "training keeps f32 master weights and f32 optimizer states; mixed-f16/bf16 run matrix "
+        "products on low-dtype casts of the weights and softmax, norms, reductions in f32 "
+        "(docs/training.md); pure f16/bf16 and --quantize are refused for training";
+    static const char *train_rows =
+        "by_dtype: each row is planned as `tgc build --train` would build it: f32, mixed-bf16 "
+        "and mixed-f16, the storage choices --train accepts";
+    for (int i = 0; common[i]; i++) {
+        const char *s = common[i];
+        if (r->g->backward_id > 0 && !strncmp(s, "precision ", 10)) s = train_prec;
+        if (r->g->backward_id > 0 && !strncmp(s, "by_dtype: ", 10)) s = train_rows;
+        all[n++] = s;
+    }
     const char **extra = r->target == TARGET_CUDA ? cuda : cpu;
     for (int i = 0; extra[i]; i++)
         all[n++] = extra[i];

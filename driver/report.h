@@ -58,6 +58,7 @@ typedef struct Report {
         conv_prepared_bytes; /* convs' weights folded and reordered at load, outside the arena */
     int64_t flops;
     ReportQuant quant[REPORT_NQUANT]; /* ranked by peak (report_choices) */
+    int nquant; /* rows in quant: all, or for a training step those --train accepts */
     bool has_choices;
     int64_t scale_bytes;  /* of this report's own quantized weights */
     const char *quantize; /* "int8", "int4" or NULL */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "driver/report.h"
+#include "driver/report_train.h"
 #include "rt_atomic.h"
 
 #define TL_W 860 /* timeline plot area */
@@ -65,12 +66,13 @@ static void verdict(FILE *f, const Report *r) {
     }
     fprintf(f, "%s</h1>\n<p class=\"verdict\">", r->g->ndims ? ")" : "");
     if (r->has_budget) {
-        bool fits = r->peak_bytes <= r->budget_bytes;
-        int64_t head = r->budget_bytes - r->peak_bytes;
+        int64_t peak = report_fit_bytes(r); /* per device under --shard */
+        bool fits = peak <= r->budget_bytes;
+        int64_t head = r->budget_bytes - peak;
         fprintf(f, "On ");
         esc(f, r->budget_label);
         fprintf(f, ": <span id=\"verdict\" class=\"%s\">%s</span>, peak %s of %s, %s %s.",
-                fits ? "fits" : "nofit", fits ? "fits" : "does not fit", B(b1, r->peak_bytes),
+                fits ? "fits" : "nofit", fits ? "fits" : "does not fit", B(b1, peak),
                 B(b2, r->budget_bytes), fits ? "headroom" : "short by", B(b3, fits ? head : -head));
     } else {
         fprintf(f, "Peak %s.", B(b1, r->peak_bytes));
@@ -291,7 +293,7 @@ static void tables(FILE *f, const Report *r) {
           f);
     fputs(r->has_budget ? "<th>fits</th>" : "", f);
     fputs("<th>scheme</th></tr>\n", f);
-    for (int q = 0; q < REPORT_NQUANT; q++) {
+    for (int q = 0; q < r->nquant; q++) {
         const ReportQuant *row = &r->quant[q];
         fprintf(f, "<tr><td>%s</td><td>%s</td><td>%s</td>", row->dtype, B(b1, row->params_bytes),
                 B(b2, row->peak_bytes));

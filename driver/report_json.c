@@ -18,8 +18,9 @@ static cJSON *budget_json(const Report *r) {
     cJSON *b = cJSON_CreateObject();
     cJSON_AddStringToObject(b, "name", r->budget_name);
     add(b, "bytes", r->budget_bytes);
-    cJSON_AddBoolToObject(b, "fits", r->peak_bytes <= r->budget_bytes);
-    add(b, "headroom_bytes", r->budget_bytes - r->peak_bytes);
+    /* Under --shard the budget is one device's (report_fit_bytes). */
+    cJSON_AddBoolToObject(b, "fits", report_fit_bytes(r) <= r->budget_bytes);
+    add(b, "headroom_bytes", r->budget_bytes - report_fit_bytes(r));
     return b;
 }
 
@@ -170,7 +171,7 @@ char *report_json(const Report *r) {
     report_train_json(root, r);
     add(root, "flops", r->flops);
     cJSON *byd = cJSON_AddArrayToObject(root, "by_dtype");
-    for (int q = 0; q < REPORT_NQUANT; q++) {
+    for (int q = 0; q < r->nquant; q++) {
         const ReportQuant *row = &r->quant[q];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "dtype", row->dtype);

@@ -41,10 +41,16 @@ static void print_verdict(FILE *out, const Report *r) {
         fprintf(out, "  give --device NAME or --budget SIZE for a fit verdict (tgc report "
                      "--list-devices)\n");
     } else {
-        bool fits = r->peak_bytes <= r->budget_bytes;
-        int64_t head = r->budget_bytes - r->peak_bytes;
-        fprintf(out, " on %s: %s\n", r->budget_label, fits ? "FITS" : "DOES NOT FIT");
-        double share = (double)r->peak_bytes / (double)r->budget_bytes;
+        /* Under --shard the budget is one device's: its peak is held to it. */
+        int64_t peak = report_fit_bytes(r);
+        bool fits = peak <= r->budget_bytes;
+        int64_t head = r->budget_bytes - peak;
+        fprintf(out, " on %s: %s%s\n", r->budget_label, fits ? "FITS" : "DOES NOT FIT",
+                r->train && r->train->shard
+                    ? arena_printf(r->a, " (per device, sharded over %d, ZeRO-%d)", r->train->shard,
+                                   r->train->sh.zero)
+                    : "");
+        double share = (double)peak / (double)r->budget_bytes;
         char why[48];
         if (fits)
             snprintf(why, sizeof why, "%.1f%% free", 100.0 * (1.0 - share));
@@ -52,9 +58,9 @@ static void print_verdict(FILE *out, const Report *r) {
             snprintf(why, sizeof why, "%.1f%% over", 100.0 * (share - 1.0));
         else
             snprintf(why, sizeof why, "needs %.1fx the budget", share);
-        fprintf(out, "  peak %s of %s; %s %s (%s)  [target %s, precision %s]\n",
-                B(b1, r->peak_bytes), B(b2, r->budget_bytes), fits ? "headroom" : "short by",
-                B(b3, fits ? head : -head), why, report_target_name(r->target), r->prec_name);
+        fprintf(out, "  peak %s of %s; %s %s (%s)  [target %s, precision %s]\n", B(b1, peak),
+                B(b2, r->budget_bytes), fits ? "headroom" : "short by", B(b3, fits ? head : -head),
+                why, report_target_name(r->target), r->prec_name);
     }
     const ReportFit *f = &r->fit;
     if (f->present) {
@@ -213,7 +219,7 @@ static void print_by_dtype(FILE *out, const Report *r) {
         "\nstorage choices, ranked by peak (as `tgc build --precision/--quantize` plans them)\n");
     fprintf(out, "  %-10s %12s %12s %s%s%s\n", "choice", "weights", "peak",
             r->has_budget ? " fits " : "", err ? "   max abs err   max rel err " : "", " scheme");
-    for (int q = 0; q < REPORT_NQUANT; q++) {
+    for (int q = 0; q < r->nquant; q++) {
         const ReportQuant *row = &r->quant[q];
         if (row->peak_bytes < 0) {
             fprintf(out, "  %-10s (does not build so)\n", row->dtype);

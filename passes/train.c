@@ -195,6 +195,7 @@ bool pass_train(Graph *g, Diag *d, const TrainSpec *t) {
     if (t->optim == OPTIM_ADAMW) s = adam_step(&r);
     for (int i = 0; i < gs.n && !d->errors; i++) {
         Value *grad = irb_to(&r.b, gs.grads[i], DT_F32);
+        if (grad && !grad->grad_of && grad->op != OP_PARAM) grad->grad_of = gs.params[i];
         if (gs.params[i]->dtype != DT_F32) {
             diag_error(d, gs.params[i]->loc,
                        "--train: param '%s' is %s; training keeps params in f32 (use "
