@@ -8,22 +8,28 @@
  *   ./limits THREADS SECONDS WHAT...
  *
  * WHAT is `copy:MIB` (memcpy of a MIB MiB buffer), `sgemm:N` (N x N x N),
- * `sgemm:MxKxN` (an [M, K] x [K, N] product), or `dnnl_sgemm:N` and
- * `dnnl_sgemm:MxKxN` (the same through oneDNN; only with -DLIMITS_DNNL).
+ * `sgemm:MxKxN` (an [M, K] x [K, N] product), or, only with -DLIMITS_DNNL,
+ * the same shapes as `dnnl_sgemm:` (oneDNN's dnnl_sgemm, which makes a
+ * primitive per call), `dnnl_matmul:` (oneDNN's matmul primitive, made once
+ * before the timed runs: how tgc's runtime runs f32 products) and
+ * `sgemm_split:` (single-threaded OpenBLAS, C's rows split over T OpenMP
+ * threads: how tgc's runtime runs the products it gives OpenBLAS).
  * Each measurement runs once as a warm-up, then about SECONDS worth of timed
  * runs (at least 5), and prints one line:
  *   copy: threads=T mib=M reps=R median_s=... rw_gbps=... best_rw_gbps=...
  *   sgemm: threads=T n=N reps=R median_s=... gflops=... best_gflops=...
  *   sgemm: threads=T m=M k=K n=N reps=R ...      (when not square)
  *   dnnl_sgemm: ...                              (the same fields)
+ *   dnnl_matmul: ... impl=NAME                   (and oneDNN's kernel)
  * rw_gbps counts bytes read + bytes written (2 x the buffer) per second of
  * the median run; best_* are the same of the fastest run. The copy splits the buffer into T
  * page-aligned slices, one memcpy per thread (glibc's memcpy: non-temporal stores at this size).
  * sgemm is cblas_sgemm(RowMajor, NoTrans, NoTrans, alpha 1, beta 0) on f32
  * with openblas_set_num_threads(T); dnnl_sgemm is oneDNN's row-major
  * dnnl_sgemm('N', 'N', ...) with omp_set_num_threads(T) (Debian's oneDNN
- * runs on OpenMP). Both are measured because either library can be the
- * faster on a given CPU, and the faster one is the machine's GEMM limit. */
+ * runs on OpenMP). They are measured side by side because either library
+ * can be the faster on a given CPU, and the fastest is the machine's GEMM
+ * limit. */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <pthread.h>
@@ -136,11 +142,97 @@ static void bench_copy(int t, size_t mib, double seconds) {
 
 /* ---- sgemm ---- */
 
-typedef enum { LIB_OPENBLAS, LIB_DNNL } GemmLib;
+typedef enum { LIB_OPENBLAS, LIB_DNNL, LIB_DNNL_MATMUL, LIB_OPENBLAS_SPLIT } GemmLib;
+
+#ifdef LIMITS_DNNL
+/* oneDNN's matmul primitive for one shape, made once (as the runtime keeps
+ * one per product of a context: runtime/matmul_dnnl.c), outside the timed
+ * runs. */
+typedef struct Matmul {
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    dnnl_primitive_t prim;
+    dnnl_memory_t mem[3];
+    const char *impl;
+} Matmul;
+static Matmul mm;
+
+static void mm_check(dnnl_status_t st, const char *what) {
+    if (st != dnnl_success) {
+        fprintf(stderr, "limits: oneDNN matmul: %s failed (status %d)\n", what, (int)st);
+        exit(1);
+    }
+}
+
+static void mm_make(int m, int k, int n) {
+    dnnl_dims_t d[3] = {{m, k}, {k, n}, {m, n}}, str[3] = {{k, 1}, {n, 1}, {n, 1}};
+    dnnl_memory_desc_t md[3];
+    for (int i = 0; i < 3; i++)
+        mm_check(dnnl_memory_desc_init_by_strides(&md[i], 2, d[i], dnnl_f32, str[i]),
+                 "memory desc");
+    dnnl_matmul_desc_t desc;
+    mm_check(dnnl_matmul_desc_init(&desc, &md[0], &md[1], NULL, &md[2]), "matmul desc");
+    mm_check(dnnl_engine_create(&mm.eng, dnnl_cpu, 0), "engine");
+    mm_check(dnnl_stream_create(&mm.stream, mm.eng, dnnl_stream_default_flags), "stream");
+    dnnl_primitive_desc_t pd;
+    mm_check(dnnl_primitive_desc_create(&pd, &desc, NULL, mm.eng, NULL), "primitive desc");
+    const char *impl = "?";
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    mm.impl = strdup(impl);
+    mm_check(dnnl_primitive_create(&mm.prim, pd), "primitive");
+    dnnl_primitive_desc_destroy(pd);
+    for (int i = 0; i < 3; i++)
+        mm_check(dnnl_memory_create(&mm.mem[i], &md[i], mm.eng, DNNL_MEMORY_NONE), "memory");
+}
+
+static void mm_free(void) {
+    for (int i = 0; i < 3; i++)
+        dnnl_memory_destroy(mm.mem[i]);
+    dnnl_primitive_destroy(mm.prim);
+    dnnl_stream_destroy(mm.stream);
+    dnnl_engine_destroy(mm.eng);
+    free((void *)mm.impl);
+    memset(&mm, 0, sizeof mm);
+}
+
+static void mm_run(const float *a, const float *b, float *c) {
+    const void *p[3] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+        mm_check(dnnl_memory_set_data_handle(mm.mem[i], (void *)p[i]), "set data handle");
+    dnnl_exec_arg_t args[3] = {
+        {DNNL_ARG_SRC, mm.mem[0]}, {DNNL_ARG_WEIGHTS, mm.mem[1]}, {DNNL_ARG_DST, mm.mem[2]}};
+    mm_check(dnnl_primitive_execute(mm.prim, mm.stream, 3, args), "execute");
+    mm_check(dnnl_stream_wait(mm.stream), "stream wait");
+}
+#endif
 
 /* One C = A B, [m, k] x [k, n], row-major, through lib. */
 static void gemm(GemmLib lib, int m, int k, int n, const float *a, const float *b, float *c) {
 #ifdef LIMITS_DNNL
+    if (lib == LIB_DNNL_MATMUL) {
+        mm_run(a, b, c);
+        return;
+    }
+    if (lib == LIB_OPENBLAS_SPLIT) {
+        /* Single-threaded OpenBLAS, C's rows (or, with fewer rows than
+         * threads, columns) split over the OpenMP threads: what the runtime
+         * does with a product it gives OpenBLAS (runtime/matmul.c). */
+        int t = omp_get_max_threads();
+        int by_rows = m >= n || m >= 16 * t;
+#pragma omp parallel num_threads(t)
+        {
+            int i = omp_get_thread_num(), nt = omp_get_num_threads();
+            int len = by_rows ? m : n, per = (len + nt - 1) / nt;
+            int b0 = i * per, b1 = b0 + per < len ? b0 + per : len;
+            if (b1 > b0 && by_rows)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b1 - b0, n, k, 1.0f,
+                            a + (size_t)b0 * k, k, b, n, 0.0f, c + (size_t)b0 * n, n);
+            else if (b1 > b0)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, b1 - b0, k, 1.0f, a, k,
+                            b + b0, n, 0.0f, c + b0, n);
+        }
+        return;
+    }
     if (lib == LIB_DNNL) {
         if (dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, k, b, n, 0.0f, c, n) != dnnl_success) {
             fprintf(stderr, "limits: dnnl_sgemm failed (m=%d k=%d n=%d)\n", m, k, n);
@@ -171,6 +263,8 @@ static void bench_sgemm(GemmLib lib, int t, int m, int k, int n, double seconds)
 #ifdef LIMITS_DNNL
     else
         omp_set_num_threads(t);
+    if (lib == LIB_OPENBLAS_SPLIT) openblas_set_num_threads(1);
+    if (lib == LIB_DNNL_MATMUL) mm_make(m, k, n);
 #endif
     double flop = 2.0 * (double)m * (double)k * (double)n;
     double t0 = now();
@@ -183,13 +277,23 @@ static void bench_sgemm(GemmLib lib, int t, int m, int k, int n, double seconds)
         v[r] = now() - t0;
     }
     double md = median(v, reps), best = v[0]; /* sorted by median() */
-    const char *name = lib == LIB_DNNL ? "dnnl_sgemm" : "sgemm";
+    const char *name = lib == LIB_DNNL             ? "dnnl_sgemm"
+                       : lib == LIB_DNNL_MATMUL    ? "dnnl_matmul"
+                       : lib == LIB_OPENBLAS_SPLIT ? "sgemm_split"
+                                                   : "sgemm";
     if (m == k && k == n)
         printf("%s: threads=%d n=%d", name, t, n);
     else
         printf("%s: threads=%d m=%d k=%d n=%d", name, t, m, k, n);
-    printf(" reps=%d median_s=%.6f gflops=%.2f best_gflops=%.2f\n", reps, md, flop / md / 1e9,
+    printf(" reps=%d median_s=%.6f gflops=%.2f best_gflops=%.2f", reps, md, flop / md / 1e9,
            flop / best / 1e9);
+#ifdef LIMITS_DNNL
+    if (lib == LIB_DNNL_MATMUL) {
+        printf(" impl=%s", mm.impl);
+        mm_free();
+    }
+#endif
+    printf("\n");
     free(v);
     free(a);
     free(b);
@@ -233,13 +337,18 @@ int main(int argc, char **argv) {
 #ifdef LIMITS_DNNL
         else if (!strncmp(argv[i], "dnnl_sgemm:", 11) && parse_shape(argv[i] + 11, &m, &k, &n))
             bench_sgemm(LIB_DNNL, t, m, k, n, seconds);
+        else if (!strncmp(argv[i], "dnnl_matmul:", 12) && parse_shape(argv[i] + 12, &m, &k, &n))
+            bench_sgemm(LIB_DNNL_MATMUL, t, m, k, n, seconds);
+        else if (!strncmp(argv[i], "sgemm_split:", 12) && parse_shape(argv[i] + 12, &m, &k, &n))
+            bench_sgemm(LIB_OPENBLAS_SPLIT, t, m, k, n, seconds);
 #endif
         else {
             fprintf(stderr, "limits: expected copy:MIB, sgemm:N or sgemm:MxKxN%s, got '%s'\n",
 #ifdef LIMITS_DNNL
-                    " (or dnnl_sgemm: the same)",
+                    " (or dnnl_sgemm:, dnnl_matmul:, sgemm_split: the same)",
 #else
-                    " (dnnl_sgemm: needs a build with -DLIMITS_DNNL -ldnnl)",
+                    " (dnnl_sgemm:, dnnl_matmul:, sgemm_split: need a build with -DLIMITS_DNNL "
+                    "-ldnnl)",
 #endif
                     argv[i]);
             return 2;

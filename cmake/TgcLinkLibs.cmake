@@ -9,19 +9,20 @@
 # A library added or changed here follows everywhere.
 #
 # The groups, in link order after libtgcrt.a:
-#   CONV  graphs with convolutions on the CPU: oneDNN (runtime/conv.c) and
-#         its OpenMP runtime libgomp, whose omp_* conv.c calls itself
+#   CONV  every program for the CPU: oneDNN (convolutions, runtime/conv.c,
+#         and f32 products, runtime/matmul_dnnl.c)
 #   BLAS  every program: OpenBLAS (between -Wl,-Bstatic and -Wl,-Bdynamic
 #         with --static-runtime)
-#   BASE  every program: cJSON (safetensors headers), pthreads (the thread
-#         pool), libm
+#   BASE  every program: cJSON (safetensors headers), libgomp (OpenMP, the
+#         one threading runtime: the pool's loops, runtime/threadpool.c, and
+#         oneDNN's), pthreads, libm
 #   CUDA  --target cuda: libdl (the driver, cuBLAS and cuDNN are loaded
 #         with dlopen; nothing of CUDA is linked)
 # Names only (-lNAME): libgomp is found by the compiler driver in its own
 # directory, where find_library does not look.
-set(TGC_LINK_CONV dnnl gomp)
+set(TGC_LINK_CONV dnnl)
 set(TGC_LINK_BLAS openblas)
-set(TGC_LINK_BASE cjson pthread m)
+set(TGC_LINK_BASE cjson gomp pthread m)
 set(TGC_LINK_CUDA dl)
 set(TGC_LINK_ALL ${TGC_LINK_CONV} ${TGC_LINK_BLAS} ${TGC_LINK_BASE} ${TGC_LINK_CUDA})
 # Those that come from a package (README's table): checked by

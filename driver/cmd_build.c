@@ -561,8 +561,8 @@ static int drive(Mode mode, int argc, char **argv) {
     if (b.checkpoint && !(g = checkpointed(&b, &a, &d, g, &file, cuda))) goto out;
     CgProgram p;
     cg_program_plan_target(&a, g, &p, cuda);
-    /* What the program links: a convolution on the CPU adds oneDNN. */
-    LinkNeeds needs = {.conv = p.nconvs > 0 && !cuda, .cuda = cuda, .static_blas = b.static_rt};
+    /* What the program links: oneDNN on the CPU (convolutions, f32 products). */
+    LinkNeeds needs = {.conv = !cuda, .cuda = cuda, .static_blas = b.static_rt};
     if (b.print_link) {
         rc = link_line_print(b.cmd, &needs);
         goto out;

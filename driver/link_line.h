@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 typedef struct LinkNeeds {
-    bool conv;        /* convolutions on the CPU: oneDNN and its OpenMP */
+    bool conv;        /* a CPU program: oneDNN (convolutions, f32 products) */
     bool cuda;        /* --target cuda: libdl */
     bool static_blas; /* --static-runtime: OpenBLAS linked statically */
 } LinkNeeds;

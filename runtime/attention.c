@@ -346,8 +346,9 @@ void rt_attention(const RtAttnDesc *d, const void *q, const void *k, const void 
         return;
     }
     c.scratch = scratch;
-    int blas = openblas_get_num_threads();
-    if (blas != 1) openblas_set_num_threads(1);
+    /* Each slot's sgemm calls run on the thread that runs the slot:
+     * OpenBLAS is single-threaded (rt_blas_single_thread), so the
+     * parallelism is the pool's alone. */
+    rt_blas_single_thread();
     rt_pool_parallel_for(pool, 0, c.g.nslots, 1, run_slots, &c);
-    if (blas != 1) openblas_set_num_threads(blas);
 }

@@ -552,6 +552,7 @@ static int run_main(const RtProgram *p, Args *a, Run *r) {
 }
 
 int rt_main(const RtProgram *p, int argc, char **argv) {
+    rt_exe_omp_preinit(argc, argv, NULL); /* links exe_omp.c in; does nothing here */
     if (p && p->train) return rt_train_main(p, argc, argv);
     Args a = {0};
     int rc = rt_exe_args_parse(&a, p, argc, argv);

@@ -1,7 +1,12 @@
 /* Matrix products for generated code: C[b] (+)= A[b] @ B[b] over a batch
  * index space, every operand addressed by element strides.
  *
- * f32/f64 go to OpenBLAS's cblas_sgemm/dgemm. An operand whose columns are
+ * f32 products go to oneDNN's matmul primitive where the CPU and shape
+ * favour it (use_dnnl; matmul_dnnl.c keeps one primitive per shape per
+ * context and reads strided and batched operands in place). The rest of
+ * f32, and f64, go to OpenBLAS's cblas_sgemm/dgemm, single-threaded (the
+ * process has one threading runtime, OpenMP: rt_blas_single_thread) and
+ * split over the pool's threads by blocks of C. An operand whose columns are
  * contiguous is passed as it is (NoTrans, ld = row stride), one whose rows
  * are contiguous as a transpose (Trans, ld = column stride); only layouts
  * BLAS cannot describe (both strides > 1, zero or negative strides, a
@@ -11,8 +16,8 @@
  * f16/bf16 operands are widened to f32 scratch, multiplied by sgemm and
  * rounded once into C; bf16 products with up to RT_BF16_KERNEL_MAX_M rows
  * go to the AVX-512 BF16 kernel (matmul_bf16.c) where the CPU has it. Integers and bool use a loop
- * with 64-bit wrapping accumulation (bool: C = OR_k (A and B)). Scratch is allocated per call: no
- * global state besides OpenBLAS's own thread count. See docs/runtime.md
+ * with 64-bit wrapping accumulation (bool: C = OR_k (A and B)). Scratch is allocated per call; the
+ * only global state is OpenBLAS's thread count, 1. See docs/runtime.md
  * "Matrix products". */
 #include <cblas.h>
 #include <limits.h>
@@ -20,6 +25,8 @@
 #include <string.h>
 
 #include "rt_internal.h"
+
+int omp_in_parallel(void); /* libgomp */
 
 typedef struct Mat {
     const char *p; /* element (0, 0) */
@@ -240,8 +247,8 @@ static bool gemv(RtDType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, c
     return true;
 }
 
-static void gemm(RtDType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
-                 int lda, const void *b, int ldb, bool acc, void *c, int ldc) {
+static void gemm1(RtDType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                  int lda, const void *b, int ldb, bool acc, void *c, int ldc) {
     if (gemv(t, ta, tb, m, n, k, a, lda, b, ldb, acc, c, ldc)) return;
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     if (t == RT_F64)
@@ -252,11 +259,68 @@ static void gemm(RtDType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, c
                     acc ? 1.0f : 0.0f, c, ldc);
 }
 
+/* OpenBLAS is single-threaded (rt_blas_single_thread): a product big
+ * enough is split into one block of C's rows (or columns) per thread, one
+ * OpenBLAS call per block, over the pool's threads. */
+typedef struct GemmJob {
+    RtDType t;
+    bool ta, tb, acc, by_rows;
+    int64_t m, n, k;
+    const char *a, *b;
+    char *c;
+    int lda, ldb, ldc;
+} GemmJob;
+
+static void gemm_range(void *ctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    const GemmJob *j = ctx;
+    size_t es = rt_dtype_size(j->t);
+    if (j->by_rows) {
+        /* rows i0..i1 of A (row i at i*lda, or column i of A^T at i) and C */
+        const char *a = j->a + (size_t)i0 * (j->ta ? 1 : (size_t)j->lda) * es;
+        gemm1(j->t, j->ta, j->tb, i1 - i0, j->n, j->k, a, j->lda, j->b, j->ldb, j->acc,
+              j->c + (size_t)i0 * (size_t)j->ldc * es, j->ldc);
+    } else {
+        const char *b = j->b + (size_t)i0 * (j->tb ? (size_t)j->ldb : 1) * es;
+        gemm1(j->t, j->ta, j->tb, j->m, i1 - i0, j->k, j->a, j->lda, b, j->ldb, j->acc,
+              j->c + (size_t)i0 * es, j->ldc);
+    }
+}
+
+/* Below this many multiply-adds a second thread's wake-up costs more than
+ * it saves. */
+#define GEMM_SPLIT_MIN_MACS (1 << 18)
+/* Each block at least this many rows (columns): OpenBLAS's kernels work
+ * on 16 x 4 .. 24 x 8 register tiles, and a thinner block wastes them. */
+#define GEMM_SPLIT_MIN_ROWS 16
+
+static void gemm(RtDType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                 int lda, const void *b, int ldb, bool acc, void *c, int ldc, RtPool *pool) {
+    int threads = rt_pool_threads(pool);
+    if (threads > 1 && (double)m * (double)n * (double)k >= GEMM_SPLIT_MIN_MACS) {
+        /* Each block packs the whole of the operand that is not split:
+         * split the larger one, so that the smaller is packed twice. */
+        bool by_rows = m >= n;
+        GemmJob j = {t, ta, tb, acc, by_rows, m, n, k, a, b, c, lda, ldb, ldc};
+        int64_t len = by_rows ? m : n;
+        int64_t grain = (len + threads - 1) / threads;
+        if (grain < GEMM_SPLIT_MIN_ROWS) grain = GEMM_SPLIT_MIN_ROWS;
+        rt_pool_parallel_for(pool, 0, len, grain, gemm_range, &j);
+        return;
+    }
+    gemm1(t, ta, tb, m, n, k, a, lda, b, ldb, acc, c, ldc);
+}
+
+void rt_sgemm_par(RtPool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                  int lda, const float *b, int ldb, bool acc, float *c, int ldc) {
+    gemm(RT_F32, ta, tb, m, n, k, a, lda, b, ldb, acc, c, ldc, pool);
+}
+
 /* C (+)= A @ B through BLAS for f32/f64; false when it cannot (a dimension
  * above INT_MAX, or no memory for scratch): the caller falls back to the
  * loop. m, n, k > 0. */
 static bool matmul_blas(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Mat A, Mat B, Mat C,
-                        Scratch *s) {
+                        Scratch *s, RtPool *pool) {
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
     size_t es = rt_dtype_size(t);
     int64_t ldc;
@@ -277,13 +341,13 @@ static bool matmul_blas(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Ma
         !blas_operand(B, k, n, es, &s->b, &b, &tb, &ldb))
         return false;
     if (blas_layout(m, n, C.rs, C.cs, &ldc) == 0) {
-        gemm(t, ta, tb, m, n, k, a, lda, b, ldb, acc, (void *)C.p, (int)ldc);
+        gemm(t, ta, tb, m, n, k, a, lda, b, ldb, acc, (void *)C.p, (int)ldc, pool);
         return true;
     }
     size_t bytes;
     if (!mul_size(m, n, es, &bytes) || !slot_get(&s->c, bytes)) return false;
     if (acc) gather(s->c.p, C.p, m, n, C.rs, C.cs, es);
-    gemm(t, ta, tb, m, n, k, a, lda, b, ldb, acc, s->c.p, (int)n);
+    gemm(t, ta, tb, m, n, k, a, lda, b, ldb, acc, s->c.p, (int)n, pool);
     scatter((char *)C.p, s->c.p, m, n, C.rs, C.cs, es);
     return true;
 }
@@ -381,7 +445,7 @@ static bool matmul_half(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Ma
     widen_op(&s->a, A, t, m, k, &ta, &lda, pool);
     widen_op(&s->b, B, t, k, n, &tb, &ldb, pool);
     if (acc) widen(s->c.p, C.p, t, m, n, C.rs, C.cs);
-    gemm(RT_F32, ta, tb, m, n, k, s->a.p, lda, s->b.p, ldb, acc, s->c.p, (int)max1(n));
+    gemm(RT_F32, ta, tb, m, n, k, s->a.p, lda, s->b.p, ldb, acc, s->c.p, (int)max1(n), pool);
     narrow((char *)C.p, s->c.p, t, m, n, C.rs, C.cs);
     return true;
 }
@@ -401,10 +465,25 @@ static void matmul_one(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Mat
     }
     bool done = false;
     if (t == RT_F32 || t == RT_F64)
-        done = matmul_blas(t, m, n, k, acc, A, B, C, s);
+        done = matmul_blas(t, m, n, k, acc, A, B, C, s, pool);
     else if (t == RT_F16 || t == RT_BF16)
         done = matmul_half(t, m, n, k, acc, A, B, C, s, pool);
     if (!done) matmul_loop(t, m, n, k, acc, A, B, C, pool);
+}
+
+/* Whether an f32 product of this shape goes to oneDNN's matmul primitive
+ * rather than OpenBLAS (docs/runtime.md "Matrix products", the table):
+ * where the CPU has AVX-512, which oneDNN uses and the Haswell kernel that
+ * OpenBLAS runs here (OPENBLAS_CORETYPE=Haswell) does not, oneDNN's
+ * primitive ran 1.8-2.4x OpenBLAS's rate on transformer and square
+ * shapes; on an AVX2-only CPU the two run the same instructions and
+ * OpenBLAS was as fast or faster on every shape measured. Products with
+ * one row or column stay with OpenBLAS's gemv (memory-bound: the same
+ * speed, without a primitive per shape). */
+static bool use_dnnl(int64_t m, int64_t n, int64_t k) {
+    static int avx512 = -1; /* a benign race: every thread computes the same */
+    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    return avx512 && m > 1 && n > 1 && k > 1;
 }
 
 /* Element `off` of an operand; an operand that is never read (k = 0) may
@@ -440,6 +519,27 @@ void rt_matmul(const RtMatmulDesc *d, const void *a, const void *b, void *c, RtP
         nb--;
     }
 
+    if (t == RT_F32 && d->k > 0 && nb <= RT_MM_DNNL_MAX_DIMS - 2 && use_dnnl(m, d->n, d->k) &&
+        !omp_in_parallel()) {
+        RtMmOperand ops[3];
+        memset(ops, 0, sizeof ops);
+        ops[0].p = a, ops[1].p = b, ops[2].p = c;
+        const int64_t *bs[3] = {d->a_bs, d->b_bs, d->c_bs};
+        for (int o = 0; o < 3; o++) {
+            for (int i = 0; i < nb; i++) {
+                ops[o].dims[i] = d->batch[i];
+                ops[o].strides[i] = bs[o][i];
+            }
+        }
+        int64_t rows[3] = {m, d->k, m}, cols[3] = {d->k, d->n, d->n};
+        int64_t rs[3] = {d->a_rs, d->b_rs, d->c_rs}, cs[3] = {d->a_cs, d->b_cs, d->c_cs};
+        for (int o = 0; o < 3; o++) {
+            ops[o].dims[nb] = rows[o], ops[o].strides[nb] = rs[o];
+            ops[o].dims[nb + 1] = cols[o], ops[o].strides[nb + 1] = cs[o];
+        }
+        if (rt_matmul_dnnl(pool, nb + 2, acc, ops)) return;
+    }
+
     Scratch s = {{0}, {0}, {0}};
     int64_t idx[RT_MATMUL_MAX_BATCH] = {0}, oa = 0, ob = 0, oc = 0;
     for (;;) {
@@ -460,8 +560,4 @@ void rt_matmul(const RtMatmulDesc *d, const void *a, const void *b, void *c, RtP
     rt_aligned_free(s.a.p);
     rt_aligned_free(s.b.p);
     rt_aligned_free(s.c.p);
-}
-
-void rt_blas_set_threads(int n) {
-    openblas_set_num_threads(n < 1 ? 1 : n);
 }

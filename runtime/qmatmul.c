@@ -478,12 +478,11 @@ static bool run_sgemm(const QmShape *s, const float *x, const void *q, const flo
         if (direct) {
             float *c = (float *)y + n0 * d->y_cs;
             int ldc = rows == 1 ? (int)(n > 1 ? n : 1) : (int)d->y_rs;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cnt, (int)k, 1.0f,
-                        x, (int)k, w, (int)k, d->accumulate ? 1.0f : 0.0f, c, ldc);
+            rt_sgemm_par(pool, false, true, rows, cnt, k, x, (int)k, w, (int)k, d->accumulate != 0,
+                         c, ldc);
             continue;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cnt, (int)k, 1.0f, x,
-                    (int)k, w, (int)k, 0.0f, yb, (int)cnt);
+        rt_sgemm_par(pool, false, true, rows, cnt, k, x, (int)k, w, (int)k, false, yb, (int)cnt);
         for (int64_t r = 0; r < rows; r++) {
             int64_t yo = row_offset(d, r, d->y_bs, d->y_rs);
             if (yt != RT_F32 && d->y_cs == 1 && !d->accumulate &&

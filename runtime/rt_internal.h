@@ -77,4 +77,42 @@ bool rt_matmul_half_gemv(RtDType t, int64_t m, int64_t n, int64_t k, const uint1
  * them (the caller converts one by one). */
 bool rt_half_widen_row(float *dst, const uint16_t *src, int64_t n, bool f16);
 bool rt_half_narrow_row(uint16_t *dst, const float *src, int64_t n, bool f16);
+
+/* ---- one threading runtime (threadpool.c, matmul.c, matmul_dnnl.c) ----
+ *
+ * OpenBLAS is kept single-threaded for the whole process (called once, by
+ * every pool's creation): its own pthreads would be a second set of
+ * threads beside OpenMP's. Parallel products come from oneDNN or from
+ * splitting a product over the pool (docs/runtime.md "Threads"). */
+void rt_blas_single_thread(void);
+/* cblas_sgemm (row-major; ta/tb: the operand is stored transposed; acc:
+ * beta 1, else 0) split over the pool's threads when big enough
+ * (matmul.c); m, n, k <= INT_MAX. */
+void rt_sgemm_par(RtPool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                  int lda, const float *b, int ldb, bool acc, float *c, int ldc);
+
+/* The executables' threading settings, run from .preinit_array
+ * (exe_omp.c); referenced by rt_main to link them in. */
+void rt_exe_omp_preinit(int argc, char **argv, char **envp);
+
+/* f32 products through oneDNN's matmul primitive, kept per pool (one per
+ * context) and freed with it. */
+typedef struct RtMmCache RtMmCache;
+#define RT_MM_DNNL_MAX_DIMS 4 /* two batch dimensions and the matrix */
+/* An operand: element (0, ...) and per dimension (batch dims first, then
+ * rows and columns) its size and element stride; stride 0 in a batch
+ * dimension broadcasts it (A, B only). */
+typedef struct RtMmOperand {
+    const void *p;
+    int64_t dims[RT_MM_DNNL_MAX_DIMS], strides[RT_MM_DNNL_MAX_DIMS];
+} RtMmOperand;
+/* C (+= when acc) = A @ B for ops {A, B, C} of nd dimensions through the
+ * pool's cached primitive for that shape; false (C untouched) when oneDNN
+ * has no fast kernel for it, or no pool. */
+bool rt_matmul_dnnl(RtPool *pool, int nd, bool acc, const RtMmOperand ops[3]);
+/* The pool's cache slot, locked (a context's products may come from more
+ * than one thread), and its unlock; rt_pool_destroy frees a cache in the
+ * slot with free_fn. */
+RtMmCache **rt_pool_mm_lock(RtPool *p, void (*free_fn)(RtMmCache *));
+void rt_pool_mm_unlock(RtPool *p);
 #endif

@@ -248,11 +248,14 @@ def links(a, tmp, prefix, env):
           f"{out!r} vs {hline}")
     rc, out = run([tgc, "compile", os.path.join(a.source_dir, "examples", "mlp.tg"),
                    "--print-link-line"], env=env)
-    check(rc == 0 and "-lopenblas" in out.split() and "-ldnnl" not in out.split(),
-          "links: examples/mlp.tg (no convolution) needs OpenBLAS and no oneDNN", out)
+    check(rc == 0 and all(w in out.split() for w in ["-lopenblas", "-ldnnl", "-lgomp"]),
+          "links: examples/mlp.tg (no convolution) needs OpenBLAS, and oneDNN for its "
+          "f32 products, on OpenMP", out)
     rc, out = run([tgc, "compile", "--target", "cuda", "--print-link-line"], env=env)
-    check(rc == 0 and "-ldl" in out.split() and "-ldnnl" not in out.split(),
-          "links: any --target cuda program: libdl, no oneDNN (cuDNN is loaded)", out)
+    check(rc == 0 and "-ldl" in out.split() and "-ldnnl" not in out.split() and
+          "-lgomp" in out.split(),
+          "links: any --target cuda program: libdl, OpenMP (the pool), no oneDNN (cuDNN is "
+          "loaded)", out)
     stray = os.path.join(d, "stray.o")
     rc, out = run([tgc, "compile", graph, "--print-link-line", "-o", stray], env=env)
     check(rc == 2 and "--print-link-line writes no file" in out and not os.path.exists(stray),
