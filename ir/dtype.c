@@ -2,32 +2,23 @@
 
 #include <string.h>
 
-/* Names and sizes come from the table the runtime shares. */
-static const struct {
-    const char *name;
-    size_t size;
-} info[DT_COUNT] = {
-#define DTYPE(id, name, size) [DT_##id] = {name, size},
-#include "runtime/dtype.def"
-#undef DTYPE
-};
-
-/* DType lists the table's rows in order, as the runtime's enum does. */
+/* Names and sizes: the table the runtime shares (DType lists its rows in
+ * order, as RtDType does). */
 #define DTYPE_VALUE(id) DT_##id
 #define DTYPE_VALUES DT_COUNT
-#include "runtime/dtype_order.h"
+#include "runtime/dtype_table.h"
 
 const char *dtype_name(DType t) {
-    return t >= 0 && t < DT_COUNT ? info[t].name : "none";
-}
-size_t dtype_size(DType t) {
-    return t >= 0 && t < DT_COUNT ? info[t].size : 0;
+    return dtype_row_name(t);
 }
 bool dtype_is_float(DType t) {
     return t == DT_F16 || t == DT_BF16 || t == DT_F32 || t == DT_F64;
 }
 bool dtype_is_int(DType t) {
     return t >= DT_U8 && t <= DT_I64;
+}
+size_t dtype_size(DType t) {
+    return dtype_row_size(t);
 }
 
 DType dtype_from_name(const char *name) {
@@ -40,8 +31,8 @@ DType dtype_from_name(const char *name) {
         {"long", DT_I64},      {"int32", DT_I32},   {"int", DT_I32},     {"int16", DT_I16},
         {"short", DT_I16},     {"int8", DT_I8},     {"uint8", DT_U8},
     };
-    for (int t = 0; t < DT_COUNT; t++)
-        if (!strcmp(name, info[t].name)) return (DType)t;
+    int row = dtype_row_find(name);
+    if (row >= 0) return (DType)row;
     for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
         if (!strcmp(name, aliases[i].alias)) return aliases[i].t;
     return DT_NONE;

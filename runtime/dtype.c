@@ -5,32 +5,22 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Names and sizes come from the table the compiler shares. */
-static const struct {
-    const char *name;
-    size_t size;
-} info[RT_DTYPE_COUNT] = {
-#define DTYPE(id, name, size) [RT_##id] = {name, size},
-#include "dtype.def"
-#undef DTYPE
-};
-
-/* RtDType lists the table's rows in order, as the compiler's enum does. */
+/* Names and sizes: the table the compiler shares (RtDType lists its rows
+ * in order, as the compiler's DType does). */
 #define DTYPE_VALUE(id) RT_##id
 #define DTYPE_VALUES RT_DTYPE_COUNT
-#include "dtype_order.h"
+#include "dtype_table.h"
 
 const char *rt_dtype_name(RtDType t) {
-    return t >= 0 && t < RT_DTYPE_COUNT ? info[t].name : "none";
+    return dtype_row_name(t);
 }
 size_t rt_dtype_size(RtDType t) {
-    return t >= 0 && t < RT_DTYPE_COUNT ? info[t].size : 0;
+    return dtype_row_size(t);
 }
 
 RtDType rt_dtype_from_name(const char *name) {
-    for (int t = 0; name && t < RT_DTYPE_COUNT; t++)
-        if (!strcmp(name, info[t].name)) return (RtDType)t;
-    return RT_DTYPE_NONE;
+    int row = name ? dtype_row_find(name) : -1;
+    return row >= 0 ? (RtDType)row : RT_DTYPE_NONE;
 }
 
 bool rt_desc_numel(const RtDesc *d, int64_t *numel) {
