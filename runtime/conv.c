@@ -145,6 +145,15 @@ static bool canon_strides(const int64_t dims[4], const int64_t s[4], int64_t out
     return s[1] == 1 && dims[1] > 1;
 }
 
+/* Whether s addresses the same elements as both dense NCHW and dense NHWC
+ * strides over dims (C or H * W is 1). */
+static bool ambiguous(const int64_t dims[4], const int64_t s[4]) {
+    int64_t a[4], b[4];
+    dense_strides(dims, false, a);
+    dense_strides(dims, true, b);
+    return same_layout(dims, s, a) && same_layout(dims, s, b);
+}
+
 /* Elements a tensor of dims at strides spans (its last one, plus one). */
 static int64_t span(const int64_t dims[4], const int64_t s[4]) {
     int64_t n = 1;
@@ -251,7 +260,14 @@ static void try_plan(const RtConvDesc *d, dnnl_engine_t eng, int threads, Stage 
     dnnl_dims_t ddims = {d->n, d->cout, d->out[0], d->out[1]};
     dnnl_dims_t sst = {0}, dst = {0};
     bool scl = canon_strides(sdims, d->src_strides, sst);
-    canon_strides(ddims, d->dst_strides, dst);
+    bool dcl = canon_strides(ddims, d->dst_strides, dst);
+    /* A tensor that is both dense NCHW and dense NHWC (a 1x1 map, one
+     * channel: the squeeze-excite convs of a channels-last network) takes
+     * the other side's layout, NHWC when both are: oneDNN's direct kernels
+     * want one layout on both sides, and NHWC at that. */
+    bool samb = ambiguous(sdims, d->src_strides), damb = ambiguous(ddims, d->dst_strides);
+    if (samb && (damb || dcl) && !scl) scl = true, dense_strides(sdims, true, sst);
+    if (damb && scl && !dcl) dense_strides(ddims, true, dst);
     size_t off = 0;
     if (staged) {
         /* Both copies in one order, the source's: oneDNN's fast kernels
