@@ -77,6 +77,10 @@ void cg_program_plan(Arena *a, const Graph *g, CgProgram *p);
 /* The same for a target: cuda plans the convolutions' scratch and prepared
  * weights for cuDNN instead of oneDNN. */
 void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda);
+/* The same with the layout pass chosen: channels_last false keeps every
+ * activation generated code sees NCHW (tgc build --layout nchw); the
+ * others plan channels-last on the CPU (passes/layout.c). */
+void cg_program_plan_layout(Arena *a, const Graph *g, CgProgram *p, bool cuda, bool channels_last);
 
 typedef struct CgOptions {
     const char *cpu;                            /* LLVM CPU name; NULL: the host's */

@@ -12,12 +12,17 @@ void cg_program_plan(Arena *a, const Graph *g, CgProgram *p) {
 }
 
 void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda) {
+    cg_program_plan_layout(a, g, p, cuda, true);
+}
+
+void cg_program_plan_layout(Arena *a, const Graph *g, CgProgram *p, bool cuda, bool channels_last) {
     memset(p, 0, sizeof *p);
     p->g = g;
     /* Written-out attention becomes scaled_dot_product_attention where
      * the target's kernel saves memory (CPU: its scratch against the
      * scores; CUDA: none, wherever the flash kernel can run). */
-    pipeline_plan((Graph *)g, cuda ? cg_cuda_attention_scratch : rt_attention_scratch_bytes);
+    pipeline_plan((Graph *)g, cuda ? cg_cuda_attention_scratch : rt_attention_scratch_bytes,
+                  channels_last && !cuda);
     p->dt = precision_storage_dtypes(a, g); /* by the new value order */
     p->kp = fusion_plan(a, g);
     p->sched = fusion_schedule(a, g, p->kp, p->dt);

@@ -205,6 +205,8 @@ void kd_reduction(const CgProgram *p, const Value *v, bool same_shape_out, KRedu
     r->dst.dt = kd_dt(p, v);
     int64_t cs[TG_MAX_DIMS];
     shape_contiguous_strides(v->shape, v->ndim, cs);
+    /* An owner is dense, channels-last where passes/layout.c made it so. */
+    if (!layout_is_contiguous(v)) memcpy(cs, v->strides, sizeof cs);
     if (same_shape_out) {
         for (int d = 0; d < x->ndim; d++)
             r->dst.strides[d] = cs[d];
@@ -319,6 +321,7 @@ int kd_cat(const CgProgram *p, const Value *v, KCopy *parts) {
     int d = wrap_dim(v->args[1].kind == ARG_INT ? v->args[1].i : 0, v->ndim);
     int64_t cs[TG_MAX_DIMS];
     shape_contiguous_strides(v->shape, v->ndim, cs);
+    if (!layout_is_contiguous(v)) memcpy(cs, v->strides, sizeof cs); /* passes/layout.c */
     int64_t at = 0;
     int np = 0;
     for (int i = 0; i < ts->n; i++) {

@@ -34,6 +34,7 @@ typedef struct BuildOpts {
     const char *out, *header, *target, *weights, *emit_kind, *emit_dir, *cpu;
     const char *checkpoint, *budget; /* --train --checkpoint auto --budget SIZE */
     bool embed, static_rt, cuda_graph;
+    bool layout_nchw; /* --layout nchw: no channels-last pass (passes/layout.c) */
     bool print_link;      /* tgc compile --print-link-line */
     const char *gpu_arch; /* --gpu-arch LIST, as given */
     int threads;
@@ -108,6 +109,8 @@ static void help(BuildOpts *b) {
            "  --cpu NAME           generate code for this CPU (LLVM name), not the host's;\n"
            "                       'native' is the host, 'help' lists the names\n"
            "  --threads N          default thread count of the program (0: every core)\n"
+           "  --layout L           activations of convolution networks: channels-last\n"
+           "                       (default: NHWC between the convolutions) or nchw\n"
            "  --static-runtime     link OpenBLAS statically (to run on another machine)\n"
            "  --target cpu|cuda    the backend (cpu)\n"
            "  --gpu-arch LIST      CUDA architectures to compile for (sm_90); PTX for the last\n"
@@ -181,6 +184,12 @@ static int parse(BuildOpts *b, int argc, char **argv) {
             b->static_rt = true;
         } else if (!strcmp(a, "--print-link-line") && b->mode == MODE_COMPILE) {
             b->print_link = true;
+        } else if (!strcmp(a, "--layout")) {
+            NEED();
+            const char *l = argv[++i];
+            if (strcmp(l, "nchw") && strcmp(l, "channels-last"))
+                return usage_err(b, "--layout expects channels-last or nchw, found '%s'", l);
+            b->layout_nchw = !strcmp(l, "nchw");
         } else if (!strcmp(a, "--cpu")) {
             NEED();
             b->cpu = argv[++i];
@@ -560,7 +569,7 @@ static int drive(Mode mode, int argc, char **argv) {
     }
     if (b.checkpoint && !(g = checkpointed(&b, &a, &d, g, &file, cuda))) goto out;
     CgProgram p;
-    cg_program_plan_target(&a, g, &p, cuda);
+    cg_program_plan_layout(&a, g, &p, cuda, !b.layout_nchw);
     /* What the program links: oneDNN on the CPU (convolutions, f32 products). */
     LinkNeeds needs = {.conv = !cuda, .cuda = cuda, .static_blas = b.static_rt};
     if (b.print_link) {

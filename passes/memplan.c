@@ -47,6 +47,12 @@ static void plan_inplace(const Schedule *s, MemPlan *p, int *parent) {
                 const SchedBuffer *b = &s->bufs[br];
                 if (b->kind != BUF_INTERMEDIATE || b->last != i || taken[br] || br == bw) continue;
                 if (b->bytes != s->bufs[bw].bytes || value_numel(r) != value_numel(w)) continue;
+                /* Same index, same address: both dense in one order (the
+                 * layout pass makes some channels-last). */
+                if (!(layout_is_contiguous(r) && layout_is_contiguous(w)) &&
+                    (!value_same_shape(r, w) ||
+                     memcmp(r->strides, w->strides, sizeof(int64_t) * (size_t)r->ndim)))
+                    continue;
                 bool viewed = false;
                 for (int m = 0; m < st->nreads; m++)
                     if (st->reads[m] != r && st->reads[m]->storage == r) viewed = true;

@@ -22,7 +22,8 @@ bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const Train
 
 /* After `tgc show`'s view, in the code generators' planning: rewrites that
  * change which ops run but not what the graph computes. */
-void pipeline_plan(Graph *g, AttnScratchFn attn_scratch) {
+void pipeline_plan(Graph *g, AttnScratchFn attn_scratch, bool channels_last) {
     if (attn_scratch) pass_attention_fuse(g, attn_scratch);
     pass_conv_epilogue(g);
+    if (channels_last) pass_layout(g);
 }

@@ -32,8 +32,13 @@ typedef size_t (*AttnScratchFn)(const struct RtAttnDesc *d);
  * scaled_dot_product_attention where that saves memory
  * (passes/attention_fuse.c). */
 void pass_attention_fuse(Graph *g, AttnScratchFn scratch);
+/* Stores the 4-d activations of convolution networks channels-last (NHWC
+ * strides over their logical NCHW shape) where every reader indexes by
+ * strides (passes/layout.c); run after pass_conv_epilogue. CPU only: the
+ * CUDA backend's conv epilogues assume NCHW. */
+void pass_layout(Graph *g);
 /* The passes the code generators' planning runs on a prepared graph (after
- * `tgc show`'s view): attention recognition (attn_scratch NULL: none), then
- * the conv epilogues. */
-void pipeline_plan(Graph *g, AttnScratchFn attn_scratch);
+ * `tgc show`'s view): attention recognition (attn_scratch NULL: none), the
+ * conv epilogues, then (channels_last) the layout pass. */
+void pipeline_plan(Graph *g, AttnScratchFn attn_scratch, bool channels_last);
 #endif

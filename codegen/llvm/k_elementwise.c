@@ -44,7 +44,12 @@ void k_elementwise(Cg *cg, const Value *v) {
     kern_begin(cg, &k, op_display_name(v));
     k.root = v;
     Access dst;
-    access_contig(&k, v, v->shape, v->ndim, &dst);
+    /* An owner is dense; the layout pass (passes/layout.c) may have given
+     * it channels-last strides, which the store follows. */
+    if (layout_is_contiguous(v))
+        access_contig(&k, v, v->shape, v->ndim, &dst);
+    else
+        access_of(&k, v, &dst);
     copy_kernel(cg, &k, v, true, &dst, v->shape, v->ndim);
 }
 

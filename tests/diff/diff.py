@@ -158,16 +158,18 @@ class DiffCase:
     weights file) or "init" (params with an initialiser are left to it).
     check: "values" or "finite" (random initialisers: only shape, dtype and
     finiteness). precision: tgc's --precision (then compared with
-    PRECISION_TOLERANCE). asan: part of the reduced sanitizer subset."""
+    PRECISION_TOLERANCE). asan: part of the reduced sanitizer subset.
+    flags: more tgc build/run flags (e.g. --layout nchw)."""
 
     def __init__(self, name, src, inputs=None, tol="default", defines=None, prune=False,
                  mode="run", weights="file", check="values", add_outputs=True, asan=False,
-                 group="ops", precision=None):
+                 group="ops", precision=None, flags=None):
         assert tol in FACTOR, tol
         self.name, self.inputs, self.tol = name, dict(inputs or {}), tol
         self.defines, self.prune, self.mode = dict(defines or {}), prune, mode
         self.weights, self.check, self.asan, self.group = weights, check, asan, group
         self.precision = precision
+        self.flags = list(flags or [])
         self.src = oracle.Case(name, src, self.defines, add_outputs=add_outputs).src
 
 
@@ -674,6 +676,7 @@ def materialize(case, workdir):
         m.dflags += ["-D", "%s=%s" % (k, v)]
     if case.precision:
         m.dflags += ["--precision", case.precision]
+    m.dflags += case.flags
     embed = bool(m.wpath and case.mode == "build-embed")
     m.build_weights = ["--weights", m.wpath, "--embed-weights"] if embed else []
     m.run_weights = ["--weights", m.wpath] if (m.wpath and not embed) else []
@@ -794,10 +797,11 @@ def all_cases():
     import diff_loss
     import diff_reduce
     import diff_attention
+    import diff_layout
     cases = diff_ops.cases(DiffCase) + diff_models.cases(DiffCase, ROOT) \
         + diff_random.cases(DiffCase) + diff_modules.cases(DiffCase) + diff_conv.cases(DiffCase) \
         + diff_loss.cases(DiffCase) + diff_reduce.cases(DiffCase)
-    cases += diff_attention.cases(DiffCase)
+    cases += diff_attention.cases(DiffCase) + diff_layout.cases(DiffCase)
     names = [c.name for c in cases]
     dup = {n for n in names if names.count(n) > 1}
     assert not dup, "duplicate case names: %s" % sorted(dup)
