@@ -33,6 +33,11 @@ void ox_fail(Ox *x, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     const char *where = ox_node_desc(x);
+    if (x->collecting && where) {
+        struct OxProblem pr = {x->node, where, arena_strdup(x->a, msg)};
+        ARENA_PUSH(x->a, x->problems, x->nproblems, x->capproblems, pr);
+        longjmp(x->node_fail, 1);
+    }
     if (where)
         diag_plain_error(x->d, "%s: %s: %s", x->path, where, msg);
     else
@@ -61,18 +66,20 @@ static void check_versions(Ox *x) {
             opset = o->version, found = true;
     }
     if (!found) ox_fail(x, "the model imports no version of the default operator set");
-    /* 13 to 17 are what PyTorch 1.13 exports and what is tested; the ops
-     * that changed since 11 (axes as inputs, Softmax's axis) are read
-     * either way, so 11, 12 and 18 are tried with a warning. */
-    if (opset < 11 || opset > 18)
+    /* 7 to 21 are what ONNX Runtime reads for the default domain, and 6
+     * what the backend suite's PyTorch cases were exported at; the older
+     * forms of each op are rewritten at import (ox_upgrade.c). The
+     * backend suite and PyTorch's exports test 6 to 17; 18 to 21 are read
+     * with a warning. */
+    if (opset < 6 || opset > 21)
         ox_fail(x,
-                "opset %lld is not supported (13 to 17 are; export with "
+                "opset %lld is not supported (6 to 21 are; export with "
                 "torch.onnx.export(..., opset_version=17))",
                 (long long)opset);
     x->opset = (int)opset;
-    if ((x->opset < 13 || x->opset > 17) && x->d->out) {
+    if (x->opset > 17 && x->d->out) {
         fprintf(x->d->out,
-                "tgc: warning: %s: opset %d: tgc is tested with opsets 13 to 17; "
+                "tgc: warning: %s: opset %d: tgc is tested with opsets 6 to 17; "
                 "importing anyway\n",
                 x->path, x->opset);
         x->d->warnings++;
@@ -220,6 +227,80 @@ static void count_users(Ox *x) {
         }
 }
 
+static void poison_outputs(Ox *x, int k) {
+    Onnx__NodeProto *n = x->g->node[k];
+    for (size_t i = 0; i < n->n_output; i++) {
+        OxVal *v = n->output[i] && *n->output[i] ? ox_val(x, n->output[i]) : NULL;
+        if (v) v->poisoned = true;
+    }
+}
+
+/* "operator TopK is not supported; supported: Abs, ..." is one problem
+ * whatever the list: the list is printed once, after every problem. */
+static const char *problem_key(Ox *x, const char *msg) {
+    const char *cut = strstr(msg, "; supported: ");
+    return cut ? arena_strndup(x->a, msg, (size_t)(cut - msg)) : msg;
+}
+
+/* Every problem the walk recorded, each distinct message once with the
+ * nodes it was found in and their count, then the supported operators if
+ * an operator was the problem; then the import fails. */
+static _Noreturn void report_problems(Ox *x) {
+    int nodes = 0, last = -1;
+    bool ops_missing = false;
+    bool *shown = ARENA_ARRAY(x->a, bool, x->nproblems);
+    for (int p = 0; p < x->nproblems; p++) {
+        nodes += x->problems[p].node != last;
+        last = x->problems[p].node;
+    }
+    int distinct = 0;
+    for (int p = 0; p < x->nproblems; p++) {
+        if (shown[p]) continue;
+        distinct++;
+        const char *key = problem_key(x, x->problems[p].msg);
+        ops_missing |= key != x->problems[p].msg;
+        int count = 1;
+        char *also = arena_strdup(x->a, "");
+        for (int q = p + 1; q < x->nproblems; q++) {
+            if (shown[q] || strcmp(problem_key(x, x->problems[q].msg), key)) continue;
+            shown[q] = true;
+            if (count++ < 8) {
+                Onnx__NodeProto *n = x->g->node[x->problems[q].node];
+                also = arena_printf(x->a, "%s%s'%s'", also, *also ? ", " : "",
+                                    n->name && *n->name ? n->name : n->output[0]);
+            }
+        }
+        if (count == 1)
+            diag_plain_error(x->d, "%s: %s: %s", x->path, x->problems[p].desc, key);
+        else
+            diag_plain_error(x->d, "%s: %s: %s (%d nodes; also %s%s)", x->path, x->problems[p].desc,
+                             key, count, also, count > 8 ? ", ..." : "");
+    }
+    if (distinct > 1 || nodes > 1)
+        diag_plain_error(x->d, "%s: %d distinct problem%s in %d node%s (each listed above)",
+                         x->path, distinct, distinct == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
+    if (ops_missing)
+        diag_plain_error(x->d, "%s: the supported operators are: %s", x->path, ox_supported_ops(x));
+    x->node = -1;
+    longjmp(x->fail, 1);
+}
+
+static void import_node(Ox *x, int k);
+
+/* One node's import; false (its problem recorded, its outputs poisoned)
+ * when ox_fail stopped it. */
+static bool try_import_node(Ox *x, int k) {
+    x->collecting = true;
+    if (setjmp(x->node_fail)) {
+        x->collecting = false;
+        poison_outputs(x, k);
+        return false;
+    }
+    import_node(x, k);
+    x->collecting = false;
+    return true;
+}
+
 static void import_node(Ox *x, int k) {
     Onnx__NodeProto *n = x->g->node[k];
     x->node = k;
@@ -247,9 +328,16 @@ static void import_node(Ox *x, int k) {
     for (size_t i = 0; i < n->n_output; i++)
         out[i] = n->output[i] && *n->output[i] ? ox_val(x, n->output[i]) : NULL;
     if (n->n_output < 1 || !out[0]) ox_fail(x, "the node has no output");
+    /* A node reading what a refused node computes is not imported either:
+     * its problem, if any, would be a consequence of the first. */
+    for (size_t i = 0; i < n->n_input; i++)
+        if (in[i] && in[i]->poisoned) {
+            poison_outputs(x, k);
+            return;
+        }
     ox_check_node_attrs(x);
     if (ox_fuse(x, k)) return;
-    int nin = (int)n->n_input;
+    int nin = ox_upgrade(x, n, in, (int)n->n_input);
     if (!strcmp(n->op_type, "Constant")) {
         const Onnx__AttributeProto *a = n->n_attribute == 1 ? n->attribute[0] : NULL;
         if (!a || !a->name) ox_fail(x, "a Constant needs exactly one attribute");
@@ -289,6 +377,16 @@ static void import_node(Ox *x, int k) {
     }
     if (ox_fold(x, n, in, nin)) return;
     if (ox_op_tensor(x, n, in, nin, out) || ox_op_nn(x, n, in, nin, out)) return;
+    /* Their output's shape is a count of the data: a compiled program's
+     * shapes are fixed before it runs. */
+    static const char *const data_shaped[] = {"NonZero", "Unique", "NonMaxSuppression", NULL};
+    for (int i = 0; data_shaped[i]; i++)
+        if (!strcmp(n->op_type, data_shaped[i]))
+            ox_fail(x,
+                    "operator %s is not supported: its output's shape depends on the input's "
+                    "values, and tgc compiles fixed shapes (a bounded form, such as TopK with a "
+                    "known k or a mask with where(), compiles)",
+                    n->op_type);
     ox_fail(x, "operator %s is not supported; supported: %s", n->op_type, ox_supported_ops(x));
 }
 
@@ -438,13 +536,14 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
         for (size_t k = 0; k < g->n_node; k++) {
             bool is_const = g->node[k]->op_type && !strcmp(g->node[k]->op_type, "Constant");
             if (x->done[k] || is_const != (pass == 0)) continue;
-            import_node(x, (int)k);
+            try_import_node(x, (int)k);
             x->done[k] = true;
             for (size_t i = 0; i < g->node[k]->n_output; i++) {
                 OxVal *v = ox_val(x, g->node[k]->output[i]);
                 if (v) v->ready = true;
             }
         }
+    if (x->nproblems) report_problems(x);
     /* Outputs their node did not write (inputs, constants, aliases). */
     x->node = -1;
     for (size_t k = 0; k < g->n_output; k++) {
@@ -457,7 +556,12 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
         check_declared_output(x, g->output[k], v);
         if (v->out_written) continue;
         const char *ref = ox_ref(x, v, false);
-        if (!v->out_written) ox_emit(x, OX_BODY, "output %s = %s\n", ox_ident(x, on, NULL), ref);
+        if (!v->out_written) {
+            const char *id = ox_ident(x, on, NULL);
+            ox_emit(x, OX_BODY, "output %s = %s", id, ref);
+            if (strcmp(id, on)) ox_emit(x, OX_BODY, "  # output '%s'", on);
+            ox_emit(x, OX_BODY, "\n");
+        }
     }
     const char *gname = graph_name(x);
     char *head = x->buf[OX_HEAD];

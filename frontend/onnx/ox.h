@@ -4,6 +4,7 @@
  *   ox_fold.c    the import-time evaluator (shape arithmetic, constants)
  *   ox_text.c    names, params, statements: the .tg being written
  *   ox_attrs.c   the supported operators and the attributes each understands
+ *   ox_upgrade.c older opsets' forms of an op rewritten to the current one
  *   ox_ops*.c    one mapping per ONNX operator, ox_fuse.c the fused patterns
  *   onnx_import.c  the driver of all of these.
  * Errors longjmp out of the import (ox_fail): every path through a model
@@ -57,6 +58,7 @@ typedef struct OxVal {
     bool is_output;   /* a graph output */
     bool out_written; /* as `output NAME = ...` by its node */
     bool ready;       /* computed: later nodes may read it */
+    bool poisoned;    /* its node (or one it depends on) could not be imported */
     int producer;     /* the node computing it; -1 for inputs and initializers */
     int nusers;
     int *users; /* node indices reading it */
@@ -66,6 +68,16 @@ typedef struct Ox {
     Arena *a;
     Diag *d;
     jmp_buf fail;
+    /* While the nodes are walked, a node's problem is recorded and the
+     * walk goes on (node_fail), so that one import names every problem:
+     * a user fixing the first would otherwise meet the next one each time. */
+    bool collecting;
+    jmp_buf node_fail;
+    struct OxProblem {
+        int node;
+        const char *desc, *msg;
+    } * problems;
+    int nproblems, capproblems;
     const char *path; /* the model, for messages */
     char *dir;        /* its directory, for external data; NULL: refused */
     Onnx__ModelProto *m;
@@ -181,6 +193,10 @@ void ox_check_node_attrs(Ox *x);
 /* Fails naming the current node when an attribute is given twice, or when
  * its numbers of inputs and outputs are not ones its operator allows. */
 void ox_check_node_form(Ox *x);
+/* ox_upgrade.c: an older opset's form of the node rewritten to the
+ * current one (attributes that became inputs); returns the new number of
+ * inputs, in[] filled up to it. */
+int ox_upgrade(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin);
 /* ox_fuse.c: a fused group starting at node k (gelu, layer_norm, linear);
  * true when written. */
 bool ox_fuse(Ox *x, int k);

@@ -1,7 +1,8 @@
 /* The operators the importer maps and, for each, how many inputs and
  * outputs ONNX allows it (counting "" for an omitted optional one; the
- * widest range over opsets 11 to 18) and the attributes its mapping
- * understands (ONNX's, opsets 11 to 18). Every node's counts are checked
+ * widest range over opsets 7 to 21) and the attributes its mapping
+ * understands (ONNX's, opsets 7 to 21; ox_upgrade.c turns the older forms
+ * into the current ones). Every node's counts are checked
  * against this one table before any node is imported, as ONNX Runtime's
  * checker does: the mappings, and the fusions that look ahead, read inputs
  * by position. A node carrying any other attribute is refused before it is
@@ -18,6 +19,8 @@
 
 static const char *const NONE = "";
 static const char *const REDUCE = "axes keepdims noop_with_empty_axes";
+/* opset 6's broadcasting attributes (ox_upgrade.c) */
+static const char *const BCAST = "axis broadcast";
 
 enum { ANY = 1 << 30 }; /* a variadic operator's maximum */
 
@@ -27,14 +30,14 @@ static const struct {
     const char *attrs; /* space-separated names */
 } ops[] = {
     {"Abs", 1, 1, 1, 1, NONE},
-    {"Add", 2, 2, 1, 1, NONE},
-    {"And", 2, 2, 1, 1, NONE},
+    {"Add", 2, 2, 1, 1, BCAST},
+    {"And", 2, 2, 1, 1, BCAST},
     {"ArgMax", 1, 1, 1, 1, "axis keepdims select_last_index"},
     {"ArgMin", 1, 1, 1, 1, "axis keepdims select_last_index"},
     {"AveragePool", 1, 1, 1, 1,
      "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
-    {"BatchNormalization", 5, 5, 1, 5, "epsilon momentum training_mode"},
-    {"Cast", 1, 1, 1, 1, "to"},
+    {"BatchNormalization", 5, 5, 1, 5, "epsilon is_test momentum spatial training_mode"},
+    {"Cast", 1, 1, 1, 1, "saturate to"},
     {"Ceil", 1, 1, 1, 1, NONE},
     {"Clip", 1, 3, 1, 1, "min max"},
     {"Concat", 1, ANY, 1, 1, "axis"},
@@ -45,21 +48,21 @@ static const struct {
      "auto_pad dilations group kernel_shape output_padding output_shape pads "
      "strides"},
     {"Cos", 1, 1, 1, 1, NONE},
-    {"Div", 2, 2, 1, 1, NONE},
-    {"Dropout", 1, 3, 1, 2, "ratio seed"},
+    {"Div", 2, 2, 1, 1, BCAST},
+    {"Dropout", 1, 3, 1, 2, "is_test ratio seed"},
     {"Einsum", 1, ANY, 1, 1, "equation"},
     {"Elu", 1, 1, 1, 1, "alpha"},
-    {"Equal", 2, 2, 1, 1, NONE},
+    {"Equal", 2, 2, 1, 1, BCAST},
     {"Erf", 1, 1, 1, 1, NONE},
     {"Exp", 1, 1, 1, 1, NONE},
     {"Expand", 2, 2, 1, 1, NONE},
     {"Flatten", 1, 1, 1, 1, "axis"},
     {"Floor", 1, 1, 1, 1, NONE},
     {"Gather", 2, 2, 1, 1, "axis"},
-    {"Gemm", 2, 3, 1, 1, "alpha beta transA transB"},
+    {"Gemm", 2, 3, 1, 1, "alpha beta broadcast transA transB"},
     {"GlobalAveragePool", 1, 1, 1, 1, NONE},
     {"GlobalMaxPool", 1, 1, 1, 1, NONE},
-    {"Greater", 2, 2, 1, 1, NONE},
+    {"Greater", 2, 2, 1, 1, BCAST},
     {"GreaterOrEqual", 2, 2, 1, 1, NONE},
     {"HardSigmoid", 1, 1, 1, 1, "alpha beta"},
     {"HardSwish", 1, 1, 1, 1, NONE},
@@ -67,7 +70,7 @@ static const struct {
     {"InstanceNormalization", 3, 3, 1, 1, "epsilon"},
     {"LayerNormalization", 2, 3, 1, 3, "axis epsilon stash_type"},
     {"LeakyRelu", 1, 1, 1, 1, "alpha"},
-    {"Less", 2, 2, 1, 1, NONE},
+    {"Less", 2, 2, 1, 1, BCAST},
     {"LessOrEqual", 2, 2, 1, 1, NONE},
     {"Log", 1, 1, 1, 1, NONE},
     {"LogSoftmax", 1, 1, 1, 1, "axis"},
@@ -78,12 +81,12 @@ static const struct {
     {"Min", 1, ANY, 1, 1, NONE},
     {"Mish", 1, 1, 1, 1, NONE},
     {"Mod", 2, 2, 1, 1, "fmod"},
-    {"Mul", 2, 2, 1, 1, NONE},
+    {"Mul", 2, 2, 1, 1, BCAST},
     {"Neg", 1, 1, 1, 1, NONE},
     {"Not", 1, 1, 1, 1, NONE},
-    {"Or", 2, 2, 1, 1, NONE},
-    {"Pad", 2, 4, 1, 1, "mode"},
-    {"Pow", 2, 2, 1, 1, NONE},
+    {"Or", 2, 2, 1, 1, BCAST},
+    {"Pad", 1, 4, 1, 1, "mode pads value"},
+    {"Pow", 2, 2, 1, 1, BCAST},
     {"PRelu", 2, 2, 1, 1, NONE},
     {"Range", 3, 3, 1, 1, NONE},
     {"Reciprocal", 1, 1, 1, 1, NONE},
@@ -101,26 +104,28 @@ static const struct {
      "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
     {"Round", 1, 1, 1, 1, NONE},
     {"ScatterND", 3, 3, 1, 1, "reduction"},
+    {"Selu", 1, 1, 1, 1, "alpha gamma"},
     {"Shape", 1, 1, 1, 1, "end start"},
     {"Sigmoid", 1, 1, 1, 1, NONE},
     {"Sign", 1, 1, 1, 1, NONE},
     {"Sin", 1, 1, 1, 1, NONE},
     {"Size", 1, 1, 1, 1, NONE},
-    {"Slice", 3, 5, 1, 1, NONE},
+    {"Slice", 1, 5, 1, 1, "axes ends starts"},
     {"Softmax", 1, 1, 1, 1, "axis"},
     {"Softplus", 1, 1, 1, 1, NONE},
     {"Split", 1, 2, 1, ANY, "axis num_outputs split"},
     {"Sqrt", 1, 1, 1, 1, NONE},
     {"Squeeze", 1, 2, 1, 1, "axes"},
-    {"Sub", 2, 2, 1, 1, NONE},
+    {"Sub", 2, 2, 1, 1, BCAST},
     {"Sum", 1, ANY, 1, 1, NONE},
     {"Tanh", 1, 1, 1, 1, NONE},
     {"Tile", 2, 2, 1, 1, NONE},
     {"Transpose", 1, 1, 1, 1, "perm"},
     {"Trilu", 1, 2, 1, 1, "upper"},
     {"Unsqueeze", 1, 2, 1, 1, "axes"},
+    {"Upsample", 1, 2, 1, 1, "mode scales"},
     {"Where", 3, 3, 1, 1, NONE},
-    {"Xor", 2, 2, 1, 1, NONE},
+    {"Xor", 2, 2, 1, 1, BCAST},
 };
 enum { NOPS = sizeof ops / sizeof *ops };
 

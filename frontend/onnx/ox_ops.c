@@ -116,6 +116,12 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         need_inputs(x, in, nin, 1);
         e = arena_printf(x->a, "elu(%s, %s)", ox_ref(x, in[0], false),
                          ox_num(x, ox_attr_f(x, "alpha", 1.0f), true));
+    } else if (is(n, "Selu")) {
+        need_inputs(x, in, nin, 1);
+        const char *r = ox_ref(x, in[0], false);
+        e = arena_printf(x->a, "%s * where(%s > 0, %s, %s * (exp(%s) - 1.0))",
+                         ox_num(x, ox_attr_f(x, "gamma", 1.05070102f), true), r, r,
+                         ox_num(x, ox_attr_f(x, "alpha", 1.67326319f), true), r);
     } else if (is(n, "HardSigmoid")) {
         need_inputs(x, in, nin, 1);
         float al = ox_attr_f(x, "alpha", 0.2f), be = ox_attr_f(x, "beta", 0.5f);
@@ -491,7 +497,10 @@ static bool split(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
             ints_text(x, sz, no), a, node->name ? node->name : "");
     for (int k = 0; k < no; k++)
         if (out[k]->is_output) {
-            ox_emit(x, OX_BODY, "output %s = %s\n", ox_ident(x, out[k]->name, NULL), out[k]->tg);
+            const char *id = ox_ident(x, out[k]->name, NULL);
+            ox_emit(x, OX_BODY, "output %s = %s", id, out[k]->tg);
+            if (strcmp(id, out[k]->name)) ox_emit(x, OX_BODY, "  # output '%s'", out[k]->name);
+            ox_emit(x, OX_BODY, "\n");
             out[k]->out_written = true;
         }
     return true;

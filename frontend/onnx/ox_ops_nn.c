@@ -265,6 +265,10 @@ static bool norm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     OxVal *o = out[0];
     if (is(n, "BatchNormalization")) {
         need(x, in, nin, 5);
+        /* opsets 7 and 8: spatial=0 normalises each element of [C, D...]
+         * on its own statistics, which batch_norm does not */
+        if (!ox_attr_i(x, "spatial", 1))
+            ox_fail(x, "spatial=0 (statistics per element, not per channel) is not supported");
         if (ox_attr_i(x, "training_mode", 0))
             ox_fail(x, "training_mode=1 is not supported (tgc compiles inference graphs)");
         for (size_t k = 1; k < n->n_output; k++)
@@ -354,7 +358,9 @@ static bool gemm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                                wref(x, B, "weight", true))
                 : arena_printf(x->a, "%s @ %s", ox_ref(x, A, false), ox_ref(x, B, false));
     } else {
-        static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
+        /* opset 6's broadcast: C broadcasts the same either way (its shape
+         * equals A @ B's when it is 0) */
+        static const char *const known[] = {"alpha", "beta", "broadcast", "transA", "transB", NULL};
         ox_check_attrs(x, known);
         float al = ox_attr_f(x, "alpha", 1), be = ox_attr_f(x, "beta", 1);
         bool ta = ox_attr_i(x, "transA", 0), tb = ox_attr_i(x, "transB", 0);
@@ -476,8 +482,13 @@ static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     if (ns < 1 || ns > 2)
         ox_fail(x, "only 1-d and 2-d resizing of [N, C, ...] inputs is supported");
     const char *mode = ox_attr_s(x, "mode", "nearest");
-    const char *ct = ox_attr_s(x, "coordinate_transformation_mode", "half_pixel");
-    const char *nm = ox_attr_s(x, "nearest_mode", "round_prefer_floor");
+    /* Upsample and Resize-10 map output to input coordinates as x / scale
+     * and take the floor for nearest (ONNX Runtime's upsample.h): Resize-11's
+     * asymmetric + floor. */
+    bool v10 = is(n, "Upsample") || x->opset < 11;
+    const char *ct =
+        ox_attr_s(x, "coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel");
+    const char *nm = ox_attr_s(x, "nearest_mode", v10 ? "floor" : "round_prefer_floor");
     const char *tm, *ac = NULL;
     if (ox_attr_i(x, "antialias", 0))
         ox_fail(x, "Resize with antialias=1 is not supported (antialias=0 is)");

@@ -243,7 +243,10 @@ void ox_bind(Ox *x, OxVal *out, const char *expr) {
     Onnx__NodeProto *n = ox_cur(x);
     const char *name = ox_ident(x, out->name, NULL);
     ox_emit(x, OX_BODY, "%s%s = %s", out->is_output ? "output " : "", name, expr);
-    ox_emit(x, OX_BODY, "  # %s %s\n", n->op_type, n->name && *n->name ? n->name : out->name);
+    /* an output renamed: the ONNX name, for callers matching outputs */
+    bool renamed = out->is_output && strcmp(name, out->name);
+    ox_emit(x, OX_BODY, "  # %s %s%s%s%s\n", n->op_type, n->name && *n->name ? n->name : out->name,
+            renamed ? " (output '" : "", renamed ? out->name : "", renamed ? "')" : "");
     out->tg = name;
     out->out_written = out->is_output;
 }

@@ -128,9 +128,9 @@ def external(tensor, location, offset=None, length=None):
 def cases():
     out = []
 
-    def add(name, m, expect, what, files=None):
+    def add(name, m, expect, what, files=None, expect_all=False):
         data = m if isinstance(m, bytes) else m.SerializeToString()
-        out.append((name, data, list(expect), what, files or {}))
+        out.append((name, data, list(expect), what, files or {}, expect_all))
 
     good = base().SerializeToString()
     add("control", good, [], "the valid base model (must import)")
@@ -153,7 +153,7 @@ def cases():
     add("no_graph", m, ["no_graph.onnx"], "a model with no graph")
 
     # ---- versions -----------------------------------------------------------
-    add("opset_7", base(opset=7), ["7"], "default-domain opset 7 (below 13)")
+    add("opset_5", base(opset=5), ["5"], "default-domain opset 5 (below 6)")
     add("opset_99", base(opset=99), ["99"], "default-domain opset 99 (in the future)")
     add("ir_version_99", base(ir=99), ["99"], "IR version 99")
     # The version is an int64: one past int's range must be reported as
@@ -407,6 +407,23 @@ def cases():
                                                     coordinate_transformation_mode="tf_crop_and_resize"),
                                    x4, [vi("y", [1, 3, 16, 16])], [roi, scales]),
         ["resize_b"], "Resize coordinate_transformation_mode tf_crop_and_resize")
+    # Every problem named at once: five distinct ones (two operators, a
+    # data-dependent shape, an attribute, a run-time shape input), one of
+    # them in two nodes; each node reads only graph inputs.
+    five = [
+        helper.make_node("TopK", ["img_in", "k_c"], ["tk_v", "tk_i"], name="topk_a"),
+        helper.make_node("TopK", ["img_in", "k_c"], ["tk2_v", "tk2_i"], name="topk_b"),
+        helper.make_node("NonZero", ["img_in"], ["nz"], name="nonzero_a"),
+        helper.make_node("MaxPool", ["img_in"], ["mp"], name="mp_bogus", kernel_shape=[2, 2], bogus=1),
+        helper.make_node("Reshape", ["img_in", "shape_in"], ["rs"], name="reshape_rt"),
+        helper.make_node("GridSample", ["img_in", "grid_in"], ["gs"], name="grid_a"),
+    ]
+    add("five_problems",
+        model(five, x4 + [vi("shape_in", [2], TensorProto.INT64), vi("grid_in", [1, 4, 4, 2])],
+              [vi(o, None) for o in ("tk_v", "tk2_v", "nz", "mp", "rs", "gs")], [i64("k_c", [2])]),
+        ["topk_a", "topk_b", "nonzero_a", "'bogus'", "reshape_rt", "shape_in", "grid_a",
+         "5 distinct problems in 6 nodes"],
+        "five distinct unsupported nodes (TopK twice): every one named, counted", expect_all=True)
     add("pad_mode_symmetric",
         one_node(helper.make_node("Pad", ["img_in", "pads_c"], ["y"], name="pad_a", mode="symmetric"),
                  x4, [vi("y", [1, 3, 10, 10])], [i64("pads_c", [0, 0, 1, 1, 0, 0, 1, 1])]),
@@ -536,7 +553,7 @@ def write(out_dir):
     external files resolve next to it); returns the list of dicts written to
     cases.json: name, path, expect, what."""
     listing = []
-    for name, data, expect, what, files in cases():
+    for name, data, expect, what, files, expect_all in cases():
         d = os.path.join(out_dir, name, "model")
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, name + ".onnx")
@@ -545,7 +562,7 @@ def write(out_dir):
         for rel, blob in files.items():
             with open(os.path.normpath(os.path.join(d, rel)), "wb") as f:
                 f.write(blob)
-        listing.append(dict(name=name, path=path, expect=expect, what=what))
+        listing.append(dict(name=name, path=path, expect=expect, what=what, expect_all=expect_all))
     with open(os.path.join(out_dir, "cases.json"), "w") as f:
         json.dump(listing, f, indent=1)
     return listing

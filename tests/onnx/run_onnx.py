@@ -436,8 +436,10 @@ def malformed_job(tgc, work, case):
             job.check(rc == 0, label + " exits 0", "exit %s; stderr: %s" % (rc, tail(err)))
             continue
         bad = [s for s in SANITIZER if s in err]
-        ok = rc == 1 and err.strip() and not bad and any(s in err for s in expect)
-        job.check(ok, label + " exits 1 naming %s" % " or ".join(repr(s) for s in expect),
+        named = all if case.get("expect_all") else any
+        ok = rc == 1 and err.strip() and not bad and named(s in err for s in expect)
+        job.check(ok, label + " exits 1 naming %s" % (" and " if named is all else " or ").join(
+                      repr(s) for s in expect),
                   "%s (%s); stderr: %s" % ("exit %s" % rc if rc is not None else "timeout",
                                            case["what"], tail(err, 600)))
         if what == "import":
