@@ -1,9 +1,18 @@
 /* `tgc report --train --checkpoint auto`: which activations to recompute
- * in the backward pass so that the step's peak fits the budget. Greedy and
- * measured: the forward values the backward pass reads are tried largest
- * first, each kept only when the planned peak (a full compilation and
- * memory plan with that value recomputed, passes/checkpoint.c) goes down,
- * until the peak fits or no candidate is left. */
+ * in the backward pass so that the step's peak fits the budget. Measured:
+ * each try is a full compilation and memory plan with those values
+ * recomputed (passes/checkpoint.c).
+ *
+ * First single values, the least recomputation: the forward values the
+ * backward pass reads, largest first, each kept only when the peak goes
+ * down, until it fits or no candidate is left. When that does not fit,
+ * segments, the sqrt(n) rule (Chen et al. 2016): the forward's n
+ * recomputable values in graph order are cut into segments of about
+ * sqrt(n); the last value of each is kept and the others are recomputed,
+ * a segment at a time, from the kept value before it. When that fits, a
+ * bisection finds the fewest segments, from the start of the forward
+ * (whose activations live longest), that still fit: the least
+ * recomputation of that family. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +52,59 @@ static bool measure(const CkptInput *in, const int *ids, int n, int64_t *peak, i
     }
     arena_free(&a);
     return ok;
+}
+
+/* The ids of the first k segments' recomputed values (all but each
+ * segment's last), of f[0..m) cut every len; returns how many. */
+static int segment_ids(const Cand *f, int m, int len, int k, int *ids, const char **names) {
+    int n = 0;
+    for (int i = 0; i < m && i < k * len; i++)
+        if ((i + 1) % len != 0) {
+            ids[n] = f[i].id;
+            names[n++] = f[i].name;
+        }
+    return n;
+}
+
+/* The sqrt(n) segments: true (out filled) when they fit the budget. */
+static bool segments(Arena *a, const CkptInput *in, const Report *r0, CkptResult *out) {
+    const Graph *g = r0->g;
+    Cand *f = ARENA_ARRAY(a, Cand, g->nvalues + 1);
+    int m = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        const Value *v = g->values[i];
+        if (!v->dead && checkpoint_candidate(g, v)) f[m++] = (Cand){v->id, 0, value_name(a, v)};
+    }
+    int len = 2;
+    while ((int64_t)len * len < m)
+        len++;
+    int nseg = (m + len - 1) / len;
+    int *ids = ARENA_ARRAY(a, int, m + 1);
+    const char **names = ARENA_ARRAY(a, const char *, m + 1);
+    int64_t peak, flops;
+    int n = segment_ids(f, m, len, nseg, ids, names);
+    out->evaluations++;
+    if (!n || !measure(in, ids, n, &peak, &flops) || peak > in->budget) return false;
+    int lo = 0, hi = nseg; /* hi segments fit; lo do not (0: the plain step) */
+    int64_t hi_peak = peak, hi_flops = flops;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        int k = segment_ids(f, m, len, mid, ids, names);
+        out->evaluations++;
+        if (measure(in, ids, k, &peak, &flops) && peak <= in->budget)
+            hi = mid, hi_peak = peak, hi_flops = flops;
+        else
+            lo = mid;
+    }
+    out->n = segment_ids(f, m, len, hi, ids, names);
+    out->ids = ids;
+    out->names = names;
+    out->peak_after = hi_peak;
+    out->extra_flops = hi_flops - r0->flops;
+    out->fits = true;
+    out->segment_len = len;
+    out->segments = hi;
+    return true;
 }
 
 bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, CkptResult *out) {
@@ -89,5 +151,13 @@ bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, C
     out->peak_after = best;
     out->extra_flops = flops - r0->flops;
     out->fits = best <= in->budget;
+    CkptResult seg = *out;
+    seg.evaluations = 0;
+    if (!out->fits && segments(a, in, r0, &seg)) {
+        seg.evaluations += out->evaluations;
+        *out = seg;
+    } else {
+        out->evaluations += seg.evaluations;
+    }
     return true;
 }

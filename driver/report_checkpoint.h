@@ -20,6 +20,8 @@ typedef struct CkptResult {
     int64_t flops_before, extra_flops;
     bool fits;
     int evaluations; /* compilations tried */
+    int segment_len; /* the sqrt(n) rule's segments were chosen: their length */
+    int segments;    /* and how many, from the forward's start (0: single values) */
 } CkptResult;
 
 /* Chooses the values to recompute for r0's graph (built without any); the

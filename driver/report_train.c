@@ -352,9 +352,15 @@ void report_train_text(FILE *out, const Report *r) {
             c->n, B(b1, c->peak_before), B(b2, c->peak_after), c->fits ? "fits" : "still too big",
             c->flops_before ? 100.0 * (double)c->extra_flops / (double)c->flops_before : 0.0,
             (long long)c->extra_flops);
+    if (c->segments)
+        fprintf(out,
+                "                           in %d segments of %d values (the sqrt(n) rule; each "
+                "segment's last value kept), from the forward's start\n",
+                c->segments, c->segment_len);
     fprintf(out, "                           recomputed:");
-    for (int i = 0; i < c->n; i++)
+    for (int i = 0; i < c->n && i < 24; i++)
         fprintf(out, " %s", c->names[i]);
+    if (c->n > 24) fprintf(out, " ... and %d more", c->n - 24);
     fputc('\n', out);
 }
 
@@ -386,6 +392,8 @@ void report_train_json(cJSON *root, const Report *r) {
         cJSON_AddNumberToObject(k, "extra_flops", (double)c->extra_flops);
         cJSON_AddBoolToObject(k, "fits", c->fits);
         cJSON_AddNumberToObject(k, "evaluations", c->evaluations);
+        cJSON_AddNumberToObject(k, "segments", c->segments);
+        cJSON_AddNumberToObject(k, "segment_len", c->segment_len);
     }
     if (t->shard) {
         const ReportShard *h = &t->sh;

@@ -60,8 +60,8 @@ bool pass_train(Graph *g, Diag *d, const TrainSpec *t);
  * is computed (not a leaf, a view or a creation op). */
 bool checkpoint_candidate(const Graph *g, const Value *v);
 /* Requires pass_train's output. Gives: for every forward value named in
- * t->recompute that the backward pass reads directly, a clone computed
- * just before its first backward reader, read by the backward pass in its
- * place (passes/checkpoint.c). */
+ * t->recompute that the backward pass reads, or that such a clone reads
+ * (a segment, recomputed as a chain), a clone computed just before its
+ * first reader there, read in its place (passes/checkpoint.c). */
 bool pass_checkpoint(Graph *g, Diag *d, const TrainSpec *t);
 #endif

@@ -599,6 +599,53 @@ def case_report(tgc, tmp):
     check(p.returncode == 1 and "--budget" in p.stderr, "--checkpoint auto without a budget: exit 1")
 
 
+def case_segments(tgc, tmp):
+    """--checkpoint auto by segments: a 16-layer tanh MLP whose peak no
+    single recomputed value lowers (each value's operand is itself an
+    activation the backward reads); the sqrt(n) rule's segments, each
+    recomputed from the kept value before it, fit a budget 2 MiB below the
+    plain peak, and the step computes the same weights bit for bit."""
+    lines = ["graph deep(batch = 512)", "input x : f32[batch, 256]"]
+    for i in range(16):
+        lines.append(f"param w{i} : f32[256, 256] = randn(std = 0.05, seed = {i + 1})")
+    h = "x"
+    for i in range(16):
+        lines.append(f"h{i} = tanh(linear({h}, w{i}))")
+        h = f"h{i}"
+    lines.append(f"output loss = mean({h} * {h})")
+    src = os.path.join(tmp, "deep.tg")
+    with open(src, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    p = run([tgc, "report", src, "--train", "loss", "--budget", "12MiB", "--checkpoint", "auto",
+             "--json"])
+    if p.returncode:
+        check(False, "segments: report --checkpoint auto")
+        return
+    r = json.loads(p.stdout)
+    ck = r["training"].get("checkpoint", {})
+    check(ck.get("fits") and ck.get("segments", 0) >= 1 and r["peak_bytes"] <= 12 * 2**20 <
+          ck.get("peak_bytes_without", 0),
+          f"segments: {ck.get('peak_bytes_without', 0) / 2**20:.2f} MiB -> "
+          f"{r['peak_bytes'] / 2**20:.2f} MiB <= 12 MiB in {ck.get('segments')} segments of "
+          f"{ck.get('segment_len')} ({ck.get('recomputed')} values, {ck.get('evaluations')} tries)")
+    outs = []
+    np.save(os.path.join(tmp, "deep_x.npy"),
+            np.random.default_rng(2).standard_normal((512, 256), np.float32))
+    for extra in ([], ["--checkpoint", "auto", "--budget", "12MiB"]):
+        exe = os.path.join(tmp, "deep_ck" if extra else "deep_plain")
+        p = run([tgc, "build", src, "-o", exe, "--train", "loss", "--lr", "0.1"] + extra)
+        if p.returncode:
+            check(False, "segments: build " + " ".join(extra))
+            return
+        out = exe + ".safetensors"
+        p = run([exe, "--input", "x=" + os.path.join(tmp, "deep_x.npy"), "--steps", "2",
+                 "--save-weights", out])
+        outs.append(tensorio.read_safetensors(out) if p.returncode == 0 else None)
+    check(outs[0] is not None and outs[1] is not None and
+          all(np.array_equal(outs[0][k].numpy(), outs[1][k].numpy()) for k in outs[0]),
+          "segments: the recomputing step gives the same weights, bit for bit")
+
+
 BIG = """
 graph big_train(batch = 256)
 input  x : f32[batch, 1024]
@@ -675,7 +722,7 @@ def main():
                          ("mixed", case_mixed),
                          ("compile", lambda t, d: case_compile(t, d, args)),
                          ("errors", case_errors),
-                         ("report", case_report),
+                         ("report", case_report), ("segments", case_segments),
                          ("rss", lambda t, d: case_rss(t, d) if "sanitize" not in args.cflags
                           else print("skip rss: sanitizers change the resident memory"))]:
             if args.k in name:
