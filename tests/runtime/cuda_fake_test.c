@@ -8,22 +8,12 @@
  * failure path of creation and runs, and that destruction releases
  * everything the driver handed out. cuBLAS is kept out
  * (TGC_CUDA_NO_CUBLAS=1): the real one cannot run on a fake driver. */
-#include <dlfcn.h>
 #include <stdlib.h>
 
+#include "fake_cuda.h"
 #include "fake_prog.h"
 #include "rt_test.h"
 #include "tgcrt.h"
-
-typedef unsigned long long CUdeviceptr;
-typedef void (*FakeKernel)(void **params, unsigned grid[3], unsigned block[3]);
-
-static void (*fake_config)(int, int, size_t);
-static void (*fake_fail)(const char *, int, int);
-static void (*fake_kernel)(const char *, FakeKernel, int, const size_t *);
-static long (*fake_alive)(void);
-static const char *(*fake_loaded)(void);
-static int (*fake_ordinal)(void), (*fake_captures)(void), (*fake_launches)(void);
 
 /* ---- the program: y = relu(x @ w), f16 storage of f32 tensors ---- */
 
@@ -269,21 +259,7 @@ static void test_run_failures(void) {
 }
 
 int main(void) {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h || !dlsym(h, "fake_config")) {
-        printf("FAIL: run with LD_LIBRARY_PATH set to the fake libcuda.so.1's directory\n");
-        return 1;
-    }
-#define GET(name) *(void **)&name = dlsym(h, #name)
-    GET(fake_config);
-    GET(fake_fail);
-    GET(fake_kernel);
-    GET(fake_alive);
-    GET(fake_loaded);
-    GET(fake_ordinal);
-    GET(fake_captures);
-    GET(fake_launches);
-    setenv("TGC_CUDA_NO_CUBLAS", "1", 1);
+    if (!fake_cuda_load()) return 1;
     size_t one[] = {8}, mm[] = {sizeof(RtMatmulDesc), 8, 8, 8};
     fake_kernel("k_relu", k_relu, 1, one);
     fake_kernel("k_check", k_check, 1, one);

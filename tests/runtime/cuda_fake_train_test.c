@@ -11,21 +11,14 @@
  *   params  w f32[4] ones (trained), v f32[4] zeros (state: momentum)
  *   outputs loss = sum((w - x)^2), w.new (in place), v.new (copied), pred = w (before)
  *   step    g = 2 (w - x); v = 0.9 v + g; w = w - 0.1 v (unchanged when loss is not finite) */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fake_cuda.h"
 #include "fake_prog.h"
 #include "rt_test.h"
 #include "tgcrt.h"
-
-typedef unsigned long long CUdeviceptr;
-typedef void (*FakeKernel)(void **params, unsigned grid[3], unsigned block[3]);
-
-static void (*fake_fail)(const char *, int, int);
-static void (*fake_kernel)(const char *, FakeKernel, int, const size_t *);
-static long (*fake_alive)(void);
 
 #define N 4
 static const RtTensorInfo IN[] = {FP_TENSOR("x", RT_F32, RT_F32, 1, N)};
@@ -217,16 +210,7 @@ static void test_copy_failures(void) {
 }
 
 int main(void) {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h || !dlsym(h, "fake_config")) {
-        printf("FAIL: run with LD_LIBRARY_PATH set to the fake libcuda.so.1's directory\n");
-        return 1;
-    }
-#define GET(name) *(void **)&name = dlsym(h, #name)
-    GET(fake_fail);
-    GET(fake_kernel);
-    GET(fake_alive);
-    setenv("TGC_CUDA_NO_CUBLAS", "1", 1);
+    if (!fake_cuda_load()) return 1;
     size_t one[] = {8};
     fake_kernel("k_step", k_step, 1, one);
     test_steps();
