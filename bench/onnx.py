@@ -77,8 +77,11 @@ log, sh = B.log, B.sh
 MODELS = M.MODELS
 CHECK_TOL = 1e-4
 ORT_DIR = os.path.join(HERE, ".ort")
-# (library, shape) of limits.c's GEMMs: square, and a transformer's FFN.
-GEMMS = ["sgemm:1024", "dnnl_sgemm:1024", "sgemm:2048x768x3072", "dnnl_sgemm:2048x768x3072"]
+# (library, shape) of limits.c's GEMMs: square, and a transformer's FFN;
+# OpenBLAS's, oneDNN's dnnl_sgemm and its matmul primitive (made once, as
+# the runtime keeps it) side by side: the fastest is the machine's limit.
+GEMMS = ["sgemm:1024", "dnnl_sgemm:1024", "dnnl_matmul:1024", "sgemm:2048x768x3072",
+         "dnnl_sgemm:2048x768x3072", "dnnl_matmul:2048x768x3072"]
 BASELINE_SLACK = 0.95
 
 
