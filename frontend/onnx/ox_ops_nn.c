@@ -418,22 +418,33 @@ static bool softmax(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
 }
 
 static bool reduce(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    static const char *const t[][2] = {
-        {"ReduceMean", "mean"}, {"ReduceSum", "sum"}, {"ReduceMax", "amax"}, {"ReduceMin", "amin"},
-        {"ReduceProd", "prod"}, {"ArgMax", "argmax"}, {"ArgMin", "argmin"}};
+    /* ONNX op, .tg reduction, what it reduces (%s: the input), what is
+     * made of the result (%s: the reduction) */
+    static const char *const t[][4] = {{"ReduceMean", "mean", "%s", "%s"},
+                                       {"ReduceSum", "sum", "%s", "%s"},
+                                       {"ReduceMax", "amax", "%s", "%s"},
+                                       {"ReduceMin", "amin", "%s", "%s"},
+                                       {"ReduceProd", "prod", "%s", "%s"},
+                                       {"ArgMax", "argmax", "%s", "%s"},
+                                       {"ArgMin", "argmin", "%s", "%s"},
+                                       {"ReduceL1", "sum", "abs(%s)", "%s"},
+                                       {"ReduceL2", "sum", "square(%s)", "sqrt(%s)"},
+                                       {"ReduceSumSquare", "sum", "square(%s)", "%s"},
+                                       {"ReduceLogSum", "sum", "%s", "log(%s)"},
+                                       {"ReduceLogSumExp", "logsumexp", "%s", "%s"}};
+    enum { NT = sizeof t / sizeof *t };
     int k = 0;
-    while (k < 7 && !is(n, t[k][0]))
+    while (k < NT && !is(n, t[k][0]))
         k++;
-    if (k == 7) return false;
+    if (k == NT) return false;
     need(x, in, nin, 1);
     int r = in[0]->ndim;
-    bool keep = ox_attr_i(x, "keepdims", 1) != 0, arg = k >= 5;
+    bool keep = ox_attr_i(x, "keepdims", 1) != 0, arg = k == 5 || k == 6, last = false;
     bool red[OX_MAX_DIMS] = {0};
     int64_t axes[OX_MAX_DIMS] = {0};
     int na = 0;
     if (arg) {
-        if (ox_attr_i(x, "select_last_index", 0))
-            ox_fail(x, "select_last_index=1 is not supported");
+        last = ox_attr_i(x, "select_last_index", 0) != 0;
         axes[na++] = ox_axis(x, ox_attr_i(x, "axis", 0), r);
     } else if (nin > 1 && in[1]) {
         OxConst *c = ox_need_const(x, in[1], "axes");
@@ -468,9 +479,15 @@ static bool reduce(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     const char *dims =
         arg || na == 1 ? arena_printf(x->a, "%lld", (long long)axes[0]) : ilist(x, axes, na);
     if (!arg && na > 1 && dims[0] != '[') dims = arena_printf(x->a, "[%s]", dims);
-    ox_bind(x, out[0],
-            arena_printf(x->a, "%s(%s, dim=%s%s)", t[k][1], ox_ref(x, in[0], false), dims,
-                         keep ? ", keepdim=true" : ""));
+    const char *src = arena_printf(x->a, t[k][2], ox_ref(x, in[0], false));
+    /* the last of equal extremes: the first of the flipped input, counted
+     * from the end */
+    if (last) src = arena_printf(x->a, "flip(%s, [%lld])", src, (long long)axes[0]);
+    const char *e =
+        arena_printf(x->a, "%s(%s, dim=%s%s)", t[k][1], src, dims, keep ? ", keepdim=true" : "");
+    if (last) e = arena_printf(x->a, "%s - %s", ox_dim_text(x, in[0]->dim[axes[0]]), e);
+    if (last) e = arena_printf(x->a, "(%s - 1)", e);
+    ox_bind(x, out[0], arena_printf(x->a, t[k][3], e));
     ox_set_shape(out[0], arg ? DT_I64 : in[0]->dt, nd, d);
     return true;
 }
