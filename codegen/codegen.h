@@ -82,8 +82,30 @@ void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda);
  * others plan channels-last on the CPU (passes/layout.c). */
 void cg_program_plan_layout(Arena *a, const Graph *g, CgProgram *p, bool cuda, bool channels_last);
 
+/* --cpu's list (codegen/llvm/cpu_names.c): one entry per CPU level the
+ * kernels are compiled for, in the order given. `checks` are the features
+ * the runtime can test with CPUID (runtime/cpu_features.c) that this level's
+ * code may use: what the program records and checks before running it. */
+#define CG_MAX_CPU_LEVELS 8
+typedef struct CgCpuLevel {
+    char name[64];     /* as given ("x86-64-v3", "native") */
+    char cpu[64];      /* LLVM's CPU name (the host's for native) */
+    char *features;    /* LLVM's feature string: the host's for native, else "" */
+    char checks[1024]; /* runtime-checkable features, comma-separated */
+} CgCpuLevel;
+typedef struct CgCpuLevels {
+    int n;
+    CgCpuLevel l[CG_MAX_CPU_LEVELS];
+} CgCpuLevels;
+/* Parses --cpu's value (NULL: the host, as "native"): names separated by
+ * commas, each "native" or a CPU name LLVM knows, none twice; fills out.
+ * False with the reason in err (a usage error). */
+bool cg_cpu_levels(const char *list, CgCpuLevels *out, char *err, size_t nerr);
+void cg_cpu_levels_free(CgCpuLevels *l);
+
 typedef struct CgOptions {
-    const char *cpu;                            /* LLVM CPU name; NULL: the host's */
+    const char *cpu;                            /* unused when levels is set */
+    const CgCpuLevels *levels;                  /* NULL: the host's CPU alone */
     const char *obj_path;                       /* the object to write */
     const char *emit_llvm_path, *emit_asm_path; /* optional listings */
 } CgOptions;
@@ -105,7 +127,8 @@ typedef struct GlueOptions {
     const char *embed_path;
     int default_threads;
     bool with_main;
-    const char *cuda_decl; /* --target cuda: cg_cuda_emit's `tgc_cuda` (then no forward) */
+    const char *cuda_decl;     /* --target cuda: cg_cuda_emit's `tgc_cuda` (then no forward) */
+    const CgCpuLevels *levels; /* what cg_llvm_emit compiled (CPU target) */
 } GlueOptions;
 void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o);
 /* link_line: the libraries the object links with ("-ltgcrt ..."), for

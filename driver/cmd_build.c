@@ -34,7 +34,7 @@ typedef struct BuildOpts {
     const char *out, *header, *target, *weights, *emit_kind, *emit_dir, *cpu;
     const char *checkpoint, *budget; /* --train --checkpoint auto --budget SIZE */
     bool embed, static_rt, cuda_graph;
-    bool layout_nchw; /* --layout nchw: no channels-last pass (passes/layout.c) */
+    bool layout_nchw;     /* --layout nchw: no channels-last pass (passes/layout.c) */
     bool print_link;      /* tgc compile --print-link-line */
     const char *gpu_arch; /* --gpu-arch LIST, as given */
     int threads;
@@ -45,6 +45,7 @@ typedef struct BuildOpts {
      * OUTPUT-DIR/profile.json); passed to the program after run_args. */
     bool profile;
     const char *profile_json;
+    CgCpuLevels levels; /* --cpu (the host's when not given); none for cuda */
 } BuildOpts;
 
 static const char *USAGE_BUILD =
@@ -107,7 +108,9 @@ static void help(BuildOpts *b) {
            "  --emit KIND DIR      also write the generated code: llvm (.ll) or asm (.s); with\n"
            "                       --target cuda: cuda (.cu, a .cubin per arch, .ptx) or ptx\n"
            "  --cpu NAME           generate code for this CPU (LLVM name), not the host's;\n"
-           "                       'native' is the host, 'help' lists the names\n"
+           "                       'native' is the host, 'help' lists the names; a list\n"
+           "                       (x86-64-v2,x86-64-v3,native) compiles the kernels once\n"
+           "                       per CPU and runs the best the machine has\n"
            "  --threads N          default thread count of the program (0: every core)\n"
            "  --layout L           activations of convolution networks: channels-last\n"
            "                       (default: NHWC between the convolutions) or nchw\n"
@@ -272,7 +275,10 @@ static int parse(BuildOpts *b, int argc, char **argv) {
     }
     if (b->cpu && !strcmp(b->cpu, "native")) b->cpu = NULL; /* the host, as without --cpu */
     char why[256];
-    if (b->cpu && !cg_llvm_cpu_valid(b->cpu, why, sizeof why)) {
+    /* The CPU levels (a list: codegen/llvm/cpu_names.c), and what each
+     * one's code needs, which the program records and checks at start. */
+    bool cuda = b->target && !strcmp(b->target, "cuda");
+    if (!cuda && !cg_cpu_levels(b->cpu, &b->levels, why, sizeof why)) {
         fprintf(stderr, "tgc %s: --cpu: %s; 'tgc %s --cpu help' lists the valid names\n", b->cmd,
                 why, b->cmd);
         fprintf(stderr, "usage: %s\n", b->usage);
@@ -520,6 +526,7 @@ static int drive(Mode mode, int argc, char **argv) {
     int rc = parse(&b, argc, argv);
     if (rc) {
         options_free(&b.o);
+        cg_cpu_levels_free(&b.levels);
         return rc < 0 ? 0 : rc;
     }
     rc = 1;
@@ -639,7 +646,7 @@ static int drive(Mode mode, int argc, char **argv) {
      * and a graph name has no limit. */
     snprintf(prog, sizeof prog, "%s/%.64s", tmp, g->name);
 
-    CgOptions co = {.cpu = b.cpu, .obj_path = obj};
+    CgOptions co = {.cpu = b.cpu, .levels = &b.levels, .obj_path = obj};
     char listing[PATH_MAX + 256];
     if (b.emit_kind && mkdir(b.emit_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "tgc %s: error: --emit: cannot create '%s': %s\n", b.cmd, b.emit_dir,
@@ -704,8 +711,10 @@ static int drive(Mode mode, int argc, char **argv) {
         goto out;
     }
     char wabs[PATH_MAX];
-    GlueOptions go = {
-        .default_threads = b.threads, .with_main = mode != MODE_COMPILE, .cuda_decl = cuda_decl};
+    GlueOptions go = {.default_threads = b.threads,
+                      .with_main = mode != MODE_COMPILE,
+                      .cuda_decl = cuda_decl,
+                      .levels = &b.levels};
     if (b.embed) go.embed_path = realpath(b.weights, wabs) ? wabs : b.weights;
     cg_write_glue(f, &p, &go);
     bool glue_bad = ferror(f); /* a full disk may fail a write before the close */
@@ -778,6 +787,7 @@ out:
     rt_tmp_remove(tmp_slot);
     free(cuda_decl);
     options_free(&b.o);
+    cg_cpu_levels_free(&b.levels);
     arena_free(&a);
     return rc;
 }

@@ -37,6 +37,8 @@ struct RtContext {
     /* rt_context_profile: the runs recorded (kept when stopped, for
      * printing); bufs[p->prof_slot] points at it while recording. */
     RtProfile *prof;
+    RtForwardFn forward; /* p->forward, or the chosen CPU level's (rt_cpu_select) */
+    int cpu_level;       /* its index in p->levels */
 };
 
 /* ---- program.c ---- */

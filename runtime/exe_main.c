@@ -71,6 +71,22 @@ static bool parse_count(const char *s, unsigned long long max, unsigned long lon
     return true;
 }
 
+/* The CPU levels the kernels were compiled for, and the one this CPU
+ * runs (cpu_features.c), for --help. */
+static void print_cpu_levels(const RtProgram *p) {
+    if (p->nlevels <= 0 || !p->levels) return;
+    printf("\ncompiled for CPU levels (tgc build --cpu):");
+    for (int i = 0; i < p->nlevels; i++)
+        printf("%s %s", i ? "," : "", p->levels[i].name);
+    int level = 0;
+    RtError err;
+    rt_error_clear(&err);
+    if (rt_cpu_select(p, &level, &err))
+        printf("\n  this CPU runs none of them: %s\n", err.msg);
+    else
+        printf("\n  this CPU runs: %s\n", p->levels[level].name);
+}
+
 static void print_help(const RtProgram *p, const Args *a) {
     char s[RT_DESC_STR_MAX];
     printf("usage: %s %s\n\n", a->prog, rt_exe_usage(a));
@@ -82,6 +98,7 @@ static void print_help(const RtProgram *p, const Args *a) {
     printf("\noutputs:\n");
     for (int i = 0; i < p->noutputs; i++)
         printf("  %s: %s\n", p->outputs[i].name, rt_desc_format(&p->outputs[i].desc, s, sizeof s));
+    print_cpu_levels(p);
     printf("\noptions:\n"
            "  --weights W.safetensors  load the params from W (default: the embedded weights,\n"
            "                           else the graph's initialisers)\n"
@@ -545,6 +562,9 @@ static int run_main(const RtProgram *p, Args *a, Run *r) {
         printf("%s\n", rt_bench_format(&st, line, sizeof line));
         measured_us = st.median_us;
     }
+    /* Which of the program's CPU levels ran (tgc build --cpu A,B,...). */
+    if (a->profile && *rt_context_cpu_level(r->ctx))
+        printf("cpu level: %s\n", rt_context_cpu_level(r->ctx));
     if ((rc = rt_exe_profile_finish(a, r->ctx, measured_us))) return rc;
     if (fflush(stdout) || ferror(stdout))
         return rt_exe_error(a, 1, "cannot write to standard output");

@@ -272,7 +272,12 @@ static RtStatus create(const RtProgram *p, const char *path, const void *mem, si
     rt_error_clear(&c->err);
     c->p = p;
     if (!p) return rt_error_set(&c->err, TGCRT_ERR_ARG, "no program given");
-    RtStatus s = setup(c, threads, path, mem, len, mem_name);
+    /* Before anything else: a CPU that lacks the code's features is told
+     * so, never handed an instruction it would die on (SIGILL). */
+    RtStatus s = rt_cpu_select(p, &c->cpu_level, &c->err);
+    if (s) return s;
+    c->forward = p->nlevels > 0 ? p->levels[c->cpu_level].forward : p->forward;
+    s = setup(c, threads, path, mem, len, mem_name);
     c->ready = s == TGCRT_OK;
     return s;
 }
@@ -323,7 +328,7 @@ RtStatus rt_ctx_forward(RtContext *c) {
     memset(c->index_error, 0, sizeof c->index_error);
     RtProfile *prof = c->p->prof_slot > 0 ? c->bufs[c->p->prof_slot] : NULL;
     if (prof) rt_prof_run_begin(prof);
-    c->p->forward(c->bufs, c->pool);
+    c->forward(c->bufs, c->pool);
     if (prof) rt_prof_run_end(prof);
     if (c->index_error[0]) {
         char msg[512];
@@ -372,6 +377,10 @@ RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *ou
 
 const char *rt_context_error(const RtContext *c) {
     return c ? c->err.msg : "no context (out of memory)";
+}
+
+const char *rt_context_cpu_level(const RtContext *c) {
+    return c && c->p && c->p->nlevels > 0 ? c->p->levels[c->cpu_level].name : "";
 }
 
 const RtProgram *rt_context_program(const RtContext *c) {

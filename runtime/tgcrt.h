@@ -349,6 +349,16 @@ typedef struct RtStepInfo {
     double bytes;       /* bytes the step reads and writes, each operand once */
 } RtStepInfo;
 
+/* One CPU level the forward was compiled for (tgc build --cpu A,B,...):
+ * the name given, the features its code may use (CPUID-checkable names,
+ * comma-separated: cpu_features.c), and its forward. */
+typedef struct RtCpuLevel {
+    const char *name;
+    const char *cpu; /* LLVM's CPU name ("znver3" for native) */
+    const char *features;
+    RtForwardFn forward;
+} RtCpuLevel;
+
 typedef struct RtProgram {
     const char *name;
     int ninputs, nparams, noutputs;
@@ -382,6 +392,13 @@ typedef struct RtProgram {
     /* rt_conv_impl, set by the glue only when nconvs > 0 (as conv_setup):
      * the profiler names each convolution's oneDNN kernel. */
     const char *(*conv_impl)(const void *conv_state, int64_t index);
+    /* The CPU levels (0/NULL: a program without the record, run as it is):
+     * a context runs the forward of the level with the most features that
+     * this CPU has, chosen once when it is created, and is not created
+     * (TGCRT_ERR_DEVICE, naming the missing features and the --cpu to
+     * rebuild with) when the CPU has none of them. */
+    int nlevels;
+    const RtCpuLevel *levels;
 } RtProgram;
 
 typedef struct RtContext RtContext;
@@ -407,6 +424,14 @@ RtStatus rt_context_create_from_memory(const RtProgram *p, const void *st, size_
 RtStatus rt_context_run(RtContext *c, const void *const *inputs, void *const *outputs);
 const char *rt_context_error(const RtContext *c); /* "" when none */
 const RtProgram *rt_context_program(const RtContext *c);
+/* The CPU level whose forward c runs ("" for a program without levels). */
+const char *rt_context_cpu_level(const RtContext *c);
+/* cpu_features.c: the index of the best of p's levels this CPU runs, or -1
+ * with the message in err; 0 when p has no levels. */
+RtStatus rt_cpu_select(const RtProgram *p, int *level, struct RtError *err);
+/* Whether this CPU has every feature of the comma-separated list; the
+ * missing ones into missing (comma-separated, may be NULL). */
+bool rt_cpu_has_all(const char *features, char *missing, size_t nmissing);
 void rt_context_destroy(RtContext *c); /* NULL is fine */
 
 /* The main() of an executable from tgc build: the flags and behaviour of

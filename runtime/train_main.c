@@ -202,6 +202,9 @@ static int run_steps(const RtProgram *p, const Args *a, Train *r) {
         if (a->log_set && (st + 1) % a->log_every == 0) log_loss(st + 1, loss);
     }
     if (!rc && a->log_set && a->steps > 0 && a->steps % a->log_every) log_loss(a->steps, loss);
+    /* Which of the program's CPU levels ran (tgc build --cpu A,B,...). */
+    if (!rc && a->profile && *rt_context_cpu_level(r->ctx))
+        printf("cpu level: %s\n", rt_context_cpu_level(r->ctx));
     if (!rc) rc = rt_exe_profile_finish(a, r->ctx, median_of(step_us, a->steps));
     free(step_us);
     return rc;

@@ -15,6 +15,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h> /* LLVM_VERSION_MAJOR */
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,4 +182,200 @@ int cg_llvm_list_cpus(FILE *out) {
     LLVMDisposeMessage(host);
     LLVMDisposeMessage(triple);
     return count;
+}
+
+/* ---- --cpu's list: the levels and the features each one's code needs ---- */
+
+/* The features the runtime can check with CPUID (runtime/cpu_features.c
+ * holds the same names with their CPUID bits): every one the code LLVM
+ * generates for our kernels may use, SSE3 up to AVX-512 and AMD's FMA4/XOP.
+ * Crypto and bit-manipulation extensions that only intrinsics reach (AES,
+ * SHA, ADX...) are left out: a kernel never contains them, and requiring
+ * them would refuse CPUs that run the code. */
+static const char *const CHECKABLE[] = {
+    "sse3",
+    "ssse3",
+    "sse4.1",
+    "sse4.2",
+    "popcnt",
+    "cx16",
+    "sahf",
+    "movbe",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "bmi",
+    "bmi2",
+    "lzcnt",
+    "sse4a",
+    "fma4",
+    "xop",
+    "avx512f",
+    "avx512dq",
+    "avx512cd",
+    "avx512bw",
+    "avx512vl",
+    "avx512ifma",
+    "avx512vbmi",
+    "avx512vbmi2",
+    "avx512vnni",
+    "avx512bitalg",
+    "avx512vpopcntdq",
+    "avx512bf16",
+    "avx512fp16",
+    "avxvnni",
+    "gfni",
+};
+#define NCHECKABLE (int)(sizeof CHECKABLE / sizeof CHECKABLE[0])
+
+static LLVMValueRef add_attr(LLVMContextRef ctx, LLVMValueRef fn, const char *k, const char *v) {
+    LLVMAddAttributeAtIndex(
+        fn, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(ctx, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
+    return fn;
+}
+
+/* Which CHECKABLE features a CPU (and feature string) implies, asked of
+ * LLVM itself: its C API cannot list a CPU's features, but its inliner
+ * refuses to inline a callee that needs features its caller lacks (X86's
+ * areInlineCompatible compares the subtargets' feature bits, implied ones
+ * included). So a caller compiled for the CPU calls one empty function per
+ * feature, each for the same CPU plus that feature, and the calls that the
+ * inliner leaves are the features the CPU does not have. In process, no
+ * code generated: a few milliseconds. */
+static bool cpu_checks(const char *cpu, const char *features, char *out, size_t nout) {
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
+    char *triple = LLVMGetDefaultTargetTriple();
+    LLVMTargetRef target;
+    char *msg = NULL;
+    bool ok = !LLVMGetTargetFromTriple(triple, &target, &msg);
+    LLVMDisposeMessage(msg);
+    if (!ok) {
+        LLVMDisposeMessage(triple);
+        return false;
+    }
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+        target, triple, cpu, features, LLVMCodeGenLevelNone, LLVMRelocPIC, LLVMCodeModelDefault);
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("cpu_checks", ctx);
+    LLVMSetTarget(mod, triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(mod, td);
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), NULL, 0, false);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMValueRef callees[NCHECKABLE];
+    size_t flen = strlen(features);
+    char *plus = malloc(flen + 64);
+    for (int i = 0; i < NCHECKABLE && plus; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "f%d", i);
+        LLVMValueRef fn = LLVMAddFunction(mod, name, fty);
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+        snprintf(plus, flen + 64, "%s%s+%s", features, flen ? "," : "", CHECKABLE[i]);
+        add_attr(ctx, add_attr(ctx, fn, "target-cpu", cpu), "target-features", plus);
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+        LLVMBuildRetVoid(b);
+        callees[i] = fn;
+    }
+    free(plus);
+    LLVMValueRef caller = LLVMAddFunction(mod, "caller", fty);
+    add_attr(ctx, add_attr(ctx, caller, "target-cpu", cpu), "target-features", features);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, caller, "entry"));
+    for (int i = 0; i < NCHECKABLE; i++)
+        LLVMBuildCall2(b, fty, callees[i], NULL, 0, "");
+    LLVMBuildRetVoid(b);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(mod, "cgscc(inline)", tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        LLVMConsumeError(e);
+        ok = false;
+    }
+    /* The callees still called are the features the CPU lacks. */
+    bool lacks[NCHECKABLE] = {0};
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(caller); ok && bb;
+         bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+            if (LLVMGetInstructionOpcode(in) == LLVMCall) {
+                LLVMValueRef f = LLVMGetCalledValue(in);
+                for (int i = 0; i < NCHECKABLE; i++)
+                    if (f == callees[i]) lacks[i] = true;
+            }
+    size_t n = 0;
+    out[0] = 0;
+    for (int i = 0; ok && i < NCHECKABLE; i++) {
+        if (lacks[i]) continue;
+        int w = snprintf(out + n, nout - n, "%s%s", n ? "," : "", CHECKABLE[i]);
+        if (w < 0 || (size_t)w >= nout - n) ok = false;
+        n += (size_t)w;
+    }
+    LLVMDisposeBuilder(b);
+    LLVMDisposeModule(mod);
+    LLVMDisposeTargetData(td);
+    LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+    LLVMDisposeMessage(triple);
+    return ok;
+}
+
+void cg_cpu_levels_free(CgCpuLevels *l) {
+    for (int i = 0; i < l->n; i++) {
+        free(l->l[i].features);
+        l->l[i].features = NULL;
+    }
+    l->n = 0;
+}
+
+bool cg_cpu_levels(const char *list, CgCpuLevels *out, char *err, size_t nerr) {
+    memset(out, 0, sizeof *out);
+    const char *s = list ? list : "native";
+    for (;;) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (out->n == CG_MAX_CPU_LEVELS) {
+            snprintf(err, nerr, "at most %d CPU levels, found more in '%s'", CG_MAX_CPU_LEVELS,
+                     list);
+            goto fail;
+        }
+        CgCpuLevel *l = &out->l[out->n];
+        if (len == 0 || len >= sizeof l->name) {
+            snprintf(err, nerr, "'%.*s' is not a CPU name", (int)len, s);
+            goto fail;
+        }
+        memcpy(l->name, s, len);
+        l->name[len] = 0;
+        for (int i = 0; i < out->n; i++)
+            if (!strcmp(out->l[i].name, l->name)) {
+                snprintf(err, nerr, "'%s' is named twice", l->name);
+                goto fail;
+            }
+        if (!strcmp(l->name, "native")) {
+            char *host = LLVMGetHostCPUName(), *hf = LLVMGetHostCPUFeatures();
+            snprintf(l->cpu, sizeof l->cpu, "%s", host);
+            l->features = strdup(hf);
+            LLVMDisposeMessage(host);
+            LLVMDisposeMessage(hf);
+        } else {
+            if (!cg_llvm_cpu_valid(l->name, err, nerr)) goto fail;
+            memcpy(l->cpu, l->name, sizeof l->cpu); /* the same size */
+            l->features = strdup("");
+        }
+        out->n++;
+        if (!l->features) {
+            snprintf(err, nerr, "out of memory");
+            goto fail;
+        }
+        if (!cpu_checks(l->cpu, l->features, l->checks, sizeof l->checks)) {
+            snprintf(err, nerr, "internal: cannot ask LLVM which features '%s' has", l->name);
+            goto fail;
+        }
+        if (!e) break;
+        s = e + 1;
+    }
+    return true;
+fail:
+    cg_cpu_levels_free(out);
+    return false;
 }

@@ -2,6 +2,7 @@
  * kernel in plan order, optimised with default<O3> and written as an
  * object for the host CPU (or --cpu), with optional .ll / .s listings. */
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -198,6 +199,61 @@ static void llvm_diagnostic(LLVMDiagnosticInfoRef di, void *ctx) {
     LLVMDisposeMessage(m);
 }
 
+static void set_fn_attr(LLVMContextRef c, LLVMValueRef fn, const char *k, const char *v) {
+    LLVMAddAttributeAtIndex(
+        fn, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(c, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
+}
+
+/* --cpu with several levels: the module, made once, cloned per level,
+ * every function of a clone given that level's target-cpu and
+ * target-features (which the optimiser's cost model and the code generator
+ * read per function), its forward renamed NAME__forward_cpuI, and the
+ * clones linked into one module (the linker renames their internal
+ * kernels apart). One object, one optimisation run: the glue's table of
+ * forwards (codegen/glue.c) and the runtime's choice (cpu_features.c) pick
+ * one level at start. */
+static bool clone_levels(Cg *cg, const CgCpuLevels *lv, char *err, size_t nerr) {
+    const char *g = cg->p->g->name;
+    size_t gl = strlen(g);
+    char *fwd = malloc(gl + sizeof "__forward"), *name = malloc(gl + 64);
+    TGC_ASSERT(fwd && name);
+    snprintf(fwd, gl + sizeof "__forward", "%s__forward", g);
+    LLVMModuleRef dest = NULL;
+    bool ok = true, consumed = false;
+    for (int i = 0; ok && i < lv->n; i++) {
+        LLVMModuleRef m = i + 1 < lv->n ? LLVMCloneModule(cg->mod) : cg->mod;
+        for (LLVMValueRef fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn)) {
+            if (LLVMIsDeclaration(fn)) continue;
+            set_fn_attr(cg->ctx, fn, "target-cpu", lv->l[i].cpu);
+            set_fn_attr(cg->ctx, fn, "target-features", lv->l[i].features);
+        }
+        snprintf(name, gl + 64, "%s__forward_cpu%d", g, i);
+        LLVMValueRef top = LLVMGetNamedFunction(m, fwd);
+        TGC_ASSERT(top);
+        LLVMSetValueName2(top, name, strlen(name));
+        if (!dest) {
+            dest = m;
+            continue;
+        }
+        consumed = m == cg->mod;
+        if (LLVMLinkModules2(dest, m)) { /* consumes m, linked or not */
+            snprintf(err, nerr, "internal: cannot link the module of CPU level '%s'",
+                     lv->l[i].name);
+            ok = false;
+        }
+    }
+    /* The first clone holds every level once the module itself, the last,
+     * was linked into it: it becomes the module. */
+    if (consumed)
+        cg->mod = dest;
+    else if (dest)
+        LLVMDisposeModule(dest);
+    free(fwd);
+    free(name);
+    return ok;
+}
+
 bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr) {
     LLVMInitializeNativeTarget();
     LLVMInitializeNativeAsmPrinter();
@@ -213,6 +269,12 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
     const char *cpu = o->cpu ? o->cpu : host_cpu;
     const char *features = o->cpu ? "" : host_features;
+    const CgCpuLevels *lv = o->levels;
+    if (lv && lv->n == 1) cpu = lv->l[0].cpu, features = lv->l[0].features;
+    /* Several levels: each function says its CPU in its attributes, and the
+     * machine is the baseline that every x86-64 CPU runs. */
+    bool multi = lv && lv->n > 1;
+    if (multi) cpu = "x86-64", features = "";
     LLVMTargetMachineRef tm =
         LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
                                 LLVMRelocPIC, LLVMCodeModelDefault);
@@ -261,6 +323,7 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
         ok = false;
     }
     if (msg) LLVMDisposeMessage(msg), msg = NULL;
+    if (ok && multi) ok = clone_levels(&cg, lv, err, nerr);
     if (ok) {
         LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
         LLVMPassBuilderOptionsSetLoopVectorization(po, 1);

@@ -36,8 +36,9 @@ static const RtCudaStep STEPS[] = {
 };
 static const char *const ERRS[] = {"idx"};
 static RtCudaProgram CUDA = {IMAGES, 3, STEPS, 4, ERRS, 1, 0};
-static const RtProgram PROG = {"fake", 1,    1, 2, IN,   PARAMS, OUT,  64, 1,    NULL, NULL, 0,
-                               &CUDA,  NULL, 0, 0, NULL, NULL,   NULL, 0,  NULL, 0,    NULL};
+static const RtProgram PROG = {"fake", 1,    1,    2,     IN,   PARAMS, OUT, 64,   1,
+                               NULL,   NULL, 0,    &CUDA, NULL, 0,      0,   NULL, NULL,
+                               NULL,   0,    NULL, 0,     NULL, 0,      NULL};
 
 /* ---- the kernels, on the host ---- */
 

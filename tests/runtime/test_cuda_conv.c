@@ -278,8 +278,8 @@ static RtCudaStep STEPS[] = {
     {RT_CUDA_CONV, "k0_conv0_epilogue", 1, 256, 0, NULL, {0, 0}, {0, 0}, {0, 0}, &CONV},
 };
 static RtCudaProgram CUDA = {IMAGES, 1, STEPS, 1, NULL, 0, 0};
-static RtProgram PROG = {"convgpu", 1,    2, 1, IN,   PARAMS, OUT,  ARENA, 0,    NULL, NULL, 0,
-                         &CUDA,     NULL, 0, 0, NULL, NULL,   NULL, 0,     NULL, 0,    NULL};
+static RtProgram PROG = {"convgpu", 1, 2, 1,    IN,   PARAMS, OUT, ARENA, 0, NULL, NULL, 0,   &CUDA,
+                         NULL,      0, 0, NULL, NULL, NULL,   0,   NULL,  0, NULL, 0,    NULL};
 
 static RtStatus create(char *msg, size_t cap) {
     RtContext *c = NULL;

@@ -35,8 +35,8 @@ static RtCudaStep STEPS[] = {
 };
 static const char *const ERRS[] = {"idx"};
 static RtCudaProgram CUDA = {IMAGES, 2, STEPS, 2, ERRS, 1, 1};
-static RtProgram PROG = {"gpu", 1,    1, 1, IN,   PARAMS, OUT,  256, 0,    NULL, NULL, 0,
-                         &CUDA, NULL, 0, 0, NULL, NULL,   NULL, 0,   NULL, 0,    NULL};
+static RtProgram PROG = {"gpu", 1, 1, 1,    IN,   PARAMS, OUT, 256,  0, NULL, NULL, 0,   &CUDA,
+                         NULL,  0, 0, NULL, NULL, NULL,   0,   NULL, 0, NULL, 0,    NULL};
 
 static void forward(void **bufs, RtPool *pool) {
     (void)bufs, (void)pool;

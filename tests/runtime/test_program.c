@@ -85,13 +85,12 @@ static const RtTensorInfo AFF_PARAMS[] = {P("w", RT_F32, RT_F32, RT_INIT_NONE, 0
                                           P("b", RT_F32, RT_F32, RT_INIT_ZEROS, 0, 0, 0, 1, 3)};
 static const RtTensorInfo AFF_OUT[] = {T("y", RT_F32, RT_F32, 2, 2, 3)};
 static const RtProgram AFFINE = {
-    "affine",       1,    2,    1,    AFF_IN, AFF_PARAMS, AFF_OUT, 100,  0,
-    affine_forward, NULL, 0,    NULL, NULL,   0,          0,       NULL, NULL,
-    NULL,           0,    NULL, 0,    NULL};
+    "affine", 1, 2, 1,    AFF_IN, AFF_PARAMS, AFF_OUT, 100,  0, affine_forward, NULL, 0,   NULL,
+    NULL,     0, 0, NULL, NULL,   NULL,       0,       NULL, 0, NULL,           0,    NULL};
 static const RtProgram AFFINE_PROBE = {
     "affine", 1, 2,    1,    AFF_IN, AFF_PARAMS, AFF_OUT, 0,    1,    affine_probe_forward,
     NULL,     0, NULL, NULL, 0,      0,          NULL,    NULL, NULL, 0,
-    NULL,     0, NULL};
+    NULL,     0, NULL, 0,    NULL};
 
 static const RtTensorInfo H_IN[] = {T("x", RT_F32, RT_F16, 2, 2, 4)};
 static const RtTensorInfo H_PARAMS[] = {P("w", RT_F32, RT_F16, RT_INIT_NONE, 0, 0, 0, 2, 4, 3),
@@ -100,7 +99,7 @@ static const RtTensorInfo H_OUT[] = {T("y", RT_F32, RT_F16, 2, 2, 3)};
 static const RtProgram AFFINE_F16 = {
     "affine16", 1, 2,    1,    H_IN, H_PARAMS, H_OUT, 64,   2,    affine_f16_forward,
     NULL,       0, NULL, NULL, 0,    0,        NULL,  NULL, NULL, 0,
-    NULL,       0, NULL};
+    NULL,       0, NULL, 0,    NULL};
 
 static float W[12], X[8], PAD[16];
 
@@ -345,8 +344,8 @@ static void init_forward(void **bufs, RtPool *pool) {
 }
 
 static RtProgram INIT_PROG = {
-    "inits", 0, NINIT, NINIT, NULL, INIT_PARAMS, INIT_OUTS, 0,    0, init_forward, NULL, 0, NULL,
-    NULL,    0, 0,     NULL,  NULL, NULL,        0,         NULL, 0, NULL};
+    "inits", 0, NINIT, NINIT, NULL, INIT_PARAMS, INIT_OUTS, 0,    0, init_forward, NULL, 0,   NULL,
+    NULL,    0, 0,     NULL,  NULL, NULL,        0,         NULL, 0, NULL,         0,    NULL};
 
 static void *outs[NINIT];
 
