@@ -127,8 +127,9 @@ static OxDim out_size(Ox *x, OxDim in, const Win *w, int i, bool ceil_mode) {
 static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     bool tr = is(n, "ConvTranspose");
     if (!tr && !is(n, "Conv")) return false;
-    static const char *const known[] = {"auto_pad", "dilations", "group",          "kernel_shape",
-                                        "pads",     "strides",   "output_padding", NULL};
+    static const char *const known[] = {"auto_pad",       "dilations",    "group",
+                                        "kernel_shape",   "pads",         "strides",
+                                        "output_padding", "output_shape", NULL};
     ox_check_attrs(x, known);
     need(x, in, nin, 2);
     OxVal *w = in[1];
@@ -160,15 +161,45 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     d[0] = in[0]->dim[0];
     d[1] = tr ? ox_dim_c(w->dim[1].v * g) : w->dim[0];
     const char *src = ox_ref(x, in[0], false);
+    /* ConvTranspose's pads crop its full output; asymmetric ones (or
+     * auto_pad's) are written as the symmetric part and a slice of the
+     * rest (crop[i]: extra at the start, crop_end[i] at the end). */
+    int64_t crop[2] = {0, 0}, crop_end[2] = {0, 0}, full[2] = {0, 0};
     if (tr) {
-        if (!symmetric(&win)) ox_fail(x, "ConvTranspose with asymmetric pads is not supported");
-        if (ox_attr(x, "output_shape"))
-            ox_fail(x,
-                    "ConvTranspose's output_shape is not supported (use pads and output_padding)");
+        const char *ap = ox_attr_s(x, "auto_pad", "NOTSET");
+        int nos;
+        const int64_t *os = ox_attr_ints(x, "output_shape", &nos);
+        if (os && nos != ns && nos != ns + 2)
+            ox_fail(x, "output_shape has %d values for %d spatial dims", nos, ns);
+        if (os) os += nos - ns; /* the spatial sizes (N and C may lead) */
         for (int i = 0; i < ns; i++) {
-            int64_t o = (in[0]->dim[2 + i].v - 1) * win.s[i] - 2 * win.pb[i] +
-                        win.d[i] * (win.k[i] - 1) + (op ? op[i] : 0) + 1;
-            d[2 + i] = ox_dim_c(o);
+            int64_t in_sz = in[0]->dim[2 + i].v;
+            full[i] = (in_sz - 1) * win.s[i] + win.d[i] * (win.k[i] - 1) + (op ? op[i] : 0) + 1;
+            if (os) {
+                /* ONNX: output_shape wins over pads; the padding that gives
+                 * it is split as auto_pad says, the odd one at the start
+                 * unless SAME_UPPER */
+                int64_t tot = full[i] - os[i];
+                if (tot < 0 || os[i] < 1)
+                    ox_fail(x, "output_shape %lld is larger than the full output %lld",
+                            (long long)os[i], (long long)full[i]);
+                win.pb[i] = !strcmp(ap, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
+                win.pe[i] = tot - win.pb[i];
+            } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+                /* ONNX: the output is input * stride, the padding split
+                 * with the odd one at the end (SAME_UPPER) or start */
+                int64_t tot = full[i] - in_sz * win.s[i];
+                tot = tot < 0 ? 0 : tot;
+                if (in[0]->dim[2 + i].sym) x->used_defaults = true;
+                win.pb[i] = ap[5] == 'U' ? tot / 2 : tot - tot / 2;
+                win.pe[i] = tot - win.pb[i];
+            }
+            int64_t sym = win.pb[i] < win.pe[i] ? win.pb[i] : win.pe[i];
+            crop[i] = win.pb[i] - sym, crop_end[i] = win.pe[i] - sym;
+            full[i] -= 2 * sym;
+            win.pb[i] = win.pe[i] = sym;
+            d[2 + i] = ox_dim_c(full[i] - crop[i] - crop_end[i]);
+            if (d[2 + i].v < 1) ox_fail(x, "the pads leave no output");
         }
     } else {
         src = padded(x, src, &win, NULL);
@@ -191,7 +222,17 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     if (win.d[0] != 1 || (ns == 2 && win.d[1] != 1))
         e = arena_printf(x->a, "%s, dilation=%s", e, ilist(x, win.d, ns));
     if (g != 1) e = arena_printf(x->a, "%s, groups=%lld", e, (long long)g);
-    ox_bind(x, out[0], arena_printf(x->a, "%s)", e));
+    e = arena_printf(x->a, "%s)", e);
+    if (crop[0] || crop_end[0] || crop[1] || crop_end[1]) {
+        const char *t = ox_ident(x, out[0]->name, "_full");
+        ox_emit(x, OX_BODY, "%s = %s\n", t, e);
+        e = arena_printf(x->a, "%s[:, :", t);
+        for (int i = 0; i < ns; i++)
+            e = arena_printf(x->a, "%s, %lld:%lld", e, (long long)crop[i],
+                             (long long)(full[i] - crop_end[i]));
+        e = arena_printf(x->a, "%s]", e);
+    }
+    ox_bind(x, out[0], e);
     ox_set_shape(out[0], in[0]->dt, ns + 2, d);
     return true;
 }
