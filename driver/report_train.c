@@ -50,8 +50,15 @@ static void locate_grads(Report *r, ReportTrain *t) {
     if (r->plan->peak_step >= 0) {
         int *live = ARENA_ARRAY(r->a, int, sc->nbufs + 1);
         int n = report_live_at(r, r->plan->peak_step, live, sc->nbufs);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             at_peak[live[i]] = true;
+            /* A low-precision copy of a weight (mixed precision): what
+             * ZeRO counts as the params' compute copies. */
+            const Value *o = sc->bufs[live[i]].owner;
+            const Value *src = o->op == OP_CAST && o->nin ? o->in[0]->storage : NULL;
+            if (src && src->op == OP_PARAM && !src->optim_state)
+                t->copies_at_peak_bytes = sat_add(t->copies_at_peak_bytes, sc->bufs[live[i]].bytes);
+        }
     }
     for (int i = 0; i < r->g->nvalues; i++) {
         const Value *v = r->g->values[i];
@@ -143,7 +150,9 @@ static void shard_build(Report *r, ReportTrain *t, int64_t weights_count, int64_
         sat_mul(c, min64(s->zero == 3 ? ZERO_PREFETCH_BUCKET : ZERO_ALLGATHER_BUCKET, P));
     s->update_bytes = t->update_bytes / n + (t->update_bytes % n != 0);
     int64_t arena = r->plan->arena_bytes;
-    s->activations_bytes = arena - t->grads_at_peak_bytes;
+    /* The gradients and the weights' compute copies the arena holds at its
+     * peak are the model states' (counted above, split as the stage says). */
+    s->activations_bytes = arena - t->grads_at_peak_bytes - t->copies_at_peak_bytes;
     s->other_bytes = r->peak_bytes - r->params_bytes - t->update_bytes - arena;
     int64_t sum = s->model_states_bytes;
     const int64_t rest[] = {s->replicated_bytes, s->reduce_bucket_bytes, s->gather_bucket_bytes,
@@ -298,7 +307,9 @@ static void shard_text(FILE *out, const ReportTrain *t) {
             B(b1, s->reduce_bucket_bytes), s->zero == 3 ? "prefetch" : "all-gather",
             B(b2, s->gather_bucket_bytes), ZERO_REDUCE_BUCKET,
             s->zero == 3 ? ZERO_PREFETCH_BUCKET : ZERO_ALLGATHER_BUCKET);
-    fprintf(out, "    activations            %s (the arena less the gradients live at its peak)\n",
+    fprintf(out,
+            "    activations            %s (the arena less the gradients and weight copies live "
+            "at its peak)\n",
             B(b1, s->activations_bytes));
     fprintf(out,
             "    the rest               %s (updates' spares / %d, 0-d states, inputs, outputs)\n",
@@ -375,6 +386,7 @@ void report_train_json(cJSON *root, const Report *r) {
     cJSON_AddNumberToObject(o, "grads_stored_bytes", (double)t->grads_stored_bytes);
     cJSON_AddNumberToObject(o, "grads_at_peak_bytes", (double)t->grads_at_peak_bytes);
     cJSON_AddNumberToObject(o, "grads_fused", t->ngrads_fused);
+    cJSON_AddNumberToObject(o, "weight_copies_at_peak_bytes", (double)t->copies_at_peak_bytes);
     cJSON_AddNumberToObject(o, "optimizer_state_bytes", (double)t->optimizer_state_bytes);
     cJSON_AddNumberToObject(o, "saved_activations_bytes", (double)t->saved_activations_bytes);
     cJSON_AddNumberToObject(o, "weights_bytes", (double)t->weights_bytes);

@@ -28,7 +28,7 @@ typedef struct ReportShard {
     int64_t reduce_bucket_bytes; /* min(reduce_bucket_size, T) c */
     int64_t gather_bucket_bytes; /* min(allgather_bucket_size, P) c; stage 3: prefetch bucket */
     int64_t update_bytes;        /* the spare updates, / N (each device updates its part) */
-    int64_t activations_bytes;   /* the arena less the gradients live at its peak */
+    int64_t activations_bytes;   /* the arena less the gradients and weight copies at its peak */
     int64_t other_bytes;         /* inputs, the loss and other outputs, fixed needs */
     int64_t peak_bytes;          /* the sum: what --budget and --fit are held to */
 } ReportShard;
@@ -42,6 +42,7 @@ typedef struct ReportTrain {
     int64_t grads_stored_bytes;      /* of those, the ones the plan stores in the arena */
     int64_t grads_at_peak_bytes;     /* of those, the ones live at the arena's peak step */
     int ngrads_fused;                /* gradients never stored: made inside their update */
+    int64_t copies_at_peak_bytes;    /* low-precision weight copies live at the arena's peak */
     int64_t optimizer_state_bytes;   /* momentum / Adam moments / step count */
     int64_t saved_activations_bytes; /* forward values the backward pass reads */
     int64_t update_bytes;            /* the step's new params and states (outputs) */

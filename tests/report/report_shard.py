@@ -166,6 +166,15 @@ def main():
                       f"{name}, {n} devices: model states fall with the stage "
                       f"({s1['model_states_bytes']}, {s2['model_states_bytes']}, "
                       f"{s3['model_states_bytes']})")
+                # The arena's gradients and bf16 weight copies at its peak are
+                # model states (counted once, there), not activations.
+                t2 = r2["training"]
+                check(s2["activations_bytes"] ==
+                      r2["activations"]["arena_bytes"] - t2["grads_at_peak_bytes"]
+                      - t2["weight_copies_at_peak_bytes"],
+                      f"{name}, {n} devices: activations {s2['activations_bytes']} = the arena "
+                      f"less {t2['grads_at_peak_bytes']} B of gradients and "
+                      f"{t2['weight_copies_at_peak_bytes']} B of bf16 weight copies")
                 for z, s in ((1, s1), (2, s2), (3, s3)):
                     gather = min(5 * 10**7 if z == 3 else 5 * 10**8, P) * 2
                     check(s["reduce_bucket_bytes"] == min(5 * 10**8, P) * 2 and
@@ -203,6 +212,24 @@ def main():
         check(fit0 and fit8 and fit8["max_fit"]["value"] > fit0["max_fit"]["value"],
               f"--fit batch with --shard 8 fits more per device "
               f"({fit8 and fit8['max_fit']['value']} > {fit0 and fit0['max_fit']['value']})")
+
+        # On CUDA the bf16 copies of the weights live in the arena (the CPU's
+        # kernels cast as they read): the model states count them, so the
+        # activations do not.
+        deep = os.path.join(tmp, "deep.tg")
+        with open(deep, "w") as f:
+            f.write("graph deep(batch = 512)\ninput x : f32[batch, 256]\n" +
+                    "".join(f"param w{i} : f32[256, 256]\n" for i in range(16)) +
+                    "".join(f"h{i} = tanh(linear({'x' if i == 0 else f'h{i - 1}'}, w{i}))\n"
+                            for i in range(16)) + "output loss = mean(h15 * h15)\n")
+        r = report(tgc, deep, "--precision", "mixed-bf16", "--target", "cuda", "--shard", "8")
+        t, s = r["training"], r["training"]["shard"]
+        check(t["weight_copies_at_peak_bytes"] > 0 and s["activations_bytes"] ==
+              r["activations"]["arena_bytes"] - t["grads_at_peak_bytes"]
+              - t["weight_copies_at_peak_bytes"],
+              f"cuda: activations {s['activations_bytes']} = the arena less "
+              f"{t['grads_at_peak_bytes']} B of gradients and "
+              f"{t['weight_copies_at_peak_bytes']} B of bf16 weight copies")
 
         # A truthful report.
         r = report(tgc, src)
