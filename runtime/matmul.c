@@ -21,6 +21,7 @@
  * "Matrix products". */
 #include <cblas.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -481,9 +482,15 @@ static void matmul_one(RtDType t, int64_t m, int64_t n, int64_t k, bool acc, Mat
  * one row or column stay with OpenBLAS's gemv (memory-bound: the same
  * speed, without a primitive per shape). */
 static bool use_dnnl(int64_t m, int64_t n, int64_t k) {
-    static int avx512 = -1; /* a benign race: every thread computes the same */
-    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    return avx512 && m > 1 && n > 1 && k > 1;
+    /* Contexts on different threads may ask at once: every one computes
+     * the same value, stored atomically. */
+    static atomic_int avx512 = -1;
+    int v = atomic_load_explicit(&avx512, memory_order_relaxed);
+    if (v < 0) {
+        v = __builtin_cpu_supports("avx512f") ? 1 : 0;
+        atomic_store_explicit(&avx512, v, memory_order_relaxed);
+    }
+    return v && m > 1 && n > 1 && k > 1;
 }
 
 /* Element `off` of an operand; an operand that is never read (k = 0) may
