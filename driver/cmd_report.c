@@ -280,6 +280,7 @@ typedef struct ChoiceCtx {
     const SrcFile *file;
     const Options *o;
     Target target;
+    int shard, zero; /* --shard: the rows' peaks are per device, as the verdict's */
 } ChoiceCtx;
 
 static Report *report_of_policy(void *ctx, const PrecisionPolicy *pol) {
@@ -288,7 +289,10 @@ static Report *report_of_policy(void *ctx, const PrecisionPolicy *pol) {
     diag_init(&d, NULL);
     Graph *g =
         tgc_frontend_train(c->a, &d, c->file, c->o->dims, c->o->ndims, pol, train_spec(c->o));
-    return g && !d.errors ? report_build(c->a, g, pol->prec, c->target) : NULL;
+    if (!g || d.errors) return NULL;
+    Report *r = report_build(c->a, g, pol->prec, c->target);
+    report_train_build(r, c->shard, c->zero);
+    return r;
 }
 
 /* --accuracy: the report's own policy, then every storage choice. */
@@ -423,7 +427,7 @@ static int run(const ReportOpts *ro, const Options *o) {
     }
     report_train_build(r, shard, zero);
     if (r->train) r->train->ckpt = ck;
-    ChoiceCtx cc = {.a = &a, .file = &file, .o = o, .target = target};
+    ChoiceCtx cc = {.a = &a, .file = &file, .o = o, .target = target, .shard = shard, .zero = zero};
     PrecisionPolicy base = options_policy(o);
     report_choices(r, &base, report_of_policy, &cc);
     if (runs && !measure_accuracy(r, ro, o, &file, runs)) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver/report_train.h"
 #include "passes/flops.h"
 #include "passes/fusion.h"
 
@@ -76,7 +77,7 @@ void report_choices(Report *r, const PrecisionPolicy *base, ReportOfPolicy fn, v
             continue;
         }
         row->params_bytes = c->params_bytes;
-        row->peak_bytes = c->peak_bytes;
+        row->peak_bytes = report_fit_bytes(c); /* per device under --shard */
         for (int i = 0; i < c->g->nvalues; i++) {
             const Value *v = c->g->values[i];
             if (v->op == OP_PARAM && v->quant)

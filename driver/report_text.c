@@ -214,9 +214,10 @@ static void print_timeline(FILE *out, const Report *r) {
 static void print_by_dtype(FILE *out, const Report *r) {
     char b1[32], b2[32], e1[32], e2[32];
     bool err = r->quant[0].has_error;
-    fprintf(
-        out,
-        "\nstorage choices, ranked by peak (as `tgc build --precision/--quantize` plans them)\n");
+    fprintf(out,
+            "\nstorage choices, ranked by peak (as `tgc build --precision/--quantize` plans "
+            "them%s)\n",
+            r->train && r->train->shard ? "; peaks per device, as the verdict's" : "");
     fprintf(out, "  %-10s %12s %12s %s%s%s\n", "choice", "weights", "peak",
             r->has_budget ? " fits " : "", err ? "   max abs err   max rel err " : "", " scheme");
     for (int q = 0; q < r->nquant; q++) {

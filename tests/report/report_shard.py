@@ -199,6 +199,9 @@ def main():
                 r1 = report(tgc, src, "--budget", budget)
                 check(rs["budget"]["fits"] and not r1["budget"]["fits"],
                       f"{name}: a budget of {budget} B fits {dev} B per device, not {peak} B whole")
+                row = [x for x in rs["by_dtype"] if x["dtype"] == "f32"]
+                check(row and row[0]["peak_bytes"] == dev and row[0]["fits"],
+                      f"{name}: the f32 storage row's peak is per device too ({row})")
                 rc, out, _ = text(tgc, src, "--shard", "8", "--budget", budget)
                 check(rc == 0 and "FITS (per device, sharded over 8, ZeRO-3)" in out.splitlines()[0],
                       f"{name}: the text verdict says FITS per device ({out.splitlines()[0]})")
