@@ -411,7 +411,14 @@ static int run(const ReportOpts *ro, const Options *o) {
     CkptResult *ck = NULL;
     if (ro->checkpoint) {
         ck = ARENA_NEW(&a, CkptResult);
-        CkptInput in = {.file = &file, .o = o, .prec = prec, .target = target, .budget = budget};
+        CkptInput in = {.file = &file,
+                        .o = o,
+                        .prec = prec,
+                        .target = target,
+                        .budget = budget,
+                        .shard = shard,
+                        .zero = zero};
+        report_train_build(r, shard, zero); /* the per-device peak, under --shard */
         report_checkpoint_search(&a, &in, r, ck);
         if (ck->n) { /* the report of the checkpointed step */
             Options *om = (Options *)o;

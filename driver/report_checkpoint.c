@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "driver/report_checkpoint.h"
+#include "driver/report_train.h"
 #include "passes/flops.h"
 #include "passes/schedule.h"
 
@@ -47,7 +48,8 @@ static bool measure(const CkptInput *in, const int *ids, int n, int64_t *peak, i
     bool ok = g && !d.errors;
     if (ok) {
         Report *r = report_build(&a, g, in->prec, in->target);
-        *peak = r->peak_bytes;
+        report_train_build(r, in->shard, in->zero);
+        *peak = report_fit_bytes(r);
         *flops = r->flops;
     }
     arena_free(&a);
@@ -110,9 +112,9 @@ static bool segments(Arena *a, const CkptInput *in, const Report *r0, CkptResult
 bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, CkptResult *out) {
     memset(out, 0, sizeof *out);
     const Graph *g = r0->g;
-    out->peak_before = out->peak_after = r0->peak_bytes;
+    out->peak_before = out->peak_after = report_fit_bytes(r0);
     out->flops_before = r0->flops;
-    if (r0->peak_bytes <= in->budget) {
+    if (out->peak_before <= in->budget) {
         out->fits = true;
         return true;
     }
@@ -134,7 +136,7 @@ bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, C
     int *ids = ARENA_ARRAY(a, int, nc + 1);
     const char **names = ARENA_ARRAY(a, const char *, nc + 1);
     int n = 0;
-    int64_t best = r0->peak_bytes, flops = r0->flops;
+    int64_t best = out->peak_before, flops = r0->flops;
     for (int k = 0; k < nc && k < CKPT_MAX_TRIES && best > in->budget; k++) {
         ids[n] = c[k].id;
         int64_t peak, f;

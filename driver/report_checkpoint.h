@@ -10,6 +10,7 @@ typedef struct CkptInput {
     Precision prec;
     Target target;
     int64_t budget;
+    int shard, zero; /* tgc report --shard N --zero Z: the budget holds the per-device peak */
 } CkptInput;
 
 typedef struct CkptResult {
@@ -25,6 +26,8 @@ typedef struct CkptResult {
 } CkptResult;
 
 /* Chooses the values to recompute for r0's graph (built without any); the
- * result is empty when r0 already fits. */
+ * result is empty when r0 already fits. The peaks are report_fit_bytes's:
+ * per device when in->shard > 1 (r0 then carries report_train_build's
+ * figures for it). */
 bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, CkptResult *out);
 #endif

@@ -234,6 +234,19 @@ def main():
               f"{t['grads_at_peak_bytes']} B of gradients and "
               f"{t['weight_copies_at_peak_bytes']} B of bf16 weight copies")
 
+        # --checkpoint auto under --shard fits the per-device peak: this
+        # step fits 28 MiB whole, not per device over 2 at ZeRO-1 (the
+        # buckets), and recomputing brings the per-device peak under it.
+        r = report(tgc, deep, "--shard", "2", "--zero", "1", "--budget", "28MiB", "--checkpoint",
+                   "auto")
+        ck = r["training"].get("checkpoint", {})
+        check(ck.get("fits") and ck.get("recomputed", 0) > 0 and
+              ck.get("peak_bytes_without", 0) > 28 * 2**20 >=
+              r["training"]["shard"]["per_device_peak_bytes"] == ck.get("peak_bytes") and
+              r["budget"]["fits"],
+              f"--checkpoint auto --shard 2: per device {ck.get('peak_bytes_without')} -> "
+              f"{ck.get('peak_bytes')} B <= 28 MiB ({ck.get('recomputed')} recomputed)")
+
         # A truthful report.
         r = report(tgc, src)
         check(r["precision"] == "f32", f"a plain AdamW run's precision is f32 ({r['precision']})")
