@@ -23,7 +23,10 @@ values as the reference. Checks, per graph:
     rebuild with: never a signal (SIGILL was exit 132). On this AVX2
     machine that is the message under Nehalem;
   - tgc compile's API, built for the host: NAME_create returns 10 under
-    Nehalem with that message in NAME_error (0 here).
+    Nehalem with that message in NAME_error (0 here);
+  - a training executable (examples/linear_regression.tg --train): the
+    host-only build exits 1 with the message under Nehalem, the multi-level
+    one trains there at x86-64-v2.
 In the qemu commands alone OPENBLAS_CORETYPE is unset, so that OpenBLAS
 detects the emulated CPU (these machines set it to Haswell).
 
@@ -126,6 +129,32 @@ def compile_api(tgc, qemu, work, check):
           and "--cpu x86-64-v2" in out, "exit %s: %s" % (rc, out + err))
 
 
+def training(tgc, qemu, work, check):
+    """A training executable (tgc build --train) under Nehalem: the
+    host-only build exits 1 with the message, the multi-level one trains
+    at x86-64-v2."""
+    ex = os.path.join(ROOT, "examples")
+    data = ["--input", "x=%s" % os.path.join(ex, "data", "linreg_x.npy"),
+            "--input", "y=%s" % os.path.join(ex, "data", "linreg_y.npy"), "--steps", "5"]
+    d = os.path.join(work, "train")
+    os.makedirs(d, exist_ok=True)
+    for kind, flags in (("host", []), ("multi", ["--cpu", LEVELS])):
+        exe = os.path.join(d, kind)
+        rc, _, err = run([tgc, "build", os.path.join(ex, "linear_regression.tg"), "--train",
+                          "loss", "--optimizer", "sgd", "--lr", "0.001", "-o", exe] + flags)
+        if not check("train: tgc build --train %s" % " ".join(flags), rc == 0, err):
+            continue
+        rc, out, err = run([qemu, "-cpu", "Nehalem", exe] + data
+                           + ["--profile", "--output-dir", d], env=qemu_env())
+        if kind == "host":
+            check("train: host-only build under Nehalem exits 1 with the message",
+                  rc == 1 and "which this CPU lacks" in err and "--cpu x86-64-v2" in err,
+                  "exit %s: %s" % (rc, err))
+        else:
+            check("train: multi-level build trains under Nehalem at x86-64-v2",
+                  rc == 0 and "cpu level: x86-64-v2" in out, "exit %s: %s" % (rc, err))
+
+
 def run(cmd, env=None):
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
@@ -185,6 +214,7 @@ def main():
     try:
         if "avx" in open("/proc/cpuinfo").read().split():
             compile_api(tgc, qemu, work, check)
+            training(tgc, qemu, work, check)
         all_cases = cases()
         first = all_cases[0]
         for case in all_cases:
