@@ -78,7 +78,8 @@ static unsigned long long xcr0(void) {
 
 static bool has_feature(const Feature *f) {
     unsigned r[4] = {0};
-    if (__get_cpuid_max(f->leaf & 0x80000000u, NULL) < f->leaf) return false;
+    /* unsigned: clang's cpuid.h returns int, GCC's unsigned */
+    if ((unsigned)__get_cpuid_max(f->leaf & 0x80000000u, NULL) < f->leaf) return false;
     __cpuid_count(f->leaf, f->sub, r[EAX], r[EBX], r[ECX], r[EDX]);
     if (!(r[f->reg] & (1u << f->bit))) return false;
     unsigned long long x = f->os != OS_NONE ? xcr0() : 0;
