@@ -38,17 +38,24 @@ void report_choices(Report *r, const PrecisionPolicy *base, ReportOfPolicy fn, v
                                                "mixed-f16", "int8", "int4"};
     static const Precision precs[REPORT_NQUANT] = {PREC_F32, PREC_BF16, PREC_F16, PREC_MIXED_BF16,
                                                    PREC_MIXED_F16};
-    /* A training step has only the rows --train builds: f32 and the mixed
-     * precisions (f32 master weights); pure bf16/f16 and --quantize are
-     * refused for training (driver/train_options.c). */
-    static const int train_rows[] = {0, 3, 4};
+    /* A training step builds only f32 and the mixed precisions (f32 master
+     * weights): pure bf16/f16 and --quantize are refused for training
+     * (driver/train_options.c), so their rows have no figures (-1, as a
+     * choice that does not build; cli.md keeps every row in by_dtype) and
+     * the text and HTML reports leave them out. */
     bool train = r->g->backward_id > 0;
-    r->nquant = train ? 3 : REPORT_NQUANT;
-    for (int i = 0; i < r->nquant; i++) {
-        int q = train ? train_rows[i] : i;
-        ReportQuant *row = &r->quant[i];
+    r->nquant = REPORT_NQUANT;
+    for (int q = 0; q < REPORT_NQUANT; q++) {
+        ReportQuant *row = &r->quant[q];
         memset(row, 0, sizeof *row);
         row->dtype = names[q];
+        if (train && q != 0 && q != 3 && q != 4) {
+            row->refused = true;
+            row->params_bytes = row->peak_bytes = -1;
+            row->scheme = q < 3 ? "refused by --train, which keeps f32 master weights"
+                                : "refused by --train: --quantize cannot be combined with it";
+            continue;
+        }
         PrecisionPolicy pol = *base;
         pol.quant_bits = 0;
         if (q < 5) {
@@ -214,8 +221,8 @@ const char **report_assumptions(const Report *r) {
         "products on low-dtype casts of the weights and softmax, norms, reductions in f32 "
         "(docs/training.md); pure f16/bf16 and --quantize are refused for training";
     static const char *train_rows =
-        "by_dtype: each row is planned as `tgc build --train` would build it: f32, mixed-bf16 "
-        "and mixed-f16, the storage choices --train accepts";
+        "by_dtype: f32, mixed-bf16 and mixed-f16 are planned as `tgc build --train` would "
+        "build them; the other choices are refused by --train (no figures: -1 in --json)";
     for (int i = 0; common[i]; i++) {
         const char *s = common[i];
         if (r->g->backward_id > 0 && !strncmp(s, "precision ", 10)) s = train_prec;

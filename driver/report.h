@@ -17,6 +17,7 @@ typedef struct ReportQuant {
     PrecisionPolicy policy;
     int64_t params_bytes, scale_bytes, peak_bytes; /* -1: the graph does not build so */
     bool has_error;                                /* --accuracy measured it */
+    bool refused; /* a training step: --train does not build this choice (no figures) */
     double max_abs, max_rel;
 } ReportQuant;
 #define REPORT_NQUANT 7
@@ -58,7 +59,7 @@ typedef struct Report {
         conv_prepared_bytes; /* convs' weights folded and reordered at load, outside the arena */
     int64_t flops;
     ReportQuant quant[REPORT_NQUANT]; /* ranked by peak (report_choices) */
-    int nquant; /* rows in quant: all, or for a training step those --train accepts */
+    int nquant;                       /* rows in quant (REPORT_NQUANT once report_choices ran) */
     bool has_choices;
     int64_t scale_bytes;  /* of this report's own quantized weights */
     const char *quantize; /* "int8", "int4" or NULL */

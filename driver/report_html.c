@@ -295,6 +295,7 @@ static void tables(FILE *f, const Report *r) {
     fputs("<th>scheme</th></tr>\n", f);
     for (int q = 0; q < r->nquant; q++) {
         const ReportQuant *row = &r->quant[q];
+        if (row->refused) continue; /* --train does not build it */
         fprintf(f, "<tr><td>%s</td><td>%s</td><td>%s</td>", row->dtype, B(b1, row->params_bytes),
                 B(b2, row->peak_bytes));
         if (r->has_budget)

@@ -184,7 +184,9 @@ char *report_json(const Report *r) {
             cJSON_AddNumberToObject(o, "max_abs_error", row->max_abs);
             cJSON_AddNumberToObject(o, "max_rel_error", row->max_rel);
         }
-        if (r->has_budget) cJSON_AddBoolToObject(o, "fits", row->peak_bytes <= r->budget_bytes);
+        if (r->has_budget)
+            cJSON_AddBoolToObject(o, "fits", !row->refused && row->peak_bytes <= r->budget_bytes);
+        if (row->refused) cJSON_AddBoolToObject(o, "refused_by_train", true);
         cJSON_AddItemToArray(byd, o);
     }
     if (r->has_budget) cJSON_AddItemToObject(root, "budget", budget_json(r));

@@ -222,6 +222,7 @@ static void print_by_dtype(FILE *out, const Report *r) {
             r->has_budget ? " fits " : "", err ? "   max abs err   max rel err " : "", " scheme");
     for (int q = 0; q < r->nquant; q++) {
         const ReportQuant *row = &r->quant[q];
+        if (row->refused) continue; /* said once, after the rows */
         if (row->peak_bytes < 0) {
             fprintf(out, "  %-10s (does not build so)\n", row->dtype);
             continue;
@@ -233,6 +234,9 @@ static void print_by_dtype(FILE *out, const Report *r) {
                 r->has_budget ? (row->peak_bytes <= r->budget_bytes ? " yes  " : " no   ") : "",
                 err ? " " : "", err ? e1 : "", err ? " " : "", err ? e2 : "", row->scheme);
     }
+    if (r->g->backward_id > 0)
+        fprintf(out, "  (pure low-precision weights and --quantize are refused by --train, which "
+                     "keeps f32 master weights)\n");
 }
 
 static void print_accuracy(FILE *out, const Report *r) {

@@ -250,9 +250,17 @@ def main():
         # A truthful report.
         r = report(tgc, src)
         check(r["precision"] == "f32", f"a plain AdamW run's precision is f32 ({r['precision']})")
-        rows = sorted(x["dtype"] for x in r["by_dtype"])
-        check(rows == ["f32", "mixed-bf16", "mixed-f16"],
-              f"storage rows only for what --train accepts ({rows})")
+        # cli.md keeps a row per storage choice in by_dtype; those --train
+        # refuses carry no figures (-1, ranked last) and say so.
+        rows = sorted(x["dtype"] for x in r["by_dtype"] if x["peak_bytes"] >= 0)
+        refused = sorted(x["dtype"] for x in r["by_dtype"] if x.get("refused_by_train"))
+        check(rows == ["f32", "mixed-bf16", "mixed-f16"] and
+              refused == ["bf16", "f16", "int4", "int8"] and
+              all(x["peak_bytes"] == -1 and x["params_bytes"] == -1 for x in r["by_dtype"]
+                  if x["dtype"] in refused) and
+              [x["dtype"] for x in r["by_dtype"][-4:]] == [x["dtype"] for x in r["by_dtype"]
+                                                          if x["dtype"] in refused],
+              f"storage figures only for what --train accepts ({rows}; refused {refused})")
         t = r["training"]
         check(t["grads_at_peak_bytes"] <= r["activations"]["arena_bytes"] and
               t["grads_at_peak_bytes"] <= t["grads_stored_bytes"] <= t["grads_bytes"],
