@@ -56,8 +56,9 @@ static bool check_freeze(Graph *g, Diag *d, const TrainSpec *t) {
         for (int i = 0; i < g->nvalues && !found; i++)
             found = g->values[i]->op == OP_PARAM && frozen_by(t->freeze[k], g->values[i]->name);
         if (!found) {
-            diag_plain_error(d, "--freeze: '%s' matches no param of graph '%s'", t->freeze[k],
-                             g->name ? g->name : "");
+            diag_plain_error(
+                d, "--freeze: '%s' is not a param of graph '%s' and matches none of its params",
+                t->freeze[k], g->name ? g->name : "");
             ok = false;
         }
     }

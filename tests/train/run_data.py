@@ -185,7 +185,7 @@ def main():
         # Bad input.
         p = run([tgc, "build", src, "-o", exe + "2", "--train", "loss", "--freeze",
                  "*.running_mean,dec.*"], expect=1)
-        check(p.returncode == 1 and "'dec.*'" in p.stderr and "matches no param" in p.stderr,
+        check(p.returncode == 1 and "'dec.*'" in p.stderr and "matches none of its params" in p.stderr,
               f"a pattern matching no param: exit 1 naming it ({p.stderr.strip()[:100]})")
         p = run(base + ["--shuffle", "-1"], expect=2)
         check(p.returncode == 2 and "--shuffle -1" in p.stderr,
