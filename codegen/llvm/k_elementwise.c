@@ -10,11 +10,39 @@ int kern_collect_leaves(Kern *k, const Value *v, Access *out, int max, bool *use
     return kd_collect_leaves(k->cg->p, v, k->ov, out, max, uses_index);
 }
 
+/* Reorders the loops of an elementwise space by dst's strides, the largest
+ * outermost: a channels-last store (passes/layout.c) then walks C
+ * innermost, contiguous for it and for its channels-last operands (and a
+ * per-channel operand of a batch norm), where the logical order would
+ * walk W with a stride of C. Each loop keeps its dim (inner_dim), so
+ * every access still addresses the same elements. */
+static void loops_by_dst(KSpace *sp, const Access *dst) {
+    int n = sp->nloops;
+    for (int l = 0; l < n; l++)
+        if (sp->inner_dim[l] < 0 || sp->reduced[sp->inner_dim[l]]) return;
+    int order[KMAXD];
+    for (int l = 0; l < n; l++) {
+        int64_t s = dst->strides[sp->inner_dim[l]];
+        int j = l;
+        for (; j > 0 && dst->strides[sp->inner_dim[order[j - 1]]] < s; j--) /* stable */
+            order[j] = order[j - 1];
+        order[j] = l;
+    }
+    KSpace old = *sp;
+    for (int j = 0; j < n; j++) {
+        sp->ext[j] = old.ext[order[j]];
+        sp->inner_dim[j] = old.inner_dim[order[j]];
+    }
+    for (int d = 0; d < sp->n; d++)
+        for (int j = 0; j < n; j++)
+            if (old.loop_of_dim[d] == order[j]) sp->loop_of_dim[d] = j;
+}
+
 /* Stores src's elements over `shape` into dst: src computed (the kernel's
  * root, with its inlined operands), or read through the override access,
  * or read through its own layout. */
 static void copy_kernel(Cg *cg, Kern *k, const Value *src, bool compute, Access *dst,
-                        const int64_t *shape, int n) {
+                        const int64_t *shape, int n, bool reorder) {
     Access leaves[64];
     Access *acc[66];
     bool uses_index = false;
@@ -29,6 +57,7 @@ static void copy_kernel(Cg *cg, Kern *k, const Value *src, bool compute, Access 
     acc[na++] = dst;
     if (k->ov) acc[na++] = &k->ov_access;
     kern_space(k, shape, n, NULL, acc, na, uses_index);
+    if (reorder) loops_by_dst(&k->sp, dst);
     LoopNest ln;
     kern_open(k, &ln, 0, k->sp.nloops, false);
     LLVMValueRef x = cg_expr(k, src, compute);
@@ -46,11 +75,12 @@ void k_elementwise(Cg *cg, const Value *v) {
     Access dst;
     /* An owner is dense; the layout pass (passes/layout.c) may have given
      * it channels-last strides, which the store follows. */
-    if (layout_is_contiguous(v))
+    bool dense = layout_is_contiguous(v);
+    if (dense)
         access_contig(&k, v, v->shape, v->ndim, &dst);
     else
         access_of(&k, v, &dst);
-    copy_kernel(cg, &k, v, true, &dst, v->shape, v->ndim);
+    copy_kernel(cg, &k, v, true, &dst, v->shape, v->ndim, !dense);
 }
 
 /* A copy of the shared description: one kernel over its shape. */
@@ -62,7 +92,7 @@ static void copy_of(Cg *cg, const KCopy *c) {
         k.ov_access = c->src_access;
     }
     Access dst = c->dst;
-    copy_kernel(cg, &k, c->src, false, &dst, c->shape, c->n);
+    copy_kernel(cg, &k, c->src, false, &dst, c->shape, c->n, false);
 }
 
 void k_output_copy(Cg *cg, const Value *o, int out_index) {
