@@ -15,7 +15,7 @@ millisecond or so:
 - the outputs are the same bits with OMP_WAIT_POLICY unset, PASSIVE or
   ACTIVE, and with OPENBLAS_NUM_THREADS=4, which also changes no thread
   count. Correctness only: nothing here is timed against a limit (the
-  machine may be loaded), the --bench length is only chosen from a first run
+  machine may be loaded); the --bench length is only chosen from a first run
   so that there is something to sample.
 
 Usage: run_threads.py --tgc TGC   (exit 0 pass, 1 fail)
@@ -93,14 +93,14 @@ def main():
         if not check(r.returncode == 0, "tgc build convnet.tg", r.stdout + r.stderr):
             return 1
 
-        # A --bench count that runs about 2.5 s (at least 20 runs), from the
+        # A --bench count that runs about 1.5 s (at least 20 runs), from the
         # median of a first short run.
         r = subprocess.run([exe, "--random-inputs", "1", "--bench", "10", "--threads", "2"],
                            capture_output=True, text=True, env=clean_env(), timeout=60)
         med = [float(w.split("=")[1]) for w in r.stdout.split() if w.startswith("median_us=")]
         if not check(r.returncode == 0 and med, "a first --bench run", r.stdout + r.stderr):
             return 1
-        runs = str(max(20, min(5000, int(2.5e6 / max(med[0], 1.0)))))
+        runs = str(max(20, min(5000, int(1.5e6 / max(med[0], 1.0)))))
 
         for threads, want in (("2", 2), ("1", 1)):
             rc, out, most_r, most_t, n = sample(
