@@ -5,7 +5,9 @@
  *   ox_text.c    names, params, statements: the .tg being written
  *   ox_attrs.c   the supported operators and the attributes each understands
  *   ox_upgrade.c older opsets' forms of an op rewritten to the current one
- *   ox_ops*.c    one mapping per ONNX operator, ox_fuse.c the fused patterns
+ *   ox_ops*.c    one mapping per ONNX operator (ox_ops.c tensors, ox_ops_nn.c
+ *                networks, ox_ops_index.c index and layout ops), ox_fuse.c
+ *                the fused patterns
  *   onnx_import.c  the driver of all of these.
  * Errors longjmp out of the import (ox_fail): every path through a model
  * must be able to stop anywhere without leaking, and the arena owns all. */
@@ -185,6 +187,8 @@ void ox_set_shape(OxVal *v, DType dt, int ndim, const OxDim *d);
  * not one of theirs. */
 bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_ops_index.c: GatherElements, DepthToSpace, SpaceToDepth, OneHot, Hardmax */
+bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_attrs.c: "Abs, Add, ..." for the "not supported" message. */
 const char *ox_supported_ops(Ox *x);
 /* Fails naming an attribute of the current node that its op's mapping

@@ -651,7 +651,43 @@ static bool clip(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     return true;
 }
 
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: torch's nll_loss
+ * and cross_entropy, whose semantics ONNX's follow (class axis 1, weights
+ * per class, ignore_index, mean over the weights of the counted targets);
+ * SoftmaxCrossEntropyLoss's optional second output is log_softmax. */
+static bool loss(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    bool nll = is(n, "NegativeLogLikelihoodLoss");
+    if (!nll && !is(n, "SoftmaxCrossEntropyLoss")) return false;
+    need(x, in, nin, 2);
+    if (in[0]->ndim < 2) ox_fail(x, "the input must be [N, C, ...]");
+    if (dtype_is_float(in[1]->dt) || in[1]->dt == DT_BOOL)
+        ox_fail(x, "the target must be integers");
+    const char *red = ox_attr_s(x, "reduction", "mean");
+    if (strcmp(red, "mean") && strcmp(red, "sum") && strcmp(red, "none"))
+        ox_fail(x, "reduction '%s' (none, sum and mean are ONNX's)", red);
+    const char *src = ox_ref(x, in[0], false), *t = ox_ref(x, in[1], false);
+    if (in[1]->dt != DT_I64) t = arena_printf(x->a, "%s.to(i64)", t);
+    char *e = arena_printf(x->a, "%s(%s, %s", nll ? "nll_loss" : "cross_entropy", src, t);
+    if (nin > 2 && in[2])
+        e = arena_printf(x->a, "%s, weight=%s", e, wref(x, in[2], "weight", false));
+    if (ox_attr(x, "ignore_index"))
+        e = arena_printf(x->a, "%s, ignore_index=%lld", e,
+                         (long long)ox_attr_i(x, "ignore_index", 0));
+    e = arena_printf(x->a, "%s, reduction=\"%s\")", e, red);
+    ox_bind(x, out[0], e);
+    if (!strcmp(red, "none"))
+        ox_set_shape(out[0], in[0]->dt, in[1]->ndim, in[1]->dim);
+    else
+        ox_set_shape(out[0], in[0]->dt, 0, NULL);
+    if (!nll && n->n_output > 1 && out[1]) {
+        ox_bind(x, out[1], arena_printf(x->a, "log_softmax(%s, dim=1)", src));
+        ox_set_shape(out[1], in[0]->dt, in[0]->ndim, in[0]->dim);
+    }
+    return true;
+}
+
 bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    if (loss(x, n, in, nin, out)) return true;
     return conv(x, n, in, nin, out) || pool(x, n, in, nin, out) ||
            global_pool(x, n, in, nin, out) || norm(x, n, in, nin, out) ||
            flatten(x, n, in, nin, out) || gemm(x, n, in, nin, out) || softmax(x, n, in, nin, out) ||
