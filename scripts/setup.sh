@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(gcc libc6-dev pkg-config cmake ninja-build clang-14 libclang-rt-14-dev llvm-14-dev libopenblas-dev
       libcjson-dev libdnnl-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev
-      python3-torch python3-numpy python3-torchvision python3-onnx chromium
+      python3-torch python3-numpy python3-torchvision python3-onnx libonnx-testdata chromium
       qemu-user)  # qemu-x86_64: tests/cpu runs programs on emulated older CPUs
 missing=()
 for p in "${pkgs[@]}"; do
