@@ -141,8 +141,6 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                              ox_num(x, be, true));
     } else if (is(n, "Identity") || is(n, "Dropout")) {
         need_inputs(x, in, nin, 1);
-        if (n->n_output > 1 && out[1] && out[1]->nusers)
-            ox_fail(x, "Dropout's mask output is used: not supported (inference graphs only)");
         /* opset 12's training_mode input: dropping at random is not
          * inference, unless the ratio is 0 (torchvision's swin calls
          * F.dropout(attn, p=0.0) without training=, which exports true) */
@@ -152,6 +150,13 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         if (tmode && !zero && (!tmode->c || tmode->c->n != 1 || ox_const_int(x, tmode->c, 0)))
             ox_fail(x, "Dropout with training_mode true (or not known at import) and a ratio "
                        "other than 0 is not supported (inference graphs only)");
+        /* nothing is dropped: the mask output is all true */
+        if (n->n_output > 1 && out[1]) {
+            ox_bind(x, out[1],
+                    arena_printf(x->a, "full(%s, true, dtype=bool)",
+                                 ox_dims_text(x, in[0]->dim, in[0]->ndim)));
+            ox_set_shape(out[1], DT_BOOL, in[0]->ndim, in[0]->dim);
+        }
         same_shape(out[0], in[0], in[0]->dt);
         if (!out[0]->is_output) {
             out[0]->tg = ox_ref(x, in[0], false); /* an alias: no statement */

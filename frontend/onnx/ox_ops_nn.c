@@ -322,16 +322,34 @@ static bool norm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                          ox_num(x, ox_attr_f(x, "epsilon", 1e-5f), true));
     } else if (is(n, "LayerNormalization")) {
         need(x, in, nin, 2);
-        for (size_t k = 1; k < n->n_output; k++)
-            if (out[k] && out[k]->nusers)
-                ox_fail(x, "LayerNormalization's Mean and InvStdDev outputs are not supported");
         int r = in[0]->ndim, a = ox_axis(x, ox_attr_i(x, "axis", -1), r);
         if (ox_attr_i(x, "stash_type", 1) != 1)
             ox_fail(x, "stash_type other than float is not supported");
-        e = arena_printf(x->a, "layer_norm(%s, %s, %s, %s, eps=%s)", ox_ref(x, in[0], false),
+        const char *src = ox_ref(x, in[0], false);
+        const char *eps = ox_num(x, ox_attr_f(x, "epsilon", 1e-5f), true);
+        e = arena_printf(x->a, "layer_norm(%s, %s, %s, %s, eps=%s)", src,
                          ox_dims_text(x, in[0]->dim + a, r - a), wref(x, in[1], "weight", false),
-                         nin > 2 && in[2] ? wref(x, in[2], "bias", false) : "None",
-                         ox_num(x, ox_attr_f(x, "epsilon", 1e-5f), true));
+                         nin > 2 && in[2] ? wref(x, in[2], "bias", false) : "None", eps);
+        /* the optional Mean and InvStdDev outputs, over the normalised
+         * axes kept as 1s: computed again (the fused layer_norm keeps
+         * neither) */
+        int64_t axes[OX_MAX_DIMS];
+        OxDim kd[OX_MAX_DIMS];
+        for (int k = 0; k < r; k++)
+            kd[k] = k < a ? in[0]->dim[k] : ox_dim_c(1);
+        for (int k = a; k < r; k++)
+            axes[k - a] = k;
+        const char *ax = ilist(x, axes, r - a);
+        if (ax[0] != '[') ax = arena_printf(x->a, "[%s]", ax);
+        for (size_t k = 1; k < n->n_output && k < 3; k++) {
+            if (!out[k]) continue;
+            ox_bind(x, out[k],
+                    k == 1 ? arena_printf(x->a, "mean(%s, dim=%s, keepdim=true)", src, ax)
+                           : arena_printf(x->a,
+                                          "rsqrt(var(%s, dim=%s, correction=0, keepdim=true) + %s)",
+                                          src, ax, eps));
+            ox_set_shape(out[k], in[0]->dt, r, kd);
+        }
     } else if (is(n, "InstanceNormalization")) {
         need(x, in, nin, 3);
         e = arena_printf(x->a, "instance_norm(%s, weight=%s, bias=%s, eps=%s)",
