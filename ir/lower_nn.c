@@ -89,6 +89,29 @@ static Value *lower_pool(L *l, Value *v) {
     return irb_to(l, irb_binary(l, OP_DIV, r, div), t);
 }
 
+/* An adaptive pool whose output size divides its input's in every pooled
+ * dim has equal, abutting windows of in / out elements: plain windows of
+ * the input (a view, as lower_pool's), no gather. The global average pool
+ * of every classifier head and squeeze-excite block is one. Same sums and
+ * divisor as the general form below, so the same values. */
+static Value *lower_adaptive_even(L *l, Value *v, int nd, bool is_max) {
+    Value *x = IN0(v);
+    DType t = x->dtype;
+    double count = 1;
+    if (!is_max) x = irb_to(l, x, compute_dtype(t));
+    int n0 = x->ndim;
+    for (int i = 0; i < nd && x; i++) {
+        int64_t k = x->shape[n0 - nd + i] / v->shape[v->ndim - nd + i];
+        count *= (double)k;
+        x = irb_windows(l, x, n0 - nd + i, k, k);
+    }
+    if (!x) return NULL;
+    int64_t red[2] = {n0, n0 + 1};
+    Value *r = irb_reduce(l, is_max ? OP_AMAX : OP_SUM, x, red, nd);
+    if (!r || is_max) return r;
+    return irb_to(l, irb_binary(l, OP_DIV, r, irb_scalar(l, count)), t);
+}
+
 /* Adaptive pools: window o of a dim of size in covers [floor(o * in / out),
  * ceil((o + 1) * in / out)). Each dim is gathered into windows of the
  * longest length, short windows repeating their last element: harmless
@@ -98,6 +121,12 @@ static Value *lower_adaptive(L *l, Value *v) {
     Value *x = IN0(v);
     DType t = x->dtype;
     int nd = v->op == OP_ADAPTIVE_AVG_POOL2D || v->op == OP_ADAPTIVE_MAX_POOL2D ? 2 : 1;
+    bool even = true;
+    for (int i = 0; i < nd; i++) {
+        int64_t in = x->shape[x->ndim - nd + i], out = v->shape[v->ndim - nd + i];
+        even &= out > 0 && in % out == 0;
+    }
+    if (even) return lower_adaptive_even(l, v, nd, is_max);
     if (!is_max) x = irb_to(l, x, compute_dtype(t));
     double count_prod_uniform = 1;
     bool uniform = true;

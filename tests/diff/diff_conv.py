@@ -237,6 +237,10 @@ p15 = adaptive_avg_pool2d(x, (7, 8))
 p16 = adaptive_max_pool1d(x[0], 5)
 p17 = adaptive_avg_pool1d(x[1], 3)
 p18 = max_pool2d(x, 1)
+p19 = adaptive_avg_pool2d(x, (7, 4))
+p20 = adaptive_max_pool2d(x, (1, 2))
+p21 = adaptive_avg_pool1d(x[0], 4)
+p22 = adaptive_avg_pool2d(x, 1)
 """
 
 BN_CHAIN = """
