@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "codegen/cuda/cu.h"
+#include "codegen/write_file.h"
 #include "codegen/cuda/cu_matmul_src.h"
 #include "codegen/cuda/cu_nvrtc.h"
 
@@ -86,19 +87,6 @@ static void incbin(Sb *b, const char *sym, const char *path) {
     }
     sb_printf(b, "\\\"\\n%s_end:\\n.previous\\n\");\n", sym);
     sb_printf(b, "extern const unsigned char %s[], %s_end[];\n", sym, sym);
-}
-
-/* Every step checked, and the stream closed once whatever fails (a full
- * disk is "cannot write 'PATH': No space left on device", exit 1). */
-static bool write_file(const char *path, const void *data, size_t n, char *err, size_t nerr) {
-    FILE *f = fopen(path, "wb");
-    int e = f ? 0 : errno;
-    if (f) {
-        if (n && fwrite(data, 1, n, f) != n) e = errno ? errno : EIO;
-        if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
-    }
-    if (e) snprintf(err, nerr, "error: cannot write '%s': %s", path, strerror(e));
-    return !e;
 }
 
 /* The image files cg_cuda_emit writes into image_dir. */
@@ -232,7 +220,7 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
     const char *path;
     if (o->emit_dir && !o->emit_ptx_only) {
         path = cu_str(&cu, "%s/%s.cu", o->emit_dir, p->g->name);
-        if (!write_file(path, cu.src.s, cu.src.len, err, nerr)) {
+        if (!cg_write_file(path, cu.src.s, cu.src.len, err, nerr)) {
             rc = 1;
             goto done;
         }
@@ -247,7 +235,7 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
         NvrtcImage img;
         if (!cu_nvrtc_compile(cu.src.s, name, sm, ptx, &img, err, nerr)) {
             if (o->fail_source)
-                write_file(o->fail_source, cu.src.s, cu.src.len, err + strlen(err), 0);
+                cg_write_file(o->fail_source, cu.src.s, cu.src.len, err + strlen(err), 0);
             size_t l = strlen(err);
             if (o->fail_source && l + 1 < nerr)
                 snprintf(err + l, nerr - l, "\n(the generated CUDA C is in '%s')",
@@ -257,13 +245,13 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
         }
         sizes[i] = img.size;
         path = cu_str(&cu, "%s/%s", o->image_dir, names[i]);
-        if (!write_file(path, img.data, img.size, err, nerr)) rc = 1;
+        if (!cg_write_file(path, img.data, img.size, err, nerr)) rc = 1;
         if (!rc && o->emit_dir && (ptx || !o->emit_ptx_only)) {
             if (ptx)
                 path = cu_str(&cu, "%s/%s.ptx", o->emit_dir, p->g->name);
             else
                 path = cu_str(&cu, "%s/%s.sm_%d.cubin", o->emit_dir, p->g->name, sm);
-            if (!write_file(path, img.data, img.size - (ptx ? 1 : 0), err, nerr)) rc = 1;
+            if (!cg_write_file(path, img.data, img.size - (ptx ? 1 : 0), err, nerr)) rc = 1;
         }
         free(img.data);
     }

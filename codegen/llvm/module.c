@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codegen/llvm/cg.h"
+#include "codegen/write_file.h"
 
 LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v);
 
@@ -156,19 +157,6 @@ static void init_types(Cg *cg) {
     cg->t_pfor = LLVMFunctionType(cg->t_void, pp, 6, false);
 }
 
-/* Writes n bytes to path, every step checked: a full disk is "cannot write
- * 'PATH': No space left on device" (exit 1), never an abort. */
-static bool write_file(const char *path, const char *data, size_t n, char *err, size_t nerr) {
-    FILE *f = fopen(path, "wb");
-    int e = f ? 0 : errno;
-    if (f) {
-        if (n && fwrite(data, 1, n, f) != n) e = errno ? errno : EIO;
-        if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
-    }
-    if (e) snprintf(err, nerr, "error: cannot write '%s': %s", path, strerror(e));
-    return !e;
-}
-
 /* The object or the assembly, made in memory and written by write_file:
  * LLVMTargetMachineEmitToFile's stream aborts the process ("IO failure on
  * output stream") when the file cannot be written whole. */
@@ -181,7 +169,7 @@ static bool emit_file(LLVMTargetMachineRef tm, LLVMModuleRef m, LLVMCodeGenFileT
         LLVMDisposeMessage(msg);
         return false;
     }
-    bool ok = write_file(path, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), err, nerr);
+    bool ok = cg_write_file(path, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), err, nerr);
     LLVMDisposeMemoryBuffer(buf);
     return ok;
 }
@@ -340,7 +328,7 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     }
     if (ok && o->emit_llvm_path) {
         char *text = LLVMPrintModuleToString(cg.mod);
-        ok = write_file(o->emit_llvm_path, text, strlen(text), err, nerr);
+        ok = cg_write_file(o->emit_llvm_path, text, strlen(text), err, nerr);
         LLVMDisposeMessage(text);
     }
     if (ok && o->emit_asm_path)
