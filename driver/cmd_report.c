@@ -12,6 +12,7 @@
 #include "driver/outputs.h"
 #include "driver/report.h"
 #include "driver/report_checkpoint.h"
+#include "driver/report_cpu.h"
 #include "driver/report_train.h"
 #include "frontend/onnx/onnx_import.h"
 #include "rt_atomic.h"
@@ -23,7 +24,7 @@ static const char *USAGE =
     "                  [--fit NAME] [--precision P] [--precision-io D] [--quantize int8|int4]\n"
     "                  [--group-size N] [--accuracy N [--weights W]] [--target cpu|cuda]\n"
     "                  [--html FILE] [--train LOSS [--optimizer O] [--shard N [--zero 1|2|3]]\n"
-    "                  [--checkpoint auto] ...]\n"
+    "                  [--checkpoint auto] ...] [--cpu LEVEL,...]\n"
     "       tgc report --list-devices [--json]";
 
 static void help(void) {
@@ -42,6 +43,8 @@ static void help(void) {
         "uniform(+-1/sqrt(fan_in))\n"
         "                     for params without an initialiser)\n"
         "  --target T         cpu (default) or cuda (adds the CUDA runtime's fixed needs)\n"
+        "  --cpu LEVEL,...    the CPU levels tgc build --cpu would compile (default: this\n"
+        "                     machine's CPU): what each needs and which one this CPU runs\n"
         "  --html FILE        also write a self-contained HTML page with the "
         "charts\n" TRAIN_FLAGS_HELP
         "  --shard N          --train: the per-device peak over N devices as DeepSpeed's ZeRO\n"
@@ -55,7 +58,7 @@ static void help(void) {
 
 typedef struct ReportOpts {
     const char *device, *budget, *fit, *target, *html, *accuracy, *weights, *shard, *checkpoint,
-        *zero;
+        *zero, *cpu;
     bool list_devices, json, help;
 } ReportOpts;
 
@@ -81,6 +84,7 @@ static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *n
         {"--shard", offsetof(ReportOpts, shard)},
         {"--checkpoint", offsetof(ReportOpts, checkpoint)},
         {"--zero", offsetof(ReportOpts, zero)},
+        {"--cpu", offsetof(ReportOpts, cpu)},
     };
     *nrest = 0;
     rest[(*nrest)++] = argv[0];
@@ -408,6 +412,15 @@ static int run(const ReportOpts *ro, const Options *o) {
         return 1;
     }
     Report *r = report_build(&a, g, prec, target);
+    if (target == TARGET_CPU) {
+        char cerr[512];
+        r->cpu = ARENA_NEW(&a, ReportCpu);
+        if (!report_cpu_levels(ro->cpu, r->cpu, cerr, sizeof cerr)) {
+            fprintf(stderr, "tgc report: error: --cpu %s: %s\n", ro->cpu ? ro->cpu : "", cerr);
+            arena_free(&a);
+            return 2;
+        }
+    }
     CkptResult *ck = NULL;
     if (ro->checkpoint) {
         ck = ARENA_NEW(&a, CkptResult);

@@ -76,6 +76,7 @@ typedef struct Report {
     ReportFit fit;
     const char *note;          /* a remark on the options (e.g. a target chosen from the device) */
     struct ReportTrain *train; /* --train: the training step's parts (driver/report_train.h) */
+    struct ReportCpu *cpu;     /* --target cpu: the CPU levels compiled (driver/report_cpu.h) */
     const bool *in_place;      /* by output: an update written over its param (no buffer) */
 } Report;
 

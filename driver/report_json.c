@@ -4,6 +4,7 @@
 
 #include "driver/accuracy.h"
 #include "driver/report.h"
+#include "driver/report_cpu.h"
 #include "driver/report_train.h"
 #include "passes/flops.h"
 
@@ -207,6 +208,7 @@ char *report_json(const Report *r) {
     cJSON_AddItemToObject(root, "steps", steps_json(r));
     cJSON_AddItemToObject(root, "buffers", buffers_json(r));
     if (r->target == TARGET_CUDA) cJSON_AddItemToObject(root, "cuda", cuda_json(r));
+    report_cpu_json(root, r->cpu);
     if (r->note) cJSON_AddStringToObject(root, "note", r->note);
     cJSON *as = cJSON_AddArrayToObject(root, "assumptions");
     const char **a = report_assumptions(r);

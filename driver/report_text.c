@@ -5,6 +5,7 @@
 
 #include "driver/accuracy.h"
 #include "driver/report.h"
+#include "driver/report_cpu.h"
 #include "driver/report_train.h"
 
 #define BAR_WIDTH 40
@@ -280,6 +281,7 @@ void report_text(FILE *out, const Report *r) {
     print_by_dtype(out, r);
     print_accuracy(out, r);
     print_cuda(out, r);
+    report_cpu_text(out, r->cpu);
     fprintf(out, "\nassumptions\n");
     const char **as = report_assumptions(r);
     for (int i = 0; as[i]; i++)

@@ -303,6 +303,45 @@ def text_report(c, tgc):
     c.check(rep is not None and "max_fit" not in rep, "the JSON's max_fit stays --fit's")
 
 
+# /proc/cpuinfo's names for the features tgc's CPU levels check.
+CPUINFO_NAME = {"sse3": "pni", "sse4.1": "sse4_1", "sse4.2": "sse4_2", "sahf": "lahf_lm",
+                "lzcnt": "abm", "bmi": "bmi1"}
+
+
+def cpu_levels(c, tgc):
+    """--cpu: each level's features checked against /proc/cpuinfo (an
+    oracle independent of tgc's CPUID code), the chosen one the runnable
+    level with the most features, bad names a usage error."""
+    try:
+        flags = set(next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split(":")[1].split())
+    except (OSError, StopIteration):
+        c.check(True, "cpu levels: no /proc/cpuinfo, skipped")
+        return
+    rep, rc, err = tgc.report(TB, "--cpu", "x86-64-v2,x86-64-v4,native")
+    lv = (rep or {}).get("cpu", {}).get("levels", [])
+    c.check([l.get("name") for l in lv] == ["x86-64-v2", "x86-64-v4", "native"],
+            "--cpu: one level per name, in order", str(rep.get("cpu") if rep else err))
+    best = None
+    for l in lv:
+        feats = [f for f in l["features"].split(",") if f]
+        have = all(CPUINFO_NAME.get(f, f.replace(".", "_")) in flags for f in feats)
+        c.check(l["runs_here"] == have, "cpu level %s runs here iff /proc/cpuinfo has %s" % (
+            l["name"], l["features"]), str(l))
+        c.check(bool(l["missing"]) != have, "cpu level %s names what is missing" % l["name"], str(l))
+        if have and (best is None or len(feats) > best[1]):
+            best = (l["name"], len(feats))
+    c.check(bool(lv) and (rep["cpu"]["selected"] == (best[0] if best else None)),
+            "the selected level is the runnable one with the most features", str(rep.get("cpu") if rep else ""))
+    c.check(bool(lv) and "avx512f" in lv[1]["features"] and "sse4.2" in lv[0]["features"]
+            and "avx" not in lv[0]["features"].split(","), "x86-64-v2/v4 check their psABI features", str(lv))
+    rc, out, err = tgc.run("report", TB, "--cpu", "x86-64-v2,native")
+    c.check(rc == 0 and "cpu levels" in out and "runs on this CPU" in out, "the text report shows the levels")
+    rc, out, err = tgc.run("report", TB, "--cpu", "nosuchcpu")
+    c.check(rc == 2 and "nosuchcpu" in err, "--cpu with an unknown name: exit 2 naming it", err)
+    rep, rc, err = tgc.report(TB, "--target", "cuda")
+    c.check(rep is not None and "cpu" not in rep, "--target cuda: no cpu levels")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", required=True)
@@ -317,6 +356,7 @@ def main():
         fit_edges(c, tgc)
         edge_graphs(c, tgc, tmp)
         text_report(c, tgc)
+        cpu_levels(c, tgc)
     return c.finish()
 
 
