@@ -411,16 +411,18 @@ static int run(const ReportOpts *ro, const Options *o) {
         arena_free(&a);
         return 1;
     }
-    Report *r = report_build(&a, g, prec, target);
+    /* Kept apart from r: the checkpoint search below may build r again. */
+    ReportCpu *cpu = NULL;
     if (target == TARGET_CPU) {
         char cerr[512];
-        r->cpu = ARENA_NEW(&a, ReportCpu);
-        if (!report_cpu_levels(ro->cpu, r->cpu, cerr, sizeof cerr)) {
+        cpu = ARENA_NEW(&a, ReportCpu);
+        if (!report_cpu_levels(ro->cpu, cpu, cerr, sizeof cerr)) {
             fprintf(stderr, "tgc report: error: --cpu %s: %s\n", ro->cpu ? ro->cpu : "", cerr);
             arena_free(&a);
             return 2;
         }
     }
+    Report *r = report_build(&a, g, prec, target);
     CkptResult *ck = NULL;
     if (ro->checkpoint) {
         ck = ARENA_NEW(&a, CkptResult);
@@ -446,6 +448,7 @@ static int run(const ReportOpts *ro, const Options *o) {
         }
     }
     report_train_build(r, shard, zero);
+    r->cpu = cpu;
     if (r->train) r->train->ckpt = ck;
     ChoiceCtx cc = {.a = &a, .file = &file, .o = o, .target = target, .shard = shard, .zero = zero};
     PrecisionPolicy base = options_policy(o);

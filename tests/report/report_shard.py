@@ -246,6 +246,8 @@ def main():
               r["budget"]["fits"],
               f"--checkpoint auto --shard 2: per device {ck.get('peak_bytes_without')} -> "
               f"{ck.get('peak_bytes')} B <= 28 MiB ({ck.get('recomputed')} recomputed)")
+        check(r.get("cpu", {}).get("levels"),
+              "--checkpoint auto: the report rebuilt for the recomputed step keeps its cpu levels")
 
         # A truthful report.
         r = report(tgc, src)
