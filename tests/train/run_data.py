@@ -19,7 +19,6 @@ A few seconds: one small graph, two builds.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -30,22 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "diff"))
 import tensorio  # noqa: E402
 
-FAILS = []
+from run_train import FAILS, check, run  # noqa: E402  (the training suite's helpers)
+
 M64 = (1 << 64) - 1
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
-
-
-def run(cmd, expect=0):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != expect:
-        print("command:", " ".join(cmd))
-        print(p.stdout[-3000:], p.stderr[-3000:])
-    return p
 
 
 # --- docs/training.md "Shuffling", in Python --------------------------------
