@@ -338,6 +338,15 @@ LIBM(log1p)
 LIBM(expm1)
 LIBM(sin)
 LIBM(cos)
+LIBM(tan)
+LIBM(asin)
+LIBM(acos)
+LIBM(atan)
+LIBM(sinh)
+LIBM(cosh)
+LIBM(asinh)
+LIBM(acosh)
+LIBM(atanh)
 LIBM(tanh)
 LIBM(erf)
 LIBM(sqrt)
@@ -589,6 +598,15 @@ static const EmitFn emit_op[OP_COUNT] = {
     [OP_RECIPROCAL] = e_reciprocal,
     [OP_SIN] = e_sin,
     [OP_COS] = e_cos,
+    [OP_TAN] = e_tan,
+    [OP_ASIN] = e_asin,
+    [OP_ACOS] = e_acos,
+    [OP_ATAN] = e_atan,
+    [OP_SINH] = e_sinh,
+    [OP_COSH] = e_cosh,
+    [OP_ASINH] = e_asinh,
+    [OP_ACOSH] = e_acosh,
+    [OP_ATANH] = e_atanh,
     [OP_TANH] = e_tanh,
     [OP_SIGMOID] = e_sigmoid,
     [OP_ERF] = e_erf,

@@ -354,6 +354,15 @@ LIBM(log1p, "log1p")
 LIBM(expm1, "expm1")
 LIBM(sin, "sin")
 LIBM(cos, "cos")
+LIBM(tan, "tan")
+LIBM(asin, "asin")
+LIBM(acos, "acos")
+LIBM(atan, "atan")
+LIBM(sinh, "sinh")
+LIBM(cosh, "cosh")
+LIBM(asinh, "asinh")
+LIBM(acosh, "acosh")
+LIBM(atanh, "atanh")
 static LLVMValueRef e_sqrt(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)v, (void)t;
     return cg_intrinsic(CG, "llvm.sqrt", LLVMTypeOf(a[0]), a, 1);
@@ -602,6 +611,15 @@ static const EmitFn emit_op[OP_COUNT] = {
     [OP_RECIPROCAL] = e_reciprocal,
     [OP_SIN] = e_sin,
     [OP_COS] = e_cos,
+    [OP_TAN] = e_tan,
+    [OP_ASIN] = e_asin,
+    [OP_ACOS] = e_acos,
+    [OP_ATAN] = e_atan,
+    [OP_SINH] = e_sinh,
+    [OP_COSH] = e_cosh,
+    [OP_ASINH] = e_asinh,
+    [OP_ACOSH] = e_acosh,
+    [OP_ATANH] = e_atanh,
     [OP_TANH] = e_tanh,
     [OP_SIGMOID] = e_sigmoid,
     [OP_ERF] = e_erf,

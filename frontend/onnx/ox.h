@@ -189,6 +189,9 @@ bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_index.c: GatherElements, DepthToSpace, SpaceToDepth, OneHot, Hardmax */
 bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_ops_math.c: Tan ... Atanh, Softsign, ThresholdedRelu, Shrink, Celu,
+ * IsInf, IsNaN, Mean, EyeLike, CumSum */
+bool ox_op_math(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_attrs.c: "Abs, Add, ..." for the "not supported" message. */
 const char *ox_supported_ops(Ox *x);
 /* Fails naming an attribute of the current node that its op's mapping

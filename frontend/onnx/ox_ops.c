@@ -701,10 +701,33 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
         }
     } else if (is(n, "Trilu")) {
         need_inputs(x, in, nin, 1);
-        int64_t k = nin > 1 && in[1] ? ox_const_int(x, ox_need_const(x, in[1], "k"), 0) : 0;
-        e = arena_printf(x->a, "%s(%s, %lld)", ox_attr_i(x, "upper", 1) ? "triu" : "tril",
-                         ox_ref(x, in[0], false), (long long)k);
         nd = in[0]->ndim, dt = in[0]->dt;
+        if (nd < 2) ox_fail(x, "the input has rank %d, Trilu's is at least 2", nd);
+        bool up = ox_attr_i(x, "upper", 1);
+        OxVal *kv = nin > 1 ? in[1] : NULL;
+        if (kv && (kv->ndim > 1 || (kv->ndim == 1 && (kv->dim[0].sym || kv->dim[0].v != 1))))
+            ox_fail(x, "k must be a scalar");
+        if (kv && (dtype_is_float(kv->dt) || kv->dt == DT_BOOL)) ox_fail(x, "k must be an integer");
+        if (!kv || kv->c) {
+            int64_t k = kv ? ox_const_int(x, ox_need_const(x, kv, "k"), 0) : 0;
+            e = arena_printf(x->a, "%s(%s, %lld)", up ? "triu" : "tril", ox_ref(x, in[0], false),
+                             (long long)k);
+        } else {
+            /* k known only at run time: keep column - row <= k (tril) or
+             * >= k (triu), the rows and columns as aranges */
+            OxDim rs[2] = {in[0]->dim[nd - 2], ox_dim_c(1)},
+                  cs[2] = {ox_dim_c(1), in[0]->dim[nd - 1]};
+            const char *kr = ox_ref(x, kv, false);
+            if (kv->dt != DT_I64) kr = arena_printf(x->a, "%s.to(i64)", kr);
+            e = arena_printf(x->a,
+                             "where(reshape(arange(0, %s, 1), %s) - reshape(arange(0, %s, 1), %s) "
+                             "%s %s, %s, %s)",
+                             ox_dim_text(x, cs[1]), ox_dims_text(x, cs, 2), ox_dim_text(x, rs[0]),
+                             ox_dims_text(x, rs, 2), up ? ">=" : "<=", kr, ox_ref(x, in[0], false),
+                             dt == DT_BOOL        ? "false"
+                             : dtype_is_float(dt) ? "0.0"
+                                                  : "0");
+        }
         memcpy(d, in[0]->dim, sizeof d);
     } else {
         return false;
@@ -715,9 +738,10 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
 }
 
 bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    return ox_op_index(x, n, in, nin, out) || binary(x, n, in, nin, out) ||
-           unary(x, n, in, nin, out) || variadic(x, n, in, nin, out) ||
-           reshape(x, n, in, nin, out) || transpose(x, n, in, nin, out) ||
-           squeeze(x, n, in, nin, out) || slice(x, n, in, nin, out) || gather(x, n, in, nin, out) ||
-           concat(x, n, in, nin, out) || split(x, n, in, nin, out) || shaped(x, n, in, nin, out);
+    return ox_op_index(x, n, in, nin, out) || ox_op_math(x, n, in, nin, out) ||
+           binary(x, n, in, nin, out) || unary(x, n, in, nin, out) ||
+           variadic(x, n, in, nin, out) || reshape(x, n, in, nin, out) ||
+           transpose(x, n, in, nin, out) || squeeze(x, n, in, nin, out) ||
+           slice(x, n, in, nin, out) || gather(x, n, in, nin, out) || concat(x, n, in, nin, out) ||
+           split(x, n, in, nin, out) || shaped(x, n, in, nin, out);
 }

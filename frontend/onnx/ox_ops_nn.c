@@ -637,11 +637,23 @@ static bool clip(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     if (is(n, "Clip")) {
         need(x, in, nin, 1);
         src = ox_ref(x, in[0], false);
-        const char *lo = NULL, *hi = NULL;
-        if (nin > 1 && in[1] && !(lo = ox_scalar(x, in[1])))
-            ox_fail(x, "Clip's min must be a known scalar");
-        if (nin > 2 && in[2] && !(hi = ox_scalar(x, in[2])))
-            ox_fail(x, "Clip's max must be a known scalar");
+        /* min(max(x, min), max): bounds known at import are clamp's
+         * numbers, others (graph inputs, computed) 1-element tensors */
+        const char *lo = NULL, *hi = NULL, *tlo = NULL, *thi = NULL;
+        for (int k = 1; k <= 2 && k < nin; k++) {
+            if (!in[k]) continue;
+            const char *sc = ox_scalar(x, in[k]);
+            if (!sc && in[k]->ndim > 1)
+                ox_fail(x, "Clip's %s has rank %d, expected a scalar", k == 1 ? "min" : "max",
+                        in[k]->ndim);
+            if (!sc && (in[k]->ndim == 1 && (in[k]->dim[0].sym || in[k]->dim[0].v != 1)))
+                ox_fail(x, "Clip's %s must hold one value", k == 1 ? "min" : "max");
+            if (!sc && in[k]->dt != in[0]->dt)
+                ox_fail(x, "Clip's %s is %s, the input %s (they share one type)",
+                        k == 1 ? "min" : "max", dtype_name(in[k]->dt), dtype_name(in[0]->dt));
+            *(k == 1 ? &lo : &hi) = sc;
+            if (!sc) *(k == 1 ? &tlo : &thi) = ox_ref(x, in[k], false);
+        }
         if (x->opset < 11) {
             if (ox_attr(x, "min")) lo = ox_num(x, ox_attr_f(x, "min", 0), true);
             if (ox_attr(x, "max")) hi = ox_num(x, ox_attr_f(x, "max", 0), true);
@@ -653,9 +665,18 @@ static bool clip(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
             e = arena_printf(x->a, "hardtanh(%s)", src);
         else if (fl && lo && !hi && !strcmp(lo, "0.0"))
             e = arena_printf(x->a, "relu(%s)", src);
-        else
+        else if (lo || hi)
             e = arena_printf(x->a, "clamp(%s%s%s%s%s)", src, lo ? ", min=" : "", lo ? lo : "",
                              hi ? ", max=" : "", hi ? hi : "");
+        else
+            e = tlo || thi || out[0]->is_output ? src : NULL; /* no bound: the input */
+        if (!e) {
+            ox_set_shape(out[0], in[0]->dt, in[0]->ndim, in[0]->dim);
+            out[0]->tg = src; /* an alias: no statement */
+            return true;
+        }
+        if (tlo) e = arena_printf(x->a, "maximum(%s, %s)", e, tlo);
+        if (thi) e = arena_printf(x->a, "minimum(%s, %s)", e, thi);
     } else if (is(n, "PRelu")) {
         need(x, in, nin, 2);
         src = ox_ref(x, in[0], false);

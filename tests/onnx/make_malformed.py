@@ -545,6 +545,27 @@ def cases():
         one_node(helper.make_node("Resize", ["img_in", "", "neg_scales"], ["y"], name="resize_neg", mode="nearest",
                                   coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
                  x4, [vi("y", [1, 3, 16, 16])], [neg_scales]), ["resize_neg"], "resize_neg's scales [1, 1, -2, 2]")
+    # ops lowered to several IR ops (frontend/onnx/ox_ops_math.c): bad inputs named
+    v1 = [vi("v_in", [5])]
+    add("trilu_rank_1", one_node(helper.make_node("Trilu", ["v_in"], ["y"], name="trilu_flat"),
+                                 v1, [vi("y", [5])]), ["trilu_flat"], "a Trilu of a rank-1 tensor")
+    add("cumsum_float_axis",
+        one_node(helper.make_node("CumSum", ["img_in", "ax_f"], ["y"], name="cumsum_fax"),
+                 x4 + [vi("ax_f", [])], [vi("y", [1, 3, 8, 8])]), ["cumsum_fax"],
+        "a CumSum whose axis is a float")
+    ax9 = numpy_helper.from_array(np.array(9, np.int64), "ax9")
+    add("cumsum_axis_out_of_range",
+        one_node(helper.make_node("CumSum", ["img_in", "ax9"], ["y"], name="cumsum_far"),
+                 x4, [vi("y", [1, 3, 8, 8])], [ax9]), ["cumsum_far"], "a CumSum along axis 9 of 4")
+    add("clip_min_rank_2",
+        one_node(helper.make_node("Clip", ["img_in", "lo_2d"], ["y"], name="clip_2d_min"),
+                 x4 + [vi("lo_2d", [2, 2])], [vi("y", [1, 3, 8, 8])]), ["clip_2d_min"],
+        "a Clip whose min is a [2, 2] tensor")
+    add("eyelike_rank_4", one_node(helper.make_node("EyeLike", ["img_in"], ["y"], name="eye_4d"),
+                                   x4, [vi("y", [1, 3, 8, 8])]), ["eye_4d"], "an EyeLike of a rank-4 tensor")
+    add("isinf_of_ints", one_node(helper.make_node("IsInf", ["i_in"], ["y"], name="isinf_int"),
+                                  [vi("i_in", [4], TensorProto.INT32)], [vi("y", [4], TensorProto.BOOL)]),
+        ["isinf_int"], "an IsInf of int32")
     return out
 
 
