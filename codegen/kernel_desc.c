@@ -62,7 +62,8 @@ bool kd_uses_index(const Value *v) {
     case OP_EYE:
     case OP_TENSOR:
     case OP_TRIL:
-    case OP_TRIU: return true;
+    case OP_TRIU:
+    case OP_DROPOUT_APPLY: return true;
     default: return false;
     }
 }

@@ -4,10 +4,12 @@
  * the batch dims ("...") broadcasting; attn_mask bool (True takes part) or
  * of the query's dtype (added to the scores), broadcastable to [..., L, S];
  * is_causal: query i sees keys j <= i (torch.ones(L, S).tril()), never
- * with a mask; scale: 1/sqrt(E) by default. dropout_p must be 0: tgc
- * compiles deterministic programs. The op stays one node to code
- * generation (runtime/attention.c); its gradient is ir/vjp_attention.c.
- * At f64 the builder writes it out instead (ir/lower_sugar.c). */
+ * with a mask; scale: 1/sqrt(E) by default; dropout_p in [0, 1], applied
+ * only in a training build (passes/train_mode.c writes the op out with
+ * the mask on its probabilities), ignored in the eval form. The op stays
+ * one node to code generation (runtime/attention.c); its gradient is
+ * ir/vjp_attention.c. At f64 the builder writes it out instead
+ * (ir/lower_sugar.c). */
 #include <string.h>
 
 #include "ir/infer.h"
@@ -105,10 +107,10 @@ bool infer_sdpa(InferCtx *c, Value *v) {
                                "_scaled_dot_product_attention: Explicit attn_mask should not be "
                                "set when is_causal=True");
     }
-    if (drop->f != 0.0)
+    if (!(drop->f >= 0 && drop->f <= 1))
         return infer_error(c, drop->loc,
-                           "scaled_dot_product_attention: dropout_p must be 0 (tgc compiles "
-                           "deterministic programs), found %g",
+                           "scaled_dot_product_attention: dropout_p must be between 0 and 1, "
+                           "found %g",
                            drop->f);
     if (scale->kind == ARG_NUM && !(scale->f == scale->f))
         return infer_error(c, scale->loc, "scaled_dot_product_attention: scale is NaN");

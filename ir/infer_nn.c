@@ -45,17 +45,30 @@ bool infer_batch_norm(InferCtx *c, Value *v) {
                            "batch_norm: expected an input of at least 2 dimensions (N, C, ...), "
                            "found %s",
                            shape_str(c->g->arena, x->shape, x->ndim));
-    if (ARG(v, 5)->i)
-        return infer_error(c, ARG(v, 5)->loc,
-                           "batch_norm: training=true normalises with batch statistics and "
-                           "updates the running ones, which needs training support; tgc "
-                           "compiles the inference form (training=false)");
-    for (int i = 1; i <= 2; i++)
+    /* training=true normalises with the batch's statistics and, in a
+     * training build, updates the running ones (passes/train_mode.c);
+     * without running statistics it has nothing else to use. */
+    bool training = ARG(v, 5)->i != 0;
+    if (training && (ARG(v, 1)->kind == ARG_TENSOR) != (ARG(v, 2)->kind == ARG_TENSOR))
+        return infer_error(c, ARG(v, ARG(v, 1)->kind == ARG_TENSOR ? 2 : 1)->loc,
+                           "batch_norm: running_mean and running_var must both be given or "
+                           "both be None");
+    if (training && ARG(v, 6)->kind == ARG_NUM && !(ARG(v, 6)->f >= 0 && ARG(v, 6)->f <= 1))
+        return infer_error(c, ARG(v, 6)->loc,
+                           "batch_norm: momentum must be between 0 and 1 (or None for a "
+                           "cumulative average), found %g",
+                           ARG(v, 6)->f);
+    for (int i = 1; i <= 2 && !training; i++)
         if (ARG(v, i)->kind != ARG_TENSOR)
             return infer_error(c, ARG(v, i)->loc,
                                "batch_norm: running_mean and running_var must be defined in "
                                "evaluation mode");
     int64_t ch = x->shape[1];
+    if (training && value_numel(x) / (ch ? ch : 1) == 1)
+        return infer_error(c, v->args[0].loc,
+                           "batch_norm: expected more than 1 value per channel when training, "
+                           "found input shape %s",
+                           shape_str(c->g->arena, x->shape, x->ndim));
     if (!channel_param(c, v, 1, ch, "running_mean") || !channel_param(c, v, 2, ch, "running_var") ||
         !channel_param(c, v, 3, ch, "weight") || !channel_param(c, v, 4, ch, "bias"))
         return false;

@@ -12,15 +12,25 @@ bool infer_identity(InferCtx *c, Value *v) {
     return true;
 }
 
+/* dropout, dropout1d, dropout2d: views of their input until
+ * passes/train_mode.c resolves training=true (docs/training.md). */
 bool infer_dropout(InferCtx *c, Value *v) {
-    if (ARG(v, 2)->kind == ARG_BOOL && ARG(v, 2)->i)
-        return infer_error(c, ARG(v, 2)->loc,
-                           "dropout with training=true is not supported: tgc compiles inference "
-                           "graphs, where dropout is the identity");
+    const char *name = op_info(v->op)->name;
     double p = ARG(v, 1)->f;
-    if (p < 0 || p > 1)
+    if (!(p >= 0 && p <= 1))
         return infer_error(c, ARG(v, 1)->loc,
-                           "dropout probability has to be between 0 and 1, but got %g", p);
+                           "%s probability has to be between 0 and 1, but got %g", name, p);
+    const Value *x = IN0(v);
+    if (v->op == OP_DROPOUT1D && x->ndim != 2 && x->ndim != 3)
+        return infer_error(c, v->args[0].loc,
+                           "dropout1d: Expected 2D or 3D input, but received a %dD input", x->ndim);
+    if (v->op == OP_DROPOUT2D && x->ndim != 3 && x->ndim != 4)
+        return infer_error(c, v->args[0].loc,
+                           "dropout2d: Expected 3D or 4D input, but received a %dD input", x->ndim);
+    if (ARG(v, 2)->i && !dtype_is_float(x->dtype))
+        return infer_error(c, v->args[0].loc,
+                           "%s with training=true needs a floating-point input, found %s", name,
+                           dtype_name(x->dtype));
     return infer_identity(c, v);
 }
 

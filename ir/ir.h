@@ -131,6 +131,9 @@ struct Value {
     /* A param the optimizer made (momentum, Adam's moments, the step
      * count): saved with the optimizer state, not with the weights. */
     bool optim_state;
+    /* A batch norm's running statistic (passes/train_mode.c): a buffer in
+     * PyTorch's sense, updated by its batch_norm, never by the optimizer. */
+    bool buffer;
     /* A training step's gradient of this param, as the optimizer reads it
      * (passes/train.c); tgc report counts where it lives. */
     const Value *grad_of;

@@ -235,6 +235,42 @@ static Value *batch_norm_affine(L *l, Value *x, Value *mean, Value *var, Value *
     return irb_to(l, y, t);
 }
 
+Value *lower_batch_norm_eval(IrB *l, Value *x, Value *mean, Value *var, Value *w, Value *b,
+                             double eps) {
+    Value *r = batch_norm_affine(l, x, mean, var, w, b, eps);
+    if (r) {
+        BatchNormOf *bn = ARENA_NEW(l->a, BatchNormOf);
+        *bn = (BatchNormOf){x, mean, var, w, b, eps};
+        r->bn = bn;
+    }
+    return r;
+}
+
+/* ATen's batch_norm in training mode: the biased variance of the batch
+ * normalises, (x - mean) * invstd * weight + bias, in f32 for f16/bf16
+ * input; the gradient pass differentiates it through mean and var. */
+Value *lower_batch_norm_batch(IrB *l, Value *x, Value *w, Value *b, double eps, BatchStats *st) {
+    DType t = x->dtype, ct = compute_dtype(t);
+    int64_t dims[TG_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < x->ndim; i++)
+        if (i != 1) dims[nd++] = i;
+    Value *xc = irb_to(l, x, ct);
+    Value *mean = irb_reduce_keep(l, OP_MEAN, xc, dims, nd, true);
+    Arg va[4] = {irb_t(l, xc), irb_is(l, dims, nd), irb_i(l, 0), irb_bool(l, true)};
+    Value *var = irb_op(l, OP_VAR, 4, va);
+    Value *inv = irb_binary(l, OP_DIV, irb_scalar(l, 1),
+                            irb_unary(l, OP_SQRT, irb_binary(l, OP_ADD, var, irb_scalar(l, eps))));
+    Value *y = irb_binary(l, OP_MUL, irb_binary(l, OP_SUB, xc, mean), inv);
+    if (w) y = irb_binary(l, OP_MUL, y, per_channel(l, w, x->ndim, ct));
+    if (b) y = irb_binary(l, OP_ADD, y, per_channel(l, b, x->ndim, ct));
+    int64_t ch = x->shape[1];
+    st->mean = irb_reshape(l, mean, &ch, 1);
+    st->var = irb_reshape(l, var, &ch, 1);
+    st->count = x->shape[1] ? value_numel(x) / x->shape[1] : 0;
+    return irb_to(l, y, t);
+}
+
 /* group_norm / instance_norm: layer_norm over [N, groups, rest], then the
  * per-channel affine. */
 static Value *grouped_norm(L *l, Value *x, int64_t groups, Value *w, Value *b, double eps) {
@@ -407,17 +443,12 @@ Value *lower_nn(InferCtx *c, Value *v) {
     case OP_ADAPTIVE_AVG_POOL2D:
     case OP_ADAPTIVE_MAX_POOL1D:
     case OP_ADAPTIVE_MAX_POOL2D: r = lower_adaptive(&l, v); break;
-    case OP_BATCH_NORM: {
-        Value *x = IN0(v), *mean = arg_t(v, 1), *var = arg_t(v, 2), *w = arg_t(v, 3),
-              *b = arg_t(v, 4);
-        r = batch_norm_affine(&l, x, mean, var, w, b, ARG(v, 7)->f);
-        if (r) {
-            BatchNormOf *bn = ARENA_NEW(l.a, BatchNormOf);
-            *bn = (BatchNormOf){x, mean, var, w, b, ARG(v, 7)->f};
-            r->bn = bn;
-        }
+    case OP_BATCH_NORM:
+        /* training=true: which form depends on the build (passes/train_mode.c) */
+        if (ARG(v, 5)->i) return v;
+        r = lower_batch_norm_eval(&l, IN0(v), arg_t(v, 1), arg_t(v, 2), arg_t(v, 3), arg_t(v, 4),
+                                  ARG(v, 7)->f);
         break;
-    }
     case OP_GROUP_NORM:
         r = grouped_norm(&l, IN0(v), ARG(v, 1)->i, arg_t(v, 2), arg_t(v, 3), ARG(v, 4)->f);
         break;

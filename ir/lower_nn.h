@@ -25,4 +25,21 @@ typedef struct BatchNormOf {
     Value *x, *mean, *var, *weight, *bias; /* weight, bias: NULL when absent */
     double eps;
 } BatchNormOf;
+
+#include "ir/irbuild.h"
+
+/* batch_norm's inference form with running statistics mean and var (its
+ * result carries the BatchNormOf). */
+Value *lower_batch_norm_eval(IrB *l, Value *x, Value *mean, Value *var, Value *w, Value *b,
+                             double eps);
+/* The batch's statistics of a training-mode batch_norm: per channel [C],
+ * in the compute dtype (f32 for f16/bf16), var biased; count: the values
+ * each is over (N times the spatial size). */
+typedef struct BatchStats {
+    Value *mean, *var;
+    int64_t count;
+} BatchStats;
+/* batch_norm in training mode: normalised with the batch's statistics
+ * (set in *st for the running statistics' update). */
+Value *lower_batch_norm_batch(IrB *l, Value *x, Value *w, Value *b, double eps, BatchStats *st);
 #endif

@@ -81,6 +81,10 @@ Value *lower_repeat_interleave(InferCtx *c, Value *v) {
 }
 
 Value *lower_sdpa_f64(InferCtx *c, Value *v) {
+    return lower_sdpa_math(c, v, NULL, NULL);
+}
+
+Value *lower_sdpa_math(InferCtx *c, Value *v, SdpaDropFn drop, void *ctx) {
     IrB b = irb_init(c, v->loc);
     Value *q = ARG(v, 0)->t, *k = ARG(v, 1)->t, *val = ARG(v, 2)->t;
     const Arg *mask = ARG(v, 3), *scale = ARG(v, 6);
@@ -104,6 +108,7 @@ Value *lower_sdpa_f64(InferCtx *c, Value *v) {
     }
     Arg sa[3] = {irb_t(&b, s), irb_i(&b, -1), {.kind = ARG_ABSENT, .loc = v->loc}};
     Value *p = irb_op(&b, OP_SOFTMAX, 3, sa);
+    if (p && drop) p = drop(ctx, &b, p, ARG(v, 4)->f);
     if (!p) return NULL;
     Arg ma[2] = {arg_tensor(p, v->loc), arg_tensor(val, v->loc)};
     Value *out = value_make(c, OP_MATMUL, v->loc, 2, ma);

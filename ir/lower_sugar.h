@@ -3,6 +3,7 @@
  * then replaces the node by the composition (no kernel of their own). */
 #ifndef TGC_IR_LOWER_SUGAR_H
 #define TGC_IR_LOWER_SUGAR_H
+#include "ir/irbuild.h"
 #include "ir/ir.h"
 
 /* repeat_interleave(x, repeats, dim): unsqueeze(dim + 1) -> expand -> reshape
@@ -14,4 +15,9 @@ Value *lower_repeat_interleave(InferCtx *c, Value *v);
  * softmax(q @ k^T * scale [masked or + mask], dim=-1) @ v, in f64 with
  * the [..., L, S] scores stored. Same contract as above. */
 Value *lower_sdpa_f64(InferCtx *c, Value *v);
+/* The same math path at any dtype, with drop(ctx, b, probs, dropout_p)
+ * applied to the probabilities when drop is not NULL (attention's
+ * dropout in a training build, passes/train_mode.c). */
+typedef Value *(*SdpaDropFn)(void *ctx, IrB *b, Value *probs, double p);
+Value *lower_sdpa_math(InferCtx *c, Value *v, SdpaDropFn drop, void *ctx);
 #endif

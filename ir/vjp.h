@@ -36,7 +36,9 @@ typedef struct VjpCtx {
     /* vjp_products.c */ \
     X(vjp_linear) X(vjp_matmul) X(vjp_outer) X(vjp_einsum) X(vjp_conv) X(vjp_conv_transpose) \
     /* vjp_attention.c */ \
-    X(vjp_sdpa)
+    X(vjp_sdpa) \
+    /* dropout.c */ \
+    X(vjp_dropout_apply)
 /* clang-format on */
 #define DECLARE_VJP(fn) bool fn(VjpCtx *c, Value *v, Value *gy, Value **gx);
 VJP_FNS(DECLARE_VJP)

@@ -22,7 +22,7 @@ static bool frozen_by(const char *pattern, const char *name) {
 }
 
 static bool is_trainable(const Value *v, const TrainSpec *t) {
-    if (v->op != OP_PARAM || !dtype_is_float(v->dtype)) return false;
+    if (v->op != OP_PARAM || !dtype_is_float(v->dtype) || v->buffer) return false;
     for (int i = 0; i < t->nfreeze; i++)
         if (frozen_by(t->freeze[i], v->name)) return false;
     return true;

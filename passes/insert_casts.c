@@ -33,6 +33,7 @@ static DType compute_dtype(Value *v) {
 static bool operand_is_data(const Value *v, int arg) {
     if (v->op == OP_WHERE) return arg != 0;
     if (v->op == OP_MASKED_FILL) return arg != 1;
+    if (v->op == OP_DROPOUT_APPLY) return arg == 0; /* seed and step stay i64 */
     return true;
 }
 

@@ -175,6 +175,8 @@ static void unscale(Tr *r, GradSet *gs) {
 }
 
 bool pass_train(Graph *g, Diag *d, const TrainSpec *t) {
+    TrainModeUpdates up;
+    if (!pass_train_mode(g, d, true, &up)) return false;
     GradSet gs;
     if (!pass_grad(g, d, t, &gs)) return false;
     InferCtx ic = {.g = g, .d = d};
@@ -191,6 +193,10 @@ bool pass_train(Graph *g, Diag *d, const TrainSpec *t) {
      * may be written over their params. */
     r.skip = irb_unary(&r.b, OP_LOGICAL_NOT, all_finite(&r, gs.loss));
     if (gs.scale) unscale(&r, &gs);
+    /* batch norm's running statistics, dropout's step: guarded like the
+     * optimizer's states */
+    for (int i = 0; i < up.n; i++)
+        output(&r, up.u[i].next, named(&r, up.u[i].param, "@next"), up.u[i].param);
     AdamStep s = {0};
     if (t->optim == OPTIM_ADAMW) s = adam_step(&r);
     for (int i = 0; i < gs.n && !d->errors; i++) {

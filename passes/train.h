@@ -56,6 +56,30 @@ bool pass_grad(Graph *g, Diag *d, const TrainSpec *t, GradSet *out);
  * it replaces. OPTIM_NONE makes the gradients outputs instead. */
 bool pass_train(Graph *g, Diag *d, const TrainSpec *t);
 
+/* The states a training-mode op updates each step: batch norm's running
+ * statistics (and num_batches_tracked under momentum=None), dropout's
+ * step counter. */
+typedef struct TrainModeUpdate {
+    Value *param, *next;
+} TrainModeUpdate;
+typedef struct TrainModeUpdates {
+    TrainModeUpdate *u;
+    int n, cap;
+} TrainModeUpdates;
+
+/* Requires: a checked graph. Gives: batch_norm(training=true) and
+ * dropout/dropout1d/dropout2d(training=true) and attention's dropout_p
+ * resolved: with training (a --train build) in their training form (the
+ * batch's statistics; x * a Philox mask made by dropout_apply from the 0-d
+ * i64 states __dropout_seed and __dropout_step; attention written out with
+ * the mask on its probabilities), the updates of the states they own in
+ * *up (when up is not NULL); otherwise in their eval form (the running
+ * statistics; the identity; no attention dropout), as PyTorch's
+ * model.eval() runs them. Every batch norm's running statistics are marked
+ * buffers, which pass_grad never trains. Reports a running statistic
+ * that is not a param, or that two batch norms share. */
+bool pass_train_mode(Graph *g, Diag *d, bool training, TrainModeUpdates *up);
+
 /* Whether v may be recomputed in the backward pass: a forward value that
  * is computed (not a leaf, a view or a creation op). */
 bool checkpoint_candidate(const Graph *g, const Value *v);

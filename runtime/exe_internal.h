@@ -23,6 +23,8 @@ typedef struct RtExeArgs {
     const char *save_weights, *save_state, *load_state;
     bool shuffle_set; /* --shuffle SEED: batches in a random order each epoch */
     uint64_t shuffle_seed;
+    bool dropout_seed_set; /* --seed S: dropout's key (the param __dropout_seed) */
+    uint64_t dropout_seed;
 } RtExeArgs;
 
 /* --shuffle: the order in which epoch `epoch` reads k batches, perm[0..k)

@@ -33,7 +33,7 @@ static const char USAGE[] = "[--weights W.safetensors] [--input NAME=FILE.npy]..
 static const char TRAIN_USAGE[] =
     "[--weights W.safetensors] --input NAME=FILE.npy... --steps N "
     "[--save-weights OUT.safetensors] [--save-state S] "
-    "[--load-state S] [--output-dir DIR] [--log-every K] [--shuffle SEED] "
+    "[--load-state S] [--output-dir DIR] [--log-every K] [--shuffle SEED] [--seed S] "
     "[--threads N] [--profile] [--profile-json FILE] [--help]";
 
 const char *rt_exe_usage(const Args *a) {
@@ -125,7 +125,7 @@ static const struct {
     {"--weights", 3},       {"--input", 3},      {"--output-dir", 3}, {"--threads", 3},
     {"--random-inputs", 1}, {"--bench", 1},      {"--steps", 2},      {"--save-weights", 2},
     {"--save-state", 2},    {"--load-state", 2}, {"--log-every", 2},  {"--profile-json", 3},
-    {"--shuffle", 2},
+    {"--shuffle", 2},       {"--seed", 2},
 };
 
 /* A single-valued flag's value: stored in *slot, "given twice" when set. */
@@ -222,6 +222,12 @@ static int parse_args(Args *a, int argc, char **argv) {
                 return rt_exe_usage_error(a, "--shuffle %s: expected a non-negative integer seed",
                                           v);
             a->shuffle_seed = n;
+        } else if (!strcmp(f, "--seed")) {
+            if (a->dropout_seed_set) return rt_exe_usage_error(a, "%s is given twice", f);
+            a->dropout_seed_set = true;
+            if (!parse_count(v, UINT64_MAX, &n))
+                return rt_exe_usage_error(a, "--seed %s: expected a non-negative integer seed", v);
+            a->dropout_seed = n;
         } else if (!strcmp(f, "--profile-json")) {
             rc = set_once(a, f, v, &a->profile_json);
         } else {

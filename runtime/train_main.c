@@ -97,6 +97,8 @@ static void print_help(const RtProgram *p, const Args *a) {
            "  --log-every K            print \"step S loss L\" after every K steps and the last\n"
            "  --shuffle SEED           read the k batches of the data sets in a random order\n"
            "                           each epoch (docs/training.md \"Shuffling\")\n"
+           "  --seed S                 dropout's seed (default 0, or the one --load-state\n"
+           "                           restores; docs/training.md \"Dropout's mask\")\n"
            "  --threads N              threads to use (0: the program's default%s)\n"
            "  --profile                after the steps, print the time of every step of the\n"
            "                           program (the median over the training steps)\n"
@@ -269,6 +271,19 @@ static int shuffle_setup(const RtProgram *p, const Args *a, Train *r) {
     return 0;
 }
 
+/* --seed S: dropout's key, the 0-d i64 state __dropout_seed (set after
+ * --load-state, so the flag wins over a saved seed). A program without
+ * dropout in training mode draws nothing: the seed changes nothing. */
+static int set_dropout_seed(const RtProgram *p, const Args *a, Train *r) {
+    for (int i = 0; i < p->nparams; i++) {
+        if (strcmp(p->params[i].name, "__dropout_seed")) continue;
+        int64_t v = (int64_t)a->dropout_seed; /* the bits of the u64 */
+        RtStatus s = rt_context_set_param(r->ctx, i, &v);
+        if (s) return rt_exe_error(a, rt_status_exit_code(s), "%s", rt_context_error(r->ctx));
+    }
+    return 0;
+}
+
 static int train(const RtProgram *p, Args *a, Train *r) {
     int rc = rt_exe_check_inputs(p, a);
     if (!rc && a->outdir_set) rc = rt_exe_check_outdir(a);
@@ -281,6 +296,7 @@ static int train(const RtProgram *p, Args *a, Train *r) {
     if (s)
         return rt_exe_error(a, rt_status_exit_code(s), "%s",
                             r->ctx ? rt_context_error(r->ctx) : "out of memory");
+    if (a->dropout_seed_set && (rc = set_dropout_seed(p, a, r))) return rc;
 
     r->data = calloc((size_t)p->ninputs + 1, sizeof *r->data);
     r->in = calloc((size_t)p->ninputs + 1, sizeof *r->in);

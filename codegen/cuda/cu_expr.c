@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "codegen/cuda/cu.h"
+#include "ir/dropout.h"
 
 typedef const char *(*EmitFn)(CuKern *k, const Value *v, const char **a, DType t);
 
@@ -464,6 +465,23 @@ static const char *e_tri(CuKern *k, const Value *v, const char **a, DType t) {
     return sel(k, keep, x, cu_const(CU, t, 0));
 }
 
+/* dropout_apply: x * noise, the noise kept or not by the prelude's
+ * Philox draw of the element's index over the first nmask dims
+ * (ir/dropout.h), as the LLVM backend computes it. */
+static const char *e_dropout_apply(CuKern *k, const Value *v, const char **a, DType t) {
+    const char *lin = "0ULL";
+    for (int d = 0; d < (int)v->args[5].i; d++)
+        lin = cu_str(CU, "%s * %lluULL + (tg_u64)%s", P(k, lin), (unsigned long long)v->shape[d],
+                     P(k, cuk_dim_index(k, d)));
+    const char *r = cuk_tmp_c(k, "unsigned", "tg_philox((tg_u64)%s, %s, %uu, (tg_u64)%s)",
+                              P(k, a[1]), P(k, lin), (unsigned)v->args[4].i, P(k, a[2]));
+    double p = v->args[3].f;
+    const char *keep = cuk_tmp(k, DT_BOOL, "(%s >> 8) < %uu", r, dropout_threshold(p));
+    const char *noise =
+        named(k, t, sel(k, keep, cu_const(CU, t, dropout_scale(p, t)), cu_const(CU, t, 0)));
+    return fmul(k, t, a[0], noise);
+}
+
 /* Float to f16 bits, rounded to nearest even (the literal as the 16-bit
  * type holds it, as the CPU backend's constant folding gives it). */
 static uint16_t host_f2h(float x) {
@@ -638,6 +656,7 @@ static const EmitFn emit_op[OP_COUNT] = {
     [OP_TENSOR] = e_tensor,
     [OP_TRIL] = e_tri,
     [OP_TRIU] = e_tri,
+    [OP_DROPOUT_APPLY] = e_dropout_apply,
 };
 
 /* Whether v's f16/bf16 result is already a value of the 16-bit type, so

@@ -22,6 +22,18 @@ const char cu_prelude[] =
     /* f16: the hardware conversion rounds to nearest even like F16C; a NaN
      * keeps its sign and top payload bits with the quiet bit set, as x86's
      * vcvtps2ph does (PTX would give the canonical 0x7fff). */
+    /* dropout's mask: the first word of Philox 4x32-10 (ir/dropout.h). */
+    "TG_D unsigned tg_philox(tg_u64 seed, tg_u64 idx, unsigned site, tg_u64 step) {\n"
+    "    unsigned c0 = (unsigned)idx, c1 = (unsigned)(idx >> 32), c2 = site, c3 = (unsigned)step;\n"
+    "    unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);\n"
+    "    for (int r = 0; r < 10; r++) {\n"
+    "        unsigned h0 = __umulhi(0xD2511F53u, c0), l0 = 0xD2511F53u * c0;\n"
+    "        unsigned h1 = __umulhi(0xCD9E8D57u, c2), l1 = 0xCD9E8D57u * c2;\n"
+    "        c0 = h1 ^ c1 ^ k0; c2 = h0 ^ c3 ^ k1; c1 = l1; c3 = l0;\n"
+    "        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;\n"
+    "    }\n"
+    "    return c0;\n"
+    "}\n"
     "TG_D float tg_h2f(unsigned short h) {\n"
     "    float f;\n"
     "    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n"

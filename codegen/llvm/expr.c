@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "codegen/llvm/cg.h"
+#include "ir/dropout.h"
 
 typedef LLVMValueRef (*EmitFn)(Kern *k, const Value *v, LLVMValueRef *a, DType t);
 
@@ -569,6 +570,53 @@ static LLVMValueRef e_tensor(Kern *k, const Value *v, LLVMValueRef *a, DType t) 
     return cg_load(k, p, t);
 }
 
+/* ---- dropout's mask (ir/dropout.h) ---- */
+
+static LLVMValueRef u32(Kern *k, uint32_t x) {
+    return LLVMConstInt(CG->t_i32, x, false);
+}
+/* The high and low words of the 64-bit product a * b (u32). */
+static void mulhilo(Kern *k, uint32_t a, LLVMValueRef b, LLVMValueRef *hi, LLVMValueRef *lo) {
+    LLVMValueRef p =
+        LLVMBuildMul(B, LLVMConstInt(CG->t_i64, a, false), LLVMBuildZExt(B, b, CG->t_i64, ""), "");
+    *lo = LLVMBuildTrunc(B, p, CG->t_i32, "");
+    *hi = LLVMBuildTrunc(B, LLVMBuildLShr(B, p, LLVMConstInt(CG->t_i64, 32, false), ""), CG->t_i32,
+                         "");
+}
+static LLVMValueRef e_dropout_apply(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    int nmask = (int)v->args[5].i;
+    LLVMValueRef lin = cg_const_i64(CG, 0);
+    for (int d = 0; d < nmask; d++)
+        lin = LLVMBuildAdd(B, LLVMBuildMul(B, lin, cg_const_i64(CG, v->shape[d]), ""),
+                           kern_dim_index(k, d), "");
+    LLVMValueRef sh32 = LLVMConstInt(CG->t_i64, 32, false);
+    LLVMValueRef c[4] = {
+        LLVMBuildTrunc(B, lin, CG->t_i32, ""),
+        LLVMBuildTrunc(B, LLVMBuildLShr(B, lin, sh32, ""), CG->t_i32, ""),
+        u32(k, (uint32_t)v->args[4].i),
+        LLVMBuildTrunc(B, a[2], CG->t_i32, ""),
+    };
+    LLVMValueRef k0 = LLVMBuildTrunc(B, a[1], CG->t_i32, "");
+    LLVMValueRef k1 = LLVMBuildTrunc(B, LLVMBuildLShr(B, a[1], sh32, ""), CG->t_i32, "");
+    for (int r = 0; r < 10; r++) {
+        LLVMValueRef hi0, lo0, hi1, lo1;
+        mulhilo(k, PHILOX_M0, c[0], &hi0, &lo0);
+        mulhilo(k, PHILOX_M1, c[2], &hi1, &lo1);
+        c[0] = LLVMBuildXor(B, LLVMBuildXor(B, hi1, c[1], ""), k0, "");
+        c[2] = LLVMBuildXor(B, LLVMBuildXor(B, hi0, c[3], ""), k1, "");
+        c[1] = lo1;
+        c[3] = lo0;
+        k0 = LLVMBuildAdd(B, k0, u32(k, PHILOX_W0), "");
+        k1 = LLVMBuildAdd(B, k1, u32(k, PHILOX_W1), "");
+    }
+    double p = v->args[3].f;
+    LLVMValueRef keep =
+        icmp(k, LLVMIntULT, LLVMBuildLShr(B, c[0], u32(k, 8), ""), u32(k, dropout_threshold(p)));
+    LLVMValueRef scale = cg_round(CG, C(k, t, dropout_scale(p, t)), t);
+    LLVMValueRef noise = sel(k, keep, scale, C(k, t, 0));
+    return LLVMBuildFMul(B, a[0], noise, "");
+}
+
 static const EmitFn emit_op[OP_COUNT] = {
     [OP_ADD] = e_add,
     [OP_SUB] = e_sub,
@@ -651,6 +699,7 @@ static const EmitFn emit_op[OP_COUNT] = {
     [OP_TENSOR] = e_tensor,
     [OP_TRIL] = e_tri,
     [OP_TRIU] = e_tri,
+    [OP_DROPOUT_APPLY] = e_dropout_apply,
 };
 
 static bool reads_operands(const Value *v) {

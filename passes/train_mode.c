@@ -1,0 +1,220 @@
+/* Training-mode ops resolved for the build (see train.h, pass_train_mode):
+ * batch_norm(training=true), dropout / dropout1d / dropout2d
+ * (training=true) and attention's dropout_p. The front end leaves them
+ * as they are written, since only the build says which form they take:
+ * the training form under --train, the eval form otherwise (what PyTorch's
+ * model.eval() exports). */
+#include <string.h>
+
+#include "ir/infer.h"
+#include "ir/irbuild.h"
+#include "ir/lower_nn.h"
+#include "ir/lower_sugar.h"
+#include "passes/train.h"
+
+typedef struct Tm {
+    Graph *g;
+    Diag *d;
+    InferCtx ic;
+    bool training;
+    Value *seed, *step; /* dropout's key and counter (made at the first dropout) */
+    int sites;
+    TrainModeUpdates *up;
+} Tm;
+
+static Value *arg_t(Value *v, int i) {
+    return v->args[i].kind == ARG_TENSOR ? v->args[i].t : NULL;
+}
+
+/* A 0-d i64 state of the step, zeros: the optimizer state saves it. */
+static Value *i64_state(Tm *m, const char *name, SrcLoc loc) {
+    Value *s = value_new(m->g, OP_PARAM, loc);
+    s->name = name;
+    s->dtype = DT_I64;
+    s->init.kind = INIT_ZEROS;
+    s->optim_state = true;
+    graph_append(m->g, s);
+    return s;
+}
+
+/* x + 1 for an i64 count (a plain literal would promote it to f32). */
+static Value *plus_one(IrB *b, Value *x) {
+    Value *one = irb_scalar(b, 1);
+    one->dtype = DT_I64;
+    one->scalar_is_int = true;
+    Arg alpha = irb_num(b, 1);
+    alpha.num_is_int = true;
+    Arg a[3] = {irb_t(b, x), irb_t(b, one), alpha};
+    return irb_op(b, OP_ADD, 3, a);
+}
+
+static void add_update(Tm *m, Value *param, Value *next) {
+    TrainModeUpdates *u = m->up;
+    if (!u || !next) return;
+    TrainModeUpdate x = {param, next};
+    ARENA_PUSH(m->g->arena, u->u, u->n, u->cap, x);
+}
+
+/* v becomes an alias of r, keeping its identity (its readers, its name,
+ * its place among the outputs). */
+static void become_alias(Tm *m, Value *v, Value *r, const char *label) {
+    v->op = OP_ALIAS;
+    v->nargs = 1;
+    v->args = ARENA_ARRAY(m->g->arena, Arg, 1);
+    v->args[0] = arg_tensor(r, v->loc);
+    v->label = label;
+    value_collect_inputs(m->g, v);
+}
+
+static bool check_running(Tm *m, Value *v, int i) {
+    Value *s = arg_t(v, i);
+    if (s->op == OP_PARAM) return true;
+    diag_error(m->d, v->args[i].loc,
+               "batch_norm(training=true): %s must be a param, updated in place each step; "
+               "found a computed value",
+               i == 1 ? "running_mean" : "running_var");
+    return false;
+}
+
+/* The running statistic s after the step: (1 - f) * s + f * batch, in
+ * f32 as ATen's CPU kernel computes it (f and 1 - f rounded to f32). */
+static Value *running(IrB *b, Value *s, Value *batch, Value *f, Value *one_minus_f) {
+    Value *r = irb_binary(b, OP_ADD, irb_binary(b, OP_MUL, batch, f),
+                          irb_binary(b, OP_MUL, irb_to(b, s, DT_F32), one_minus_f));
+    return irb_to(b, r, s->dtype);
+}
+
+static const char *nbt_name(Tm *m, const char *mean_name) {
+    size_t n = strlen(mean_name), k = strlen(".running_mean");
+    if (n > k && !strcmp(mean_name + n - k, ".running_mean"))
+        return arena_printf(m->g->arena, "%.*s.num_batches_tracked", (int)(n - k), mean_name);
+    return arena_printf(m->g->arena, "%s.num_batches_tracked", mean_name);
+}
+
+static bool batch_norm(Tm *m, Value *v) {
+    IrB b = irb_init(&m->ic, v->loc);
+    Value *x = v->args[0].t, *rm = arg_t(v, 1), *rv = arg_t(v, 2), *w = arg_t(v, 3),
+          *bias = arg_t(v, 4);
+    double eps = v->args[7].f;
+    if (rm) rm->buffer = rv->buffer = true;
+    Value *r;
+    if (!m->training && rm) {
+        r = lower_batch_norm_eval(&b, x, rm, rv, w, bias, eps);
+    } else {
+        BatchStats st;
+        r = lower_batch_norm_batch(&b, x, w, bias, eps, &st);
+        if (r && rm && m->training) {
+            if (!check_running(m, v, 1) || !check_running(m, v, 2)) return false;
+            Value *f, *omf;
+            if (v->args[6].kind == ARG_NUM) {
+                float mf = (float)v->args[6].f;
+                f = irb_scalar(&b, mf);
+                omf = irb_scalar(&b, 1.0f - mf);
+            } else { /* momentum=None: the cumulative average, 1 / batches seen */
+                Value *nbt = i64_state(m, nbt_name(m, rm->name), v->loc);
+                Value *next = plus_one(&b, nbt);
+                add_update(m, nbt, next);
+                f = irb_to(&b, irb_binary(&b, OP_DIV, irb_scalar(&b, 1), irb_to(&b, next, DT_F64)),
+                           DT_F32);
+                omf = irb_binary(&b, OP_SUB, irb_scalar(&b, 1), f);
+            }
+            double n = (double)st.count;
+            /* the unbiased variance: the sum of squares over n - 1 */
+            Value *uv = irb_binary(&b, OP_MUL, st.var, irb_scalar(&b, n / (n - 1)));
+            add_update(m, rm, running(&b, rm, irb_to(&b, st.mean, DT_F32), f, omf));
+            add_update(m, rv, running(&b, rv, irb_to(&b, uv, DT_F32), f, omf));
+        }
+    }
+    if (!r) return false;
+    become_alias(m, v, r, "batch_norm");
+    return true;
+}
+
+static Value *dropout_noise(Tm *m, IrB *b, Value *x, double p, int nmask) {
+    if (!m->seed) {
+        m->seed = i64_state(m, "__dropout_seed", b->loc);
+        m->step = i64_state(m, "__dropout_step", b->loc);
+        add_update(m, m->step, plus_one(b, m->step));
+    }
+    Arg a[6] = {irb_t(b, x),   irb_t(b, m->seed),    irb_t(b, m->step),
+                irb_num(b, p), irb_i(b, m->sites++), irb_i(b, nmask)};
+    return irb_op(b, OP_DROPOUT_APPLY, 6, a);
+}
+
+static bool dropout(Tm *m, Value *v) {
+    if (!m->training) return true; /* the identity view */
+    IrB b = irb_init(&m->ic, v->loc);
+    Value *x = v->args[0].t;
+    int nmask = v->op == OP_DROPOUT ? x->ndim : x->ndim == (v->op == OP_DROPOUT1D ? 2 : 3) ? 1 : 2;
+    if (v->op == OP_DROPOUT2D) nmask = 2; /* 1.13 reads a 3-d input as (N, C, L) */
+    Value *r = dropout_noise(m, &b, x, v->args[1].f, nmask);
+    if (!r) return false;
+    become_alias(m, v, r, op_info(v->op)->name);
+    return true;
+}
+
+static Value *drop_probs(void *ctx, IrB *b, Value *probs, double p) {
+    return dropout_noise(ctx, b, probs, p, probs->ndim);
+}
+
+static bool sdpa(Tm *m, Value *v) {
+    if (!m->training) return true; /* dropout_p is not applied in eval form */
+    Value *r = lower_sdpa_math(&m->ic, v, drop_probs, m);
+    if (!r) return false;
+    graph_append(m->g, r);
+    become_alias(m, v, r, "scaled_dot_product_attention");
+    return true;
+}
+
+static bool needs(const Value *v) {
+    switch (v->op) {
+    case OP_BATCH_NORM: return v->args[5].i != 0;
+    case OP_DROPOUT:
+    case OP_DROPOUT1D:
+    case OP_DROPOUT2D: return v->args[2].i != 0;
+    case OP_SDPA: return v->args[4].kind == ARG_NUM && v->args[4].f != 0;
+    default: return false;
+    }
+}
+
+bool pass_train_mode(Graph *g, Diag *d, bool training, TrainModeUpdates *up) {
+    Tm m = {.g = g, .d = d, .ic = {.g = g, .d = d}, .training = training, .up = up};
+    if (up) memset(up, 0, sizeof *up);
+    /* eval-form batch norms (lowered by the front end) keep their running
+     * statistics out of the optimizer too */
+    for (int i = 0; i < g->nvalues; i++) {
+        const BatchNormOf *bn = g->values[i]->bn;
+        if (bn && bn->mean && bn->mean->op == OP_PARAM) bn->mean->buffer = true;
+        if (bn && bn->var && bn->var->op == OP_PARAM) bn->var->buffer = true;
+    }
+    /* The list is rebuilt so that each rewrite's new nodes come before
+     * the node they replace. */
+    Value **old = g->values;
+    int n = g->nvalues;
+    g->values = NULL;
+    g->nvalues = g->cap_values = 0;
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        Value *v = old[i];
+        if (ok && needs(v)) {
+            switch (v->op) {
+            case OP_BATCH_NORM: ok = batch_norm(&m, v); break;
+            case OP_SDPA: ok = sdpa(&m, v); break;
+            default: ok = dropout(&m, v); break;
+            }
+        }
+        graph_append(g, v);
+    }
+    /* a param updated twice in one step has no one value after it */
+    for (int i = 0; ok && up && i < up->n; i++)
+        for (int j = 0; j < i; j++)
+            if (up->u[i].param == up->u[j].param) {
+                diag_error(d, up->u[i].param->loc,
+                           "batch_norm(training=true): '%s' is the running statistic of two "
+                           "batch_norms; each needs its own",
+                           up->u[i].param->name);
+                ok = false;
+                break;
+            }
+    return ok && !d->errors;
+}
