@@ -156,9 +156,15 @@ Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
             sat_add(r->outputs_bytes, sat_mul(n, (int64_t)dtype_size(r->dt[v->order])));
     }
     r->fixed_bytes = t == TARGET_CUDA ? CUDA_CONTEXT_BYTES + CUDA_WORKSPACE_BYTES : 0;
-    r->peak_bytes = sat_add(sat_add(sat_add(r->params_bytes, r->inputs_bytes),
-                                    sat_add(r->outputs_bytes, r->plan->arena_bytes)),
-                            sat_add(r->fixed_bytes, r->conv_prepared_bytes));
+    /* Weights held once (issue 32): params only prepared convs read are
+     * released at load (driver/report_process.c). */
+    report_process_build(&cp, cp.dt, t == TARGET_CUDA, &r->proc);
+    int64_t resident = sat_add(sat_add(r->params_bytes - r->proc.released_bytes, r->fixed_bytes),
+                               r->conv_prepared_bytes);
+    r->run_peak_bytes = sat_add(sat_add(resident, sat_add(r->inputs_bytes, r->outputs_bytes)),
+                                r->plan->arena_bytes);
+    r->load_peak_bytes = sat_add(resident, r->proc.load_plain_bytes);
+    r->peak_bytes = r->run_peak_bytes > r->load_peak_bytes ? r->run_peak_bytes : r->load_peak_bytes;
     r->flops = flops_graph(g);
     return r;
 }
@@ -180,9 +186,11 @@ const char **report_assumptions(const Report *r) {
         "one step per kernel after fusion (passes/fusion.h): an elementwise chain is computed "
         "inside the kernel of its one consumer and never stored; number literals, and functions "
         "of them such as sqrt(32.0), are folded into the code (0 bytes)",
-        "not counted: the executable's code, stacks, the BLAS library's thread buffers, the "
-        "allocator's own "
-        "overhead, and weights kept twice while loading",
+        "not counted: the executable's code, stacks, the BLAS library's thread buffers and the "
+        "allocator's own overhead",
+        "weights held once: a param only convolutions oneDNN prepares read is released once "
+        "folded (read from a weights file or the embedded image at its storage dtype); the load's "
+        "peak holds one convolution's plain f32 weights beside the prepared ones",
         "precision f16/bf16 stores every floating weight and activation in that dtype (integers "
         "and bools unchanged); mixed-f16/bf16 stores weights in the low dtype, runs matrix "
         "products in it and softmax, norms, reductions, exp/log/pow in f32 (docs/precision.md); "

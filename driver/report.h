@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "driver/devices.h"
+#include "driver/report_process.h"
 #include "passes/memplan.h"
 #include "passes/precision.h"
 
@@ -51,7 +52,12 @@ typedef struct Report {
     int nparams, ninputs, noutputs;
     int64_t inputs_bytes, outputs_bytes;
     int64_t fixed_bytes; /* the runtime's own needs on the target */
-    int64_t peak_bytes;  /* params + inputs + outputs + arena + fixed (+ prepared conv weights) */
+    /* The larger of the run's peak (resident params + inputs + outputs +
+     * arena + fixed + prepared conv weights) and the load's (resident
+     * params + fixed + prepared + one conv's plain weights). */
+    int64_t peak_bytes;
+    int64_t run_peak_bytes, load_peak_bytes;
+    ReportProcess proc;         /* params released after preparation, the load's transient */
     int64_t conv_scratch_bytes; /* part of the arena: oneDNN's scratchpad (largest conv) */
     int64_t attn_scratch_bytes; /* part of the arena: attention blocks (shares the conv tail) */
     int64_t qmm_scratch_bytes;  /* part of the arena: a weight CUDA dequantizes (same tail) */

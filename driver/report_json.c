@@ -154,6 +154,10 @@ char *report_json(const Report *r) {
     add(params, "count", r->params_count);
     add(params, "bytes", r->params_bytes);
     add(params, "tensors", r->nparams);
+    /* Read only by prepared convolutions: released once folded (issue 32). */
+    add(params, "released_bytes", r->proc.released_bytes);
+    add(params, "released_tensors", r->proc.nreleased);
+    add(params, "resident_bytes", r->params_bytes - r->proc.released_bytes);
     add(root, "inputs_bytes", r->inputs_bytes);
     add(root, "outputs_bytes", r->outputs_bytes);
     cJSON *act = cJSON_AddObjectToObject(root, "activations");
@@ -169,6 +173,9 @@ char *report_json(const Report *r) {
     cJSON_AddStringToObject(act, "strategy", p->strategy);
     add(root, "fixed_bytes", r->fixed_bytes);
     add(root, "peak_bytes", r->peak_bytes);
+    add(root, "run_peak_bytes", r->run_peak_bytes);
+    add(root, "load_peak_bytes", r->load_peak_bytes);
+    add(root, "load_plain_bytes", r->proc.load_plain_bytes);
     report_train_json(root, r);
     add(root, "flops", r->flops);
     cJSON *byd = cJSON_AddArrayToObject(root, "by_dtype");

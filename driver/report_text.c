@@ -138,9 +138,18 @@ static void print_summary(FILE *out, const Report *r) {
     if (r->fixed_bytes)
         fprintf(out, "  %-14s %12s   CUDA context + cuBLAS workspace\n", "fixed (cuda)",
                 B(b, r->fixed_bytes));
-    fprintf(out, "  %-14s %12s   params + inputs + outputs + arena%s%s\n", "peak",
-            B(b, r->peak_bytes), r->fixed_bytes ? " + fixed" : "",
-            r->conv_prepared_bytes ? " + conv weights" : "");
+    if (r->proc.released_bytes)
+        fprintf(out, "  %-14s %12s   %d params only prepared convs read, released once folded\n",
+                "released", B(b, -r->proc.released_bytes), r->proc.nreleased);
+    if (r->load_peak_bytes > r->run_peak_bytes)
+        fprintf(out,
+                "  %-14s %12s   the load: resident weights + conv weights + the largest conv's "
+                "plain f32 weights (%s)\n",
+                "peak", B(b, r->peak_bytes), B(c, r->proc.load_plain_bytes));
+    else
+        fprintf(out, "  %-14s %12s   params%s + inputs + outputs + arena%s%s\n", "peak",
+                B(b, r->peak_bytes), r->proc.released_bytes ? " - released" : "",
+                r->fixed_bytes ? " + fixed" : "", r->conv_prepared_bytes ? " + conv weights" : "");
     report_fmt_flops(b, sizeof b, r->flops);
     fprintf(out, "  %-14s %12s   one run\n", "FLOPs", b);
 }

@@ -26,6 +26,7 @@
  * setting is per thread), and restored after, so the caller's OpenMP
  * settings are left as they were. The runtime keeps no global state; only
  * oneDNN's own caches are shared. */
+#define _DEFAULT_SOURCE /* madvise, MADV_PAGEOUT */
 #include "conv_internal.h"
 #include "rt_internal.h"
 
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* libgomp, oneDNN's threading runtime here (it comes with libdnnl). */
@@ -478,6 +480,7 @@ typedef struct ConvRun {
     /* Weights that are not constant are folded into wplain (f32, laid out
      * like the weight tensor) and reordered into wprep at every call. */
     float *wplain;
+    size_t wplain_mapped; /* constant weights: wplain is an mmap of this many bytes */
     dnnl_memory_t wuser;
     dnnl_primitive_t wreorder;
     /* Staged: oneDNN reorders between the real source and destination and
@@ -490,8 +493,20 @@ typedef struct ConvRun {
     int exec_failures;     /* calls oneDNN refused, run by the direct loop instead */
 } ConvRun;
 
+/* The read-only mappings of files in this process (/proc/self/maps):
+ * the weights file rt_st_open maps, the executable's image that holds
+ * embedded weights. Read once per context setup. */
+typedef struct FileMaps {
+    uintptr_t (*r)[2];
+    size_t n;
+} FileMaps;
+
 typedef struct ConvState {
     int threads;
+    /* TGC_CONV_KEEP_PARAMS=1: the params stay resident after preparation,
+     * as before issue 32 (tests measure the bytes the release saves). */
+    bool keep_params;
+    FileMaps maps; /* while the weights are prepared */
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     int nconvs;
@@ -526,6 +541,91 @@ static void fold(ConvRun *r, void **bufs) {
             r->bprep[o] = round_to(t, r->shift[o]);
 }
 
+/* Linux 5.4's MADV_PAGEOUT, for headers older than the kernel. */
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+static void file_maps_read(FileMaps *m) {
+    m->r = NULL, m->n = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return;
+    char line[512];
+    size_t cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, inode;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo, &hi, perms, &inode) != 4) continue;
+        if (!inode || perms[1] == 'w' || perms[3] != 'p') continue;
+        if (m->n == cap) {
+            cap = cap ? cap * 2 : 64;
+            void *g = realloc(m->r, cap * sizeof *m->r);
+            if (!g) break;
+            m->r = g;
+        }
+        m->r[m->n][0] = lo, m->r[m->n][1] = hi;
+        m->n++;
+    }
+    fclose(f);
+}
+
+/* Hands the pages lying wholly inside [p, p + n) back to the kernel
+ * without changing what they hold. Inside a private read-only mapping of a
+ * file, MADV_DONTNEED drops this process's pages (the page cache keeps the
+ * file; a later read maps it again), dirty or not: a weights file just
+ * written, a just-linked executable. Anywhere else (a buffer the caller or
+ * the context allocated) DONTNEED would zero the param, so MADV_PAGEOUT:
+ * swapped out where there is swap, left as it is otherwise. Older kernels
+ * refuse the advice (EINVAL): the pages stay, nothing else changes. */
+static void release_pages(const FileMaps *m, const void *p, size_t n) {
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
+    uintptr_t lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + n) / page * page;
+    if (hi <= lo) return;
+    bool file = false;
+    for (size_t i = 0; i < m->n && !file; i++)
+        file = m->r[i][0] <= lo && hi <= m->r[i][1];
+    (void)madvise((void *)lo, hi - lo, file ? MADV_DONTNEED : MADV_PAGEOUT);
+}
+
+/* After a constant convolution's weights are folded and reordered, the
+ * params they came from (weight, bias, batch norm) are read by nothing
+ * else the convolution runs (the direct loop after a failed call would
+ * read them again, from the file): their pages go, so that the process
+ * holds each weight once, in oneDNN's layout (issue 32). A param other
+ * kernels also read comes back on their first read; tgc report counts it
+ * then (driver/report_process.c). */
+static void release_params(const FileMaps *m, const ConvRun *r, void **bufs) {
+    const RtConvDesc *d = r->d;
+    size_t es = rt_dtype_size((RtDType)d->dtype);
+    int64_t wn = d->cout * (d->cin / d->groups) * d->k[0] * d->k[1];
+    release_pages(m, rt_conv_ptr(bufs, d->weight), (size_t)wn * es);
+    RtConvRef vec[5] = {d->bias, d->bn_mean, d->bn_var, d->bn_weight, d->bn_bias};
+    for (int i = 0; i < 5; i++)
+        if (vec[i].slot >= 0 && (i == 0 || d->has_bn))
+            release_pages(m, rt_conv_ptr(bufs, vec[i]), (size_t)d->cout * es);
+}
+
+/* The plain weights of a constant convolution live only while it is
+ * prepared: mapped and unmapped, so that they leave the process at once
+ * rather than stay in malloc's heap (or raise its mmap threshold) and the
+ * load's peak is the one tgc report states. */
+static float *plain_alloc(ConvRun *r, size_t n) {
+    if (!r->d->constant_weights) return rt_aligned_alloc(n);
+    void *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    r->wplain_mapped = n ? n : 1;
+    return m;
+}
+
+static void plain_free(ConvRun *r) {
+    if (r->wplain && r->wplain_mapped)
+        munmap(r->wplain, r->wplain_mapped);
+    else
+        rt_aligned_free(r->wplain);
+    r->wplain = NULL, r->wplain_mapped = 0;
+}
+
 static void run_free(ConvRun *r) {
     if (r->prim) dnnl_primitive_destroy(r->prim);
     if (r->wreorder) dnnl_primitive_destroy(r->wreorder);
@@ -540,7 +640,7 @@ static void run_free(ConvRun *r) {
         if (r->post[i]) dnnl_memory_destroy(r->post[i]);
     rt_aligned_free(r->wprep);
     rt_aligned_free(r->bprep);
-    rt_aligned_free(r->wplain);
+    plain_free(r);
     rt_aligned_free(r->private_scratch);
     free(r->scale);
     memset(r, 0, sizeof *r);
@@ -620,7 +720,7 @@ static bool run_build(ConvState *s, ConvRun *r, void **bufs, bool *nomem) {
     int64_t cout = d->cout, total = cout * (d->cin / d->groups) * d->k[0] * d->k[1];
     bool with_bias = d->bias.slot >= 0 || d->has_bn;
     r->wprep = rt_aligned_alloc(dnnl_memory_desc_get_size(wmd));
-    r->wplain = rt_aligned_alloc((size_t)total * sizeof(float));
+    r->wplain = plain_alloc(r, (size_t)total * sizeof(float));
     if (with_bias) r->bprep = rt_aligned_alloc((size_t)cout * sizeof(float));
     if (!r->wprep || !r->wplain || (with_bias && !r->bprep)) {
         *nomem = true;
@@ -644,16 +744,19 @@ static bool run_build(ConvState *s, ConvRun *r, void **bufs, bool *nomem) {
     dnnl_primitive_desc_destroy(rpd);
     if (st) return false;
     if (!d->constant_weights) return true;
-    /* Constant weights: folded and reordered now, once. */
+    /* Constant weights: folded and reordered now, once. The params go as
+     * soon as they are folded, so that at most one convolution's plain
+     * weights are held beside the prepared ones. */
     fold(r, bufs);
+    if (!s->keep_params) release_params(&s->maps, r, bufs);
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, r->wuser}, {DNNL_ARG_TO, r->wei}};
     st = dnnl_primitive_execute(r->wreorder, s->stream, 2, args); /* at the context's threads */
     if (!st) st = dnnl_stream_wait(s->stream);
     if (st) return false;
     dnnl_primitive_destroy(r->wreorder);
     dnnl_memory_destroy(r->wuser);
-    rt_aligned_free(r->wplain);
-    r->wreorder = NULL, r->wuser = NULL, r->wplain = NULL;
+    plain_free(r);
+    r->wreorder = NULL, r->wuser = NULL;
     return true;
 }
 
@@ -725,11 +828,14 @@ RtStatus rt_conv_context_setup(const RtProgram *p, void **bufs, int threads, voi
     ConvState *s = calloc(1, sizeof *s + (size_t)p->nconvs * sizeof(ConvRun));
     if (!s) return rt_error_set(err, TGCRT_ERR_NOMEM, "convolutions: out of memory");
     s->threads = conv_threads(threads);
+    const char *keep = getenv("TGC_CONV_KEEP_PARAMS");
+    s->keep_params = keep && *keep && strcmp(keep, "0");
     if (dnnl_engine_create(&s->eng, dnnl_cpu, 0) ||
         dnnl_stream_create(&s->stream, s->eng, dnnl_stream_default_flags)) {
         rt_conv_context_free(s);
         return rt_error_set(err, TGCRT_ERR_INTERNAL, "convolutions: oneDNN has no CPU engine");
     }
+    if (!s->keep_params) file_maps_read(&s->maps);
     for (int i = 0; i < p->nconvs; i++) {
         s->nconvs = i + 1; /* what rt_conv_context_free frees */
         RtStatus st = run_setup(s, &s->runs[i], &p->convs[i], i, bufs, err);
@@ -738,6 +844,8 @@ RtStatus rt_conv_context_setup(const RtProgram *p, void **bufs, int threads, voi
             return st;
         }
     }
+    free(s->maps.r);
+    s->maps.r = NULL, s->maps.n = 0;
     *state = s;
     return TGCRT_OK;
 }
@@ -747,6 +855,7 @@ void rt_conv_context_free(void *state) {
     if (!s) return;
     for (int i = 0; i < s->nconvs; i++)
         run_free(&s->runs[i]);
+    free(s->maps.r);
     if (s->stream) dnnl_stream_destroy(s->stream);
     if (s->eng) dnnl_engine_destroy(s->eng);
     free(s);

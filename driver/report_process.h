@@ -1,0 +1,26 @@
+/* tgc report: what the executable's process holds beyond the planned
+ * buffers (issue 32): which params the runtime releases once their
+ * prepared copies exist, and the peak while the weights are prepared. */
+#ifndef TGC_DRIVER_REPORT_PROCESS_H
+#define TGC_DRIVER_REPORT_PROCESS_H
+
+#include <stdint.h>
+
+#include "codegen/codegen.h"
+
+typedef struct ReportProcess {
+    /* Params whose only readers are constant convolutions that oneDNN
+     * prepares (folded, reordered): runtime/conv.c releases their pages
+     * once folded, so the process holds those weights once. */
+    int64_t released_bytes;
+    int nreleased;
+    /* The largest constant convolution's weights as plain f32, held only
+     * while that convolution is prepared (at load, before the arena is
+     * touched). */
+    int64_t load_plain_bytes;
+} ReportProcess;
+
+/* The figures of plan cp on the CPU (zero on cuda, where the runtime
+ * keeps its host params). dt: storage dtypes by Value.order. */
+void report_process_build(const CgProgram *cp, const DType *dt, bool cuda, ReportProcess *out);
+#endif
