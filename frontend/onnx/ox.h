@@ -189,6 +189,19 @@ bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_index.c: GatherElements, DepthToSpace, SpaceToDepth, OneHot, Hardmax */
 bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* A conv's or pool's window over the spatial dims of [N, C, ...]. */
+typedef struct OxWin {
+    int ns; /* spatial dims */
+    int64_t k[3], s[3], d[3], pb[3], pe[3];
+} OxWin;
+/* ox_ops_nn.c: kernel_shape, strides, dilations, pads and auto_pad read
+ * into w (fails naming the node); the output size along spatial dim i. */
+void ox_window(Ox *x, OxVal *in, const int64_t *kernel, int ns, OxWin *w);
+OxDim ox_out_size(Ox *x, OxDim in, const OxWin *w, int i, bool ceil_mode);
+/* ox_pool.c: MaxPool / AveragePool as the maximum or mean of their
+ * windows' strided slices, for what max_pool/avg_pool do not take. */
+void ox_pool_slices(Ox *x, OxVal *in, OxVal *out, const OxWin *w, bool mx, bool ceil_mode,
+                    bool count_include_pad);
 /* ox_ops_math.c: Tan ... Atanh, Softsign, ThresholdedRelu, Shrink, Celu,
  * IsInf, IsNaN, Mean, EyeLike, CumSum */
 bool ox_op_math(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);

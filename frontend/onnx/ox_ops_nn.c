@@ -48,15 +48,10 @@ static const char *ilist(Ox *x, const int64_t *v, int n) {
     return arena_printf(x->a, "%s]", s);
 }
 
-typedef struct Win {
-    int ns; /* spatial dims */
-    int64_t k[2], s[2], d[2], pb[2], pe[2];
-} Win;
-
 /* kernel_shape, strides, dilations, pads, auto_pad of a conv or pool. */
-static void window(Ox *x, OxVal *in, const int64_t *kernel, int ns, Win *w) {
-    if (ns < 1 || ns > 2 || in->ndim != ns + 2)
-        ox_fail(x, "only 1-d and 2-d windows over [N, C, ...] inputs are supported (rank %d)",
+void ox_window(Ox *x, OxVal *in, const int64_t *kernel, int ns, OxWin *w) {
+    if (ns < 1 || ns > 3 || in->ndim != ns + 2)
+        ox_fail(x, "only 1-d, 2-d and 3-d windows over [N, C, ...] inputs are supported (rank %d)",
                 in->ndim);
     w->ns = ns;
     int n;
@@ -93,14 +88,14 @@ static void window(Ox *x, OxVal *in, const int64_t *kernel, int ns, Win *w) {
     }
 }
 
-static bool symmetric(const Win *w) {
+static bool symmetric(const OxWin *w) {
     for (int i = 0; i < w->ns; i++)
         if (w->pb[i] != w->pe[i]) return false;
     return true;
 }
 
 /* An input padded explicitly where the pads are not symmetric. */
-static const char *padded(Ox *x, const char *src, Win *w, const char *value) {
+static const char *padded(Ox *x, const char *src, OxWin *w, const char *value) {
     if (symmetric(w)) return src;
     int64_t tp[4];
     for (int i = 0; i < w->ns; i++) {
@@ -113,7 +108,7 @@ static const char *padded(Ox *x, const char *src, Win *w, const char *value) {
     return arena_printf(x->a, "%s]%s%s)", s, value ? ", value=" : "", value ? value : "");
 }
 
-static OxDim out_size(Ox *x, OxDim in, const Win *w, int i, bool ceil_mode) {
+OxDim ox_out_size(Ox *x, OxDim in, const OxWin *w, int i, bool ceil_mode) {
     int64_t eff = w->d[i] * (w->k[i] - 1) + 1, num = in.v + w->pb[i] + w->pe[i] - eff;
     if (num < 0)
         ox_fail(x, "the window (%lld) is larger than the padded input (%lld)", (long long)eff,
@@ -150,8 +145,8 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         }
     const int64_t *op = ox_attr_ints(x, "output_padding", &np);
     if (op && np != ns) ox_fail(x, "output_padding has %d values for %d spatial dims", np, ns);
-    Win win;
-    window(x, in[0], kernel, ns, &win);
+    OxWin win;
+    ox_window(x, in[0], kernel, ns, &win);
     int64_t g = ox_attr_i(x, "group", 1);
     if (g < 1 || g > ((int64_t)1 << 31)) ox_fail(x, "group %lld", (long long)g);
     for (int i = 0; op && i < np && i < ns; i++)
@@ -202,9 +197,10 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
             if (d[2 + i].v < 1) ox_fail(x, "the pads leave no output");
         }
     } else {
-        src = padded(x, src, &win, NULL);
+        /* the sizes first: padded() moves the pads into the input */
         for (int i = 0; i < ns; i++)
-            d[2 + i] = out_size(x, in[0]->dim[2 + i], &win, i, false);
+            d[2 + i] = ox_out_size(x, in[0]->dim[2 + i], &win, i, false);
+        src = padded(x, src, &win, NULL);
     }
     char *e = arena_printf(x->a, "%s%dd(%s, %s", tr ? "conv_transpose" : "conv", ns, src,
                            wref(x, w, "weight", false));
@@ -245,10 +241,26 @@ static bool pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     int nk;
     const int64_t *k = ox_attr_ints(x, "kernel_shape", &nk);
     if (!k) ox_fail(x, "kernel_shape is required");
-    Win w;
-    window(x, in[0], k, nk, &w);
+    OxWin w;
+    ox_window(x, in[0], k, nk, &w);
     bool ceil_mode = ox_attr_i(x, "ceil_mode", 0) != 0;
     bool cip = ox_attr_i(x, "count_include_pad", 0) != 0;
+    /* what torch's pools do not take: 3-d windows, integer inputs, pads
+     * over half the kernel, AveragePool's dilations, and its asymmetric
+     * pads that are not counted */
+    bool slices =
+        w.ns == 3 || !dtype_is_float(in[0]->dt) || (!symmetric(&w) && ((!mx && !cip) || ceil_mode));
+    for (int i = 0; i < w.ns; i++)
+        slices |= (symmetric(&w) && w.pb[i] * 2 > w.k[i]) || (!mx && w.d[i] != 1);
+    if (slices) {
+        ox_pool_slices(x, in[0], out[0], &w, mx, ceil_mode, cip);
+        return true;
+    }
+    OxDim d[OX_MAX_DIMS];
+    d[0] = in[0]->dim[0], d[1] = in[0]->dim[1];
+    /* the sizes first: padded() moves the pads into the input */
+    for (int i = 0; i < w.ns; i++)
+        d[2 + i] = ox_out_size(x, in[0]->dim[2 + i], &w, i, ceil_mode);
     const char *src = ox_ref(x, in[0], false);
     if (!symmetric(&w)) {
         if (!mx && !cip)
@@ -257,10 +269,6 @@ static bool pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     }
     for (int i = 0; i < w.ns; i++)
         if (w.pb[i] * 2 > w.k[i]) ox_fail(x, "pads larger than half the kernel are not supported");
-    OxDim d[OX_MAX_DIMS];
-    d[0] = in[0]->dim[0], d[1] = in[0]->dim[1];
-    for (int i = 0; i < w.ns; i++)
-        d[2 + i] = out_size(x, in[0]->dim[2 + i], &w, i, ceil_mode);
     char *e = arena_printf(x->a, "%s_pool%dd(%s, %s, stride=%s", mx ? "max" : "avg", w.ns, src,
                            ilist(x, w.k, w.ns), ilist(x, w.s, w.ns));
     bool pad = w.pb[0] || (w.ns == 2 && w.pb[1]);

@@ -566,6 +566,14 @@ def cases():
     add("isinf_of_ints", one_node(helper.make_node("IsInf", ["i_in"], ["y"], name="isinf_int"),
                                   [vi("i_in", [4], TensorProto.INT32)], [vi("y", [4], TensorProto.BOOL)]),
         ["isinf_int"], "an IsInf of int32")
+    add("avgpool_of_ints",
+        one_node(helper.make_node("AveragePool", ["i4_in"], ["y"], name="avgpool_int", kernel_shape=[2, 2]),
+                 [vi("i4_in", [1, 1, 4, 4], TensorProto.INT32)], [vi("y", [1, 1, 3, 3], TensorProto.INT32)]),
+        ["avgpool_int"], "an AveragePool of int32")
+    add("maxpool_3d_huge_window",
+        one_node(helper.make_node("MaxPool", ["v5_in"], ["y"], name="maxpool_huge", kernel_shape=[9, 9, 9]),
+                 [vi("v5_in", [1, 1, 9, 9, 9])], [vi("y", [1, 1, 1, 1, 1])]),
+        ["maxpool_huge"], "a 3-d MaxPool window of 729 positions")
     return out
 
 
