@@ -202,6 +202,9 @@ OxDim ox_out_size(Ox *x, OxDim in, const OxWin *w, int i, bool ceil_mode);
  * windows' strided slices, for what max_pool/avg_pool do not take. */
 void ox_pool_slices(Ox *x, OxVal *in, OxVal *out, const OxWin *w, bool mx, bool ceil_mode,
                     bool count_include_pad);
+/* ox_conv3d.c: Conv over [N, C, D, H, W] as one conv2d per kernel depth;
+ * wname, bname: how the .tg names the weight and bias (NULL: none). */
+void ox_conv3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wname, const char *bname);
 /* ox_ops_math.c: Tan ... Atanh, Softsign, ThresholdedRelu, Shrink, Celu,
  * IsInf, IsNaN, Mean, EyeLike, CumSum */
 bool ox_op_math(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);

@@ -574,6 +574,15 @@ def cases():
         one_node(helper.make_node("MaxPool", ["v5_in"], ["y"], name="maxpool_huge", kernel_shape=[9, 9, 9]),
                  [vi("v5_in", [1, 1, 9, 9, 9])], [vi("y", [1, 1, 1, 1, 1])]),
         ["maxpool_huge"], "a 3-d MaxPool window of 729 positions")
+    w3 = f32("w3", [2, 1, 2, 2, 2])
+    add("conv3d_kernel_shape",
+        one_node(helper.make_node("Conv", ["v5_in", "w3"], ["y"], name="conv3d_ks", kernel_shape=[3, 3, 3]),
+                 [vi("v5_in", [1, 1, 9, 9, 9])], [vi("y", [1, 2, 8, 8, 8])], [w3]),
+        ["conv3d_ks"], "a 3-d Conv whose kernel_shape disagrees with its 2x2x2 weight")
+    add("conv3d_channels",
+        one_node(helper.make_node("Conv", ["c3_in", "w3"], ["y"], name="conv3d_ch"),
+                 [vi("c3_in", [1, 3, 9, 9, 9])], [vi("y", [1, 2, 8, 8, 8])], [w3]),
+        ["conv3d_ch"], "a 3-d Conv of 3 channels with a weight for 1")
     return out
 
 
