@@ -308,7 +308,8 @@ y = rms_norm(x, w, eps=1e-4)
 op("alias_clone_contiguous", """
 param a : {dt}[m, n]
 b = a
-y = b.clone() + a.T.contiguous().T * 2 + dropout(a, 0.3)
+y = (b.clone() + a.T.contiguous().T * 2 + dropout(a, 0.3) + dropout1d(a, 0.3, false)
+     + dropout2d(a.unsqueeze(0), p=0.5, training=false).squeeze(0))
 """, dict(m=M, n=N))
 op("view_reshape", """
 param a : {dt}[m, n, k]
@@ -601,6 +602,17 @@ param g : {dt}[c]
 param b : {dt}[c]
 y = batch_norm(x, rm, rv, g, b, eps=1e-3)
 """, dict(c=(2, 4), h=(2, 4), w=(2, 4)), {"rv": "pos"}, freeze=("rm", "rv"))
+# Training mode: the batch's statistics (biased variance), differentiated
+# through mean and var; the running update (on the frozen statistics, on
+# both sides) changes no gradient.
+op("batch_norm_train", """
+param x : {dt}[n, c, h]
+param rm : {dt}[c]
+param rv : {dt}[c]
+param g : {dt}[c]
+param b : {dt}[c]
+y = batch_norm(x, rm, rv, g, b, training=true, momentum=0.2, eps=1e-3) * x
+""", dict(n=(2, 3), c=(2, 3), h=(2, 4)), {"rv": "pos"}, freeze=("rm", "rv"))
 op("batch_norm_1d", """
 param x : {dt}[n, c]
 param rm : {dt}[c]
@@ -724,6 +736,10 @@ BY_CASE = {
     "mul": "mul_bcast", "div": "div_bcast", "pow": "pow_tensor", "remainder": "remainder",
     "neg": "unary_neg", "matmul": "matmul_2d",
     "copy": None,  # compiler-made only (never written in a .tg); vjp_identity
+    # compiler-made (training-mode dropout, passes/train_mode.c): its random
+    # mask has no torch.autograd reference here; tests/train/run_bn_dropout.py
+    # checks its gradient against PyTorch given the same mask
+    "dropout_apply": None,
 }
 LOWERED_OPS = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
                "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "batch_norm",
