@@ -24,7 +24,7 @@ static const char *USAGE =
     "                  [--fit NAME] [--precision P] [--precision-io D] [--quantize int8|int4]\n"
     "                  [--group-size N] [--accuracy N [--weights W]] [--target cpu|cuda]\n"
     "                  [--html FILE] [--train LOSS [--optimizer O] [--shard N [--zero 1|2|3]]\n"
-    "                  [--checkpoint auto] ...] [--cpu LEVEL,...]\n"
+    "                  [--checkpoint auto] ...] [--cpu LEVEL,...] [--threads N]\n"
     "       tgc report --list-devices [--json]";
 
 static void help(void) {
@@ -45,6 +45,8 @@ static void help(void) {
         "  --target T         cpu (default) or cuda (adds the CUDA runtime's fixed needs)\n"
         "  --cpu LEVEL,...    the CPU levels tgc build --cpu would compile (default: this\n"
         "                     machine's CPU): what each needs and which one this CPU runs\n"
+        "  --threads N        the thread count the program runs with (0, the default: one per\n"
+        "                     online core): the process's runtime and library memory\n"
         "  --html FILE        also write a self-contained HTML page with the "
         "charts\n" TRAIN_FLAGS_HELP
         "  --shard N          --train: the per-device peak over N devices as DeepSpeed's ZeRO\n"
@@ -58,7 +60,7 @@ static void help(void) {
 
 typedef struct ReportOpts {
     const char *device, *budget, *fit, *target, *html, *accuracy, *weights, *shard, *checkpoint,
-        *zero, *cpu;
+        *zero, *cpu, *threads;
     bool list_devices, json, help;
 } ReportOpts;
 
@@ -85,6 +87,7 @@ static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *n
         {"--checkpoint", offsetof(ReportOpts, checkpoint)},
         {"--zero", offsetof(ReportOpts, zero)},
         {"--cpu", offsetof(ReportOpts, cpu)},
+        {"--threads", offsetof(ReportOpts, threads)},
     };
     *nrest = 0;
     rest[(*nrest)++] = argv[0];
@@ -392,6 +395,20 @@ static int run(const ReportOpts *ro, const Options *o) {
         arena_free(&a);
         return 1;
     }
+    int threads = 0;
+    if (ro->threads) {
+        char *end;
+        errno = 0;
+        long n = strtol(ro->threads, &end, 10);
+        if (errno || end == ro->threads || *end || n < 0 || n > TGCRT_MAX_THREADS) {
+            fprintf(stderr,
+                    "tgc report: error: --threads %s: expected a thread count from 0 to %d\n",
+                    ro->threads, TGCRT_MAX_THREADS);
+            arena_free(&a);
+            return 1;
+        }
+        threads = (int)n;
+    }
     int shard, zero;
     if (report_train_shard_args(ro->shard, ro->zero, o->has_train, &shard, &zero)) {
         arena_free(&a);
@@ -448,6 +465,9 @@ static int run(const ReportOpts *ro, const Options *o) {
         }
     }
     report_train_build(r, shard, zero);
+    /* The whole process on the CPU: the runtime and its libraries at the
+     * run's thread count (issue 32). */
+    report_process_runtime(&r->proc, r->g, target == TARGET_CUDA, threads, r->peak_bytes);
     r->cpu = cpu;
     if (r->train) r->train->ckpt = ck;
     ChoiceCtx cc = {.a = &a, .file = &file, .o = o, .target = target, .shard = shard, .zero = zero};

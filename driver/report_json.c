@@ -176,6 +176,14 @@ char *report_json(const Report *r) {
     add(root, "run_peak_bytes", r->run_peak_bytes);
     add(root, "load_peak_bytes", r->load_peak_bytes);
     add(root, "load_plain_bytes", r->proc.load_plain_bytes);
+    if (r->proc.has_runtime) { /* the whole process on the CPU (issue 32) */
+        cJSON *pr = cJSON_AddObjectToObject(root, "process");
+        cJSON_AddStringToObject(pr, "libraries", r->proc.libraries);
+        add(pr, "threads", r->proc.threads);
+        add(pr, "convolutions", r->proc.nconvs);
+        add(pr, "runtime_bytes", r->proc.runtime_bytes);
+        add(pr, "peak_bytes", r->proc.peak_bytes);
+    }
     report_train_json(root, r);
     add(root, "flops", r->flops);
     cJSON *byd = cJSON_AddArrayToObject(root, "by_dtype");

@@ -3,11 +3,15 @@
  * constant convolution oneDNN runs (not f64, which runs the direct loop on
  * the params as they are) folds its weight, bias and batch norm and then
  * hands those params' pages back. A param any other kernel reads comes
- * back on that kernel's first read, so it counts as resident. */
+ * back on that kernel's first read, so it counts as resident. Weights are
+ * assumed read from a file or the embedded image at their storage dtype
+ * (mapped, as tgc build's own files are). */
 #include "driver/report_process.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include <unistd.h>
 
 #include "passes/schedule.h"
 
@@ -43,7 +47,12 @@ void report_process_build(const CgProgram *cp, const DType *dt, bool cuda, Repor
     }
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];
-        if (v->op != OP_PARAM || v->dead || seen[v->order] != 1 || v->is_output) continue;
+        /* A param with an initialiser is filled into the context's own
+         * memory, which the runtime cannot drop without losing it: it
+         * stays (conv.c's MADV_PAGEOUT frees it only to swap). */
+        if (v->op != OP_PARAM || v->dead || seen[v->order] != 1 || v->is_output ||
+            v->init.kind != INIT_NONE)
+            continue;
         bool out_view = false; /* an output viewing the param copies it after the run */
         for (int k = 0; k < g->noutputs && !out_view; k++)
             out_view = g->outputs[k]->storage == v;
@@ -52,4 +61,52 @@ void report_process_build(const CgProgram *cp, const DType *dt, bool cuda, Repor
         out->nreleased++;
     }
     free(seen);
+}
+
+/* Peak RSS of small programs less their report's peak, by library set:
+ * GNU time's maximum resident set size of executables built by tgc build
+ * (Debian's libdnnl 2.6, OpenBLAS 0.3.21 pthreads, glibc 2.36) at --threads
+ * 1, 2, 4, 8 and 16, fitted as base + slope x threads; and 71 KiB per
+ * further oneDNN convolution (8 against 32 convolutions of distinct shapes
+ * with batch norm and relu). The programs and figures are in
+ * docs/memory.md. */
+typedef struct LibSet {
+    const char *name;
+    int64_t base_kib, per_thread_kib;
+} LibSet;
+static const LibSet LIBSETS[4] = {
+    {"libc", 5250, 0},              /* elementwise kernels only */
+    {"OpenBLAS", 10600, 240},       /* + matrix products */
+    {"oneDNN", 13060, 72},          /* + convolutions */
+    {"oneDNN+OpenBLAS", 13400, 60}, /* both */
+};
+#define PER_CONV_KIB 71
+
+void report_process_runtime(ReportProcess *p, const Graph *g, bool cuda, int threads,
+                            int64_t peak) {
+    p->has_runtime = false;
+    p->peak_bytes = peak;
+    if (cuda) return;
+    bool blas = false;
+    int nconv = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        const Value *v = g->values[i];
+        if (v->dead) continue;
+        int f = op_info(v->op)->flags;
+        blas |= (f & OPF_MATMUL) != 0;
+        nconv += (f & OPF_CONV) != 0;
+    }
+    if (threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n < 1 ? 1 : (int)n;
+    }
+    const LibSet *l = &LIBSETS[(nconv > 0) * 2 + blas];
+    p->has_runtime = true;
+    p->libraries = l->name;
+    p->threads = threads;
+    p->nconvs = nconv;
+    int64_t kib = l->base_kib + l->per_thread_kib * threads +
+                  (nconv > 1 ? (int64_t)(nconv - 1) * PER_CONV_KIB : 0);
+    p->runtime_bytes = kib * 1024;
+    p->peak_bytes = peak + p->runtime_bytes;
 }

@@ -18,9 +18,23 @@ typedef struct ReportProcess {
      * while that convolution is prepared (at load, before the arena is
      * touched). */
     int64_t load_plain_bytes;
+    /* The whole process on the CPU: the runtime and the libraries the
+     * program links and runs (oneDNN with convolutions, OpenBLAS with
+     * matrix products, libgomp, libc), measured per library set and
+     * thread count (docs/memory.md "The whole process"). */
+    bool has_runtime;
+    const char *libraries; /* "libc", "OpenBLAS", "oneDNN", "oneDNN+OpenBLAS" */
+    int threads;
+    int nconvs;            /* oneDNN convolutions: each keeps its primitive and JIT code */
+    int64_t runtime_bytes; /* base + per thread + per convolution */
+    int64_t peak_bytes;    /* the report's peak + runtime_bytes */
 } ReportProcess;
 
 /* The figures of plan cp on the CPU (zero on cuda, where the runtime
  * keeps its host params). dt: storage dtypes by Value.order. */
 void report_process_build(const CgProgram *cp, const DType *dt, bool cuda, ReportProcess *out);
+/* The runtime term for a run at `threads` threads (0: one per online
+ * core, as a program built without --threads), added to peak (the
+ * report's peak_bytes). Nothing on cuda (its fixed bytes are counted). */
+void report_process_runtime(ReportProcess *p, const Graph *g, bool cuda, int threads, int64_t peak);
 #endif

@@ -150,6 +150,14 @@ static void print_summary(FILE *out, const Report *r) {
         fprintf(out, "  %-14s %12s   params%s + inputs + outputs + arena%s%s\n", "peak",
                 B(b, r->peak_bytes), r->proc.released_bytes ? " - released" : "",
                 r->fixed_bytes ? " + fixed" : "", r->conv_prepared_bytes ? " + conv weights" : "");
+    if (r->proc.has_runtime) {
+        fprintf(out, "  %-14s %12s   runtime and libraries (%s) at %d thread%s", "runtime",
+                B(b, r->proc.runtime_bytes), r->proc.libraries, r->proc.threads,
+                r->proc.threads == 1 ? "" : "s");
+        if (r->proc.nconvs) fprintf(out, ", %d convolutions", r->proc.nconvs);
+        fprintf(out, "\n  %-14s %12s   peak + runtime: the executable's peak RSS\n", "process peak",
+                B(b, r->proc.peak_bytes));
+    }
     report_fmt_flops(b, sizeof b, r->flops);
     fprintf(out, "  %-14s %12s   one run\n", "FLOPs", b);
 }

@@ -11,6 +11,12 @@ releases their pages once folded. Checked:
     TGC_CONV_KEEP_PARAMS=1 (the params stay, as before) and the default
     is the params' bytes within 3% (measured 98.3%: the batch norm's 1 KiB
     vectors and each weight's partial first and last pages stay mapped).
+The whole process: the report's process.peak_bytes (its peak plus the
+runtime and libraries term for the library set and thread count) against
+the executable's peak RSS, within PROCESS_TOL, for the conv net (weights
+from a file), a transformer block (examples/transformer_block.tg, batch 8)
+and a training step (tests/report/train_mlp.tg, AdamW, 3 steps), each at
+2 threads.
 Not run under AddressSanitizer (its shadow memory is the RSS).
 Prints `report_rss: N passed, M failed`."""
 
@@ -30,6 +36,8 @@ from rtest import Checks  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOL = 0.03
+PROCESS_TOL = 0.05
+THREADS = "2"
 
 
 def write_st(path, tensors):
@@ -106,6 +114,44 @@ def weights_once(c, tgc, tmp):
         print("weights %s: RSS drop %.2f MiB, params %.2f MiB" % (how, drop / 2**20, p["released_bytes"] / 2**20))
 
 
+def report(tgc, tg, *flags):
+    return json.loads(subprocess.run([tgc, "report", tg, "--json", "--threads", THREADS] + list(flags),
+                                     check=True, capture_output=True, text=True).stdout)
+
+
+def process(c, tgc, tmp):
+    """After weights_once, whose weights file the conv net runs with."""
+    env = dict(os.environ)
+    env.pop("TGC_CONV_KEEP_PARAMS", None)
+    w = os.path.join(tmp, "w.safetensors")
+    rng = np.random.default_rng(1)
+    x, y = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
+    np.save(x, rng.standard_normal((64, 512)).astype(np.float32))
+    np.save(y, rng.standard_normal((64, 10)).astype(np.float32))
+    out = os.path.join(tmp, "out")
+    cases = [
+        ("conv net", os.path.join(HERE, "rnet.tg"), [], ["--weights", w],
+         ["--weights", w, "--random-inputs", "1"]),
+        ("transformer block", os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples",
+                                           "transformer_block.tg"), ["-D", "batch=8"], [],
+         ["--random-inputs", "1"]),
+        ("training step", os.path.join(HERE, "train_mlp.tg"), ["--train", "loss", "--optimizer", "adamw"],
+         ["--lr", "0.001"], ["--input", "x=" + x, "--input", "y=" + y, "--steps", "3"]),
+    ]
+    for what, tg, flags, build, run in cases:
+        exe = os.path.join(tmp, what.replace(" ", "_"))
+        subprocess.run([tgc, "build", tg, "-o", exe, "--threads", THREADS] + flags + build, check=True)
+        rss = max_rss([exe, "--output-dir", out] + run, env)
+        rep = report(tgc, tg, *flags)
+        pr = rep.get("process", {})
+        peak = pr.get("peak_bytes", 0)
+        c.eq(rep["peak_bytes"] + pr.get("runtime_bytes", 0), peak, what + ": process peak = peak + runtime")
+        c.check(peak and abs(rss / peak - 1) <= PROCESS_TOL, what + ": peak RSS against the process peak",
+                "RSS %.2f MiB, report %.2f MiB" % (rss / 2**20, peak / 2**20))
+        print("%s: RSS %.2f MiB, process peak %.2f MiB (%s, %s threads), RSS / report %.3f"
+              % (what, rss / 2**20, peak / 2**20, pr.get("libraries"), pr.get("threads"), rss / max(peak, 1)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", required=True)
@@ -114,6 +160,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tgc-report-rss-")
     try:
         weights_once(c, args.tgc, tmp)
+        process(c, args.tgc, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return c.finish()
