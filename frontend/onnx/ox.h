@@ -205,6 +205,12 @@ void ox_pool_slices(Ox *x, OxVal *in, OxVal *out, const OxWin *w, bool mx, bool 
 /* ox_conv3d.c: Conv over [N, C, D, H, W] as one conv2d per kernel depth;
  * wname, bname: how the .tg names the weight and bias (NULL: none). */
 void ox_conv3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wname, const char *bname);
+/* ox_resize.c: Resize as ONNX's reference computes it, each resized axis
+ * a sum of gathers at import-time indices and weights; d: the output's
+ * dims, scale: each axis's. */
+void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *scale,
+                    const char *mode, const char *ct, const char *nm, double cubic_a,
+                    bool exclude_outside);
 /* ox_ops_math.c: Tan ... Atanh, Softsign, ThresholdedRelu, Shrink, Celu,
  * IsInf, IsNaN, Mean, EyeLike, CumSum */
 bool ox_op_math(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);

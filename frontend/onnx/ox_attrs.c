@@ -121,8 +121,8 @@ static const struct {
     {"ReduceSumSquare", 1, 2, 1, 1, REDUCE},
     {"Relu", 1, 1, 1, 1, NONE},
     {"Reshape", 2, 2, 1, 1, "allowzero"},
-    /* cubic_coeff_a and extrapolation_value only matter to the cubic and
-     * tf_crop_and_resize modes, which are refused; torch writes the first */
+    /* extrapolation_value only matters to tf_crop_and_resize, which is
+     * refused; torch writes it */
     {"Resize", 1, 4, 1, 1,
      "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
      "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},

@@ -569,8 +569,6 @@ static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     if (!is(n, "Resize") && !is(n, "Upsample")) return false;
     need(x, in, nin, 1);
     int r = in[0]->ndim, ns = r - 2;
-    if (ns < 1 || ns > 2)
-        ox_fail(x, "only 1-d and 2-d resizing of [N, C, ...] inputs is supported");
     const char *mode = ox_attr_s(x, "mode", "nearest");
     /* Upsample and Resize-10 map output to input coordinates as x / scale
      * and take the floor for nearest (ONNX Runtime's upsample.h): Resize-11's
@@ -579,36 +577,31 @@ static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     const char *ct =
         ox_attr_s(x, "coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel");
     const char *nm = ox_attr_s(x, "nearest_mode", v10 ? "floor" : "round_prefer_floor");
-    const char *tm, *ac = NULL;
+    const char *tm = NULL, *ac = NULL;
     if (ox_attr_i(x, "antialias", 0))
         ox_fail(x, "Resize with antialias=1 is not supported (antialias=0 is)");
-    if (ox_attr_i(x, "exclude_outside", 0))
-        ox_fail(x, "Resize with exclude_outside=1 is not supported (exclude_outside=0 is)");
     if (ox_attr(x, "axes")) ox_fail(x, "Resize's axes attribute is not supported (all axes are)");
     if (strcmp(ox_attr_s(x, "keep_aspect_ratio_policy", "stretch"), "stretch"))
         ox_fail(x, "Resize's keep_aspect_ratio_policy '%s' is not supported ('stretch' is)",
                 ox_attr_s(x, "keep_aspect_ratio_policy", ""));
+    if (!strcmp(ct, "tf_crop_and_resize"))
+        ox_fail(x, "coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
+    /* torch's interpolate where it computes ONNX's Resize; else the taps
+     * of ox_resize.c */
     if (!strcmp(mode, "nearest")) {
-        if (strcmp(ct, "asymmetric") || strcmp(nm, "floor"))
-            ox_fail(x,
-                    "nearest resizing needs coordinate_transformation_mode 'asymmetric' and "
-                    "nearest_mode "
-                    "'floor' (torch's 'nearest'); found '%s' and '%s'",
-                    ct, nm);
-        tm = "nearest";
+        if (!strcmp(ct, "asymmetric") && !strcmp(nm, "floor")) tm = "nearest";
     } else if (!strcmp(mode, "linear")) {
-        tm = ns == 2 ? "bilinear" : "linear";
         if (!strcmp(ct, "align_corners"))
             ac = "true";
         else if (!strcmp(ct, "half_pixel") || !strcmp(ct, "pytorch_half_pixel"))
             ac = "false";
-        else
-            ox_fail(x, "linear resizing with coordinate_transformation_mode '%s' is not supported",
-                    ct);
-    } else {
-        ox_fail(x, "Resize mode '%s' is not supported (nearest and linear are)", mode);
+        if (ac) tm = ns == 2 ? "bilinear" : "linear";
+    } else if (strcmp(mode, "cubic")) {
+        ox_fail(x, "Resize mode '%s' is not supported (nearest, linear and cubic are)", mode);
     }
+    if (ox_attr_i(x, "exclude_outside", 0) || ns < 1 || ns > 2) tm = NULL;
     OxDim d[OX_MAX_DIMS];
+    double scale[OX_MAX_DIMS];
     memcpy(d, in[0]->dim, sizeof d);
     const char *arg;
     OxConst *sizes = nin > 3 && in[3] ? ox_need_const(x, in[3], "sizes") : NULL;
@@ -616,28 +609,43 @@ static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     if (scales && scales->n == 0) scales = NULL;
     if (sizes && sizes->n) {
         if (sizes->n != r) ox_fail(x, "%lld sizes for rank %d", (long long)sizes->n, r);
-        for (int k = 0; k < r; k++)
+        for (int k = 0; k < r; k++) {
             d[k] = ox_const_dim(x, sizes, k);
-        if (!ox_dim_eq(d[0], in[0]->dim[0]) && d[0].v != in[0]->dim[0].v)
-            ox_fail(x, "resizing the batch dimension is not supported");
-        if (d[1].v != in[0]->dim[1].v)
-            ox_fail(x, "resizing the channel dimension is not supported");
-        d[0] = in[0]->dim[0], d[1] = in[0]->dim[1];
-        arg = arena_printf(x->a, "size=%s", ox_dims_text(x, d + 2, ns));
+            if (!d[k].sym && d[k].v < 1) ox_fail(x, "size %lld of axis %d", (long long)d[k].v, k);
+            if (!ox_dim_eq(d[k], in[0]->dim[k]) && d[k].v != in[0]->dim[k].v && k < 2) tm = NULL;
+            /* ONNX: the scale of sizes given is their ratio */
+            scale[k] = in[0]->dim[k].v ? (double)d[k].v / (double)in[0]->dim[k].v : 1;
+        }
+        if (d[0].v == in[0]->dim[0].v) d[0] = in[0]->dim[0];
+        if (d[1].v == in[0]->dim[1].v) d[1] = in[0]->dim[1];
+        arg = tm ? arena_printf(x->a, "size=%s", ox_dims_text(x, d + 2, ns)) : NULL;
     } else if (scales) {
         if (scales->n != r) ox_fail(x, "%lld scales for rank %d", (long long)scales->n, r);
-        if (ox_const_get(x, scales, 0) != 1 || ox_const_get(x, scales, 1) != 1)
-            ox_fail(x, "scaling the batch or channel dimension is not supported");
         char *s = arena_strdup(x->a, "scale_factor=[");
-        for (int k = 0; k < ns; k++) {
-            double f = ox_const_get(x, scales, 2 + k);
-            if (!(f > 0)) ox_fail(x, "scale %g", f);
-            d[2 + k] = ox_dim_c(ox_f2i(x, floor((double)in[0]->dim[2 + k].v * f)));
-            s = arena_printf(x->a, "%s%s%s", s, k ? ", " : "", ox_num(x, f, true));
+        for (int k = 0; k < r; k++) {
+            double f = ox_const_get(x, scales, k);
+            if (!(f > 0) || f > 1e9) ox_fail(x, "scale %g", f);
+            scale[k] = f;
+            if (f != 1) d[k] = ox_dim_c(ox_f2i(x, floor((double)in[0]->dim[k].v * f)));
+            if (k < 2 && f != 1) tm = NULL;
+            if (k >= 2) s = arena_printf(x->a, "%s%s%s", s, k > 2 ? ", " : "", ox_num(x, f, true));
         }
         arg = arena_printf(x->a, "%s]", s);
     } else {
         ox_fail(x, "Resize needs scales or sizes known at import time");
+    }
+    /* where torch's coordinates differ from ONNX's: align_corners over
+     * the fractional width scale * length (ONNX) rather than the rounded
+     * one, and pytorch_half_pixel's length-1 outputs (ONNX reads the start) */
+    for (int k = 2; tm && ac && k < r; k++) {
+        double w = scale[k] * (double)in[0]->dim[k].v;
+        if (!strcmp(ct, "align_corners") && w != floor(w)) tm = NULL;
+        if (!strcmp(ct, "pytorch_half_pixel") && d[k].v == 1) tm = NULL;
+    }
+    if (!tm) {
+        ox_resize_taps(x, in[0], out[0], d, scale, mode, ct, nm,
+                       ox_attr_f(x, "cubic_coeff_a", -0.75f), ox_attr_i(x, "exclude_outside", 0));
+        return true;
     }
     ox_bind(x, out[0],
             arena_printf(x->a, "interpolate(%s, %s, mode=\"%s\"%s%s)", ox_ref(x, in[0], false), arg,

@@ -583,6 +583,15 @@ def cases():
         one_node(helper.make_node("Conv", ["c3_in", "w3"], ["y"], name="conv3d_ch"),
                  [vi("c3_in", [1, 3, 9, 9, 9])], [vi("y", [1, 2, 8, 8, 8])], [w3]),
         ["conv3d_ch"], "a 3-d Conv of 3 channels with a weight for 1")
+    up2 = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "up2")
+    add("resize_nearest_mode_bogus",
+        one_node(helper.make_node("Resize", ["img_in", "", "up2"], ["y"], name="resize_bogus_nm", mode="nearest",
+                                  nearest_mode="bogus"),
+                 x4, [vi("y", [1, 3, 16, 16])], [up2]), ["resize_bogus_nm"], "a Resize whose nearest_mode is bogus")
+    add("resize_cubic_ints",
+        one_node(helper.make_node("Resize", ["i4_in", "", "up2"], ["y"], name="resize_cubic_int", mode="cubic"),
+                 [vi("i4_in", [1, 1, 4, 4], TensorProto.INT32)], [vi("y", [1, 1, 8, 8], TensorProto.INT32)], [up2]),
+        ["resize_cubic_int"], "a cubic Resize of int32")
     return out
 
 
