@@ -72,6 +72,7 @@ static const struct {
     {"Floor", 1, 1, 1, 1, NONE},
     {"Gather", 2, 2, 1, 1, "axis"},
     {"GatherElements", 2, 2, 1, 1, "axis"},
+    {"GatherND", 2, 2, 1, 1, "batch_dims"},
     {"Gemm", 2, 3, 1, 1, "alpha beta broadcast transA transB"},
     {"GlobalAveragePool", 1, 1, 1, 1, NONE},
     {"GlobalMaxPool", 1, 1, 1, 1, NONE},
@@ -127,6 +128,8 @@ static const struct {
      "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
      "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
     {"Round", 1, 1, 1, 1, NONE},
+    {"Scatter", 3, 3, 1, 1, "axis"},
+    {"ScatterElements", 3, 3, 1, 1, "axis reduction"},
     {"ScatterND", 3, 3, 1, 1, "reduction"},
     {"Selu", 1, 1, 1, 1, "alpha gamma"},
     {"Shape", 1, 1, 1, 1, "end start"},
@@ -177,8 +180,7 @@ static bool in_list(const char *list, const char *name) {
 const char *ox_supported_ops(Ox *x) {
     char *s = arena_strdup(x->a, "");
     for (int k = 0; k < NOPS; k++)
-        s = arena_printf(x->a, "%s%s%s%s", s, k ? ", " : "", ops[k].op,
-                         !strcmp(ops[k].op, "ScatterND") ? " (constant)" : "");
+        s = arena_printf(x->a, "%s%s%s", s, k ? ", " : "", ops[k].op);
     return s;
 }
 

@@ -592,6 +592,19 @@ def cases():
         one_node(helper.make_node("Resize", ["i4_in", "", "up2"], ["y"], name="resize_cubic_int", mode="cubic"),
                  [vi("i4_in", [1, 1, 4, 4], TensorProto.INT32)], [vi("y", [1, 1, 8, 8], TensorProto.INT32)], [up2]),
         ["resize_cubic_int"], "a cubic Resize of int32")
+    add("scatter_float_indices",
+        one_node(helper.make_node("ScatterElements", ["img_in", "idx_f", "img_in"], ["y"], name="scatter_fidx"),
+                 x4 + [vi("idx_f", [1, 3, 8, 8])], [vi("y", [1, 3, 8, 8])]), ["scatter_fidx"],
+        "a ScatterElements with float indices")
+    add("scatter_bad_reduction",
+        one_node(helper.make_node("ScatterElements", ["img_in", "idx_i", "img_in"], ["y"], name="scatter_red",
+                                  reduction="average"),
+                 x4 + [vi("idx_i", [1, 3, 8, 8], TensorProto.INT64)], [vi("y", [1, 3, 8, 8])]), ["scatter_red"],
+        "a ScatterElements with reduction 'average'")
+    add("gathernd_tuple_too_long",
+        one_node(helper.make_node("GatherND", ["img_in", "idx_5"], ["y"], name="gathernd_long"),
+                 x4 + [vi("idx_5", [2, 5], TensorProto.INT64)], [vi("y", [2])]), ["gathernd_long"],
+        "a GatherND with index tuples of 5 into rank 4")
     return out
 
 
