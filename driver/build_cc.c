@@ -115,6 +115,7 @@ int build_cc_link_exe(const char *cmd, const char *lib, const char *tmp, bool ke
     int n = 0;
     link[n++] = (char *)toolchain_cc();
     link[n++] = "-O2";
+    if (toolchain_linker_flag()) link[n++] = (char *)toolchain_linker_flag();
     link[n++] = "-o";
     link[n++] = (char *)exe;
     link[n++] = glue_o;

@@ -7,6 +7,9 @@
  * installed copy beside the tgc binary, else the build tree's. */
 bool toolchain_find_runtime(char *lib, char *inc, size_t cap);
 const char *toolchain_cc(void); /* $CC, else the compiler that built tgc, else cc */
+/* -fuse-ld=lld or gold when the machine has one (a faster link), or NULL;
+ * TGC_LD=bfd|gold|lld|default overrides. */
+const char *toolchain_linker_flag(void);
 /* The flag programs link with when the runtime is instrumented, or NULL. */
 const char *toolchain_sanitize_flag(void);
 /* Runs argv, waits; the exit status, 128 + signal, or -1. */
