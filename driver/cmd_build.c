@@ -441,9 +441,12 @@ static bool publish_copy(const BuildOpts *b, const char *src, const char *dest) 
     return !e;
 }
 
-/* The names of the files --emit writes into DIR, as codegen names them
+/* The names of the files --emit may write into DIR, as codegen names them
  * (module.c: NAME.ll or NAME.s; cu_module.c: NAME.cu, NAME.sm_XX.cubin per
- * architecture, NAME.ptx); at most CG_CUDA_MAX_ARCHS + 2. */
+ * architecture, NAME.ptx, and the same for NAME.tg_matmul when the graph
+ * has products: those are known only after code generation, so they are
+ * always checked and published where made); at most 2 * CG_CUDA_MAX_ARCHS
+ * + 4. */
 static int emit_names(const BuildOpts *b, Arena *a, const char *name, const CudaOptions *co,
                       const char **names) {
     const char *k = b->emit_kind;
@@ -451,12 +454,15 @@ static int emit_names(const BuildOpts *b, Arena *a, const char *name, const Cuda
     if (!k) return 0;
     if (!strcmp(k, "llvm") || !strcmp(k, "asm"))
         names[n++] = arena_printf(a, "%s.%s", name, k[0] == 'l' ? "ll" : "s");
-    if (!strcmp(k, "cuda")) {
-        names[n++] = arena_printf(a, "%s.cu", name);
-        for (int i = 0; i < co->narchs; i++)
-            names[n++] = arena_printf(a, "%s.sm_%d.cubin", name, co->archs[i]);
+    for (int mm = 0; mm < 2; mm++) {
+        const char *stem = mm ? arena_printf(a, "%s.tg_matmul", name) : name;
+        if (!strcmp(k, "cuda")) {
+            names[n++] = arena_printf(a, "%s.cu", stem);
+            for (int i = 0; i < co->narchs; i++)
+                names[n++] = arena_printf(a, "%s.sm_%d.cubin", stem, co->archs[i]);
+        }
+        if (!strcmp(k, "cuda") || !strcmp(k, "ptx")) names[n++] = arena_printf(a, "%s.ptx", stem);
     }
-    if (!strcmp(k, "cuda") || !strcmp(k, "ptx")) names[n++] = arena_printf(a, "%s.ptx", name);
     return n;
 }
 
@@ -507,11 +513,14 @@ static bool files_distinct(const BuildOpts *b, Arena *a, const CgProgram *p, con
 }
 
 /* The --emit listings, made in the temporary directory src, written into
- * DIR through the atomic writer, like every file tgc writes. */
+ * DIR through the atomic writer, like every file tgc writes (tg_matmul's
+ * only where the graph has products: where they were made). */
 static bool publish_emitted(const BuildOpts *b, Arena *a, const char *src, const char *const *names,
                             int n) {
     for (int i = 0; i < n; i++)
-        if (!publish_copy(b, arena_printf(a, "%s/%s", src, names[i]),
+        if ((!strstr(names[i], ".tg_matmul.") ||
+             access(arena_printf(a, "%s/%s", src, names[i]), F_OK) == 0) &&
+            !publish_copy(b, arena_printf(a, "%s/%s", src, names[i]),
                           arena_printf(a, "%s/%s", b->emit_dir, names[i])))
             return false;
     return true;
@@ -548,7 +557,7 @@ static int drive(Mode mode, int argc, char **argv) {
     memset(&cuo, 0, sizeof cuo);
     IoSet io;
     ioset_init(&io, b.cmd);
-    const char *emitted[CG_CUDA_MAX_ARCHS + 2];
+    const char *emitted[2 * CG_CUDA_MAX_ARCHS + 4];
     int nemit = 0;
     if (!cuda_flags(&b, cuda, &cuo)) goto out;
     if (b.print_link && !b.o.file) {

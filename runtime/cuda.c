@@ -276,6 +276,7 @@ void rt_cuda_destroy(RtCudaCtx *c) {
         if (c->err_pin) cu->cuMemFreeHost(c->err_pin);
         if (c->stream) cu->cuStreamDestroy_v2(c->stream);
         if (c->mod) cu->cuModuleUnload(c->mod);
+        if (c->mm_mod) cu->cuModuleUnload(c->mm_mod);
         CUcontext prev;
         cu->cuCtxPopCurrent_v2(&prev);
     }

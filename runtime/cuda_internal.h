@@ -81,6 +81,7 @@ struct RtCudaCtx {
     char name[128];
     CUcontext ctx; /* the device's primary context, retained (shared with cuBLAS) */
     CUmodule mod;
+    CUmodule mm_mod; /* tg_matmul's, when the program has it apart and a product needs it */
     CUstream stream;
     CUfunction *fn;              /* per step: its kernel (tg_matmul for a MATMUL step off cuBLAS) */
     RtCudaMatmul *mm;            /* per step (MATMUL steps only) */
@@ -112,6 +113,9 @@ RtStatus rt_cuda_plan_steps(RtCudaCtx *c, RtError *err);
 /* cuda_module.c: picks the image for the GPU, loads the module and fetches
  * every LAUNCH step's kernel. */
 RtStatus rt_cuda_load_module(RtCudaCtx *c, RtError *err);
+/* cuda_module.c: the module tg_matmul is in (loading its own program's
+ * images the first time, when the program has them apart) into *mod. */
+RtStatus rt_cuda_matmul_module(RtCudaCtx *c, CUmodule *mod, RtError *err);
 
 /* cuda_conv.c: the convolutions. rt_cuda_conv_load loads cuDNN when the
  * program has a convolution to compute (TGCRT_ERR_DEVICE saying what to

@@ -18,8 +18,15 @@ static void image_name(const RtCudaImage *im, char *buf, size_t cap) {
     snprintf(buf, cap, im->ptx ? "compute_%d PTX" : "sm_%d CUBIN", (int)im->sm);
 }
 
+/* One program's images: the module's, or tg_matmul's. */
+typedef struct {
+    const RtCudaImage *images;
+    int nimages;
+    const char *owner; /* NULL (the module's) or "tg_matmul's", in messages */
+} Images;
+
 /* Candidate images, best first, into order[]; returns how many. */
-static int candidates(const RtCudaProgram *cp, int sm, int *order) {
+static int candidates(const Images *cp, int sm, int *order) {
     int n = 0;
     for (int i = 0; i < cp->nimages; i++)
         if (!cp->images[i].ptx && cp->images[i].sm == sm) order[n++] = i;
@@ -46,7 +53,7 @@ static int candidates(const RtCudaProgram *cp, int sm, int *order) {
 }
 
 /* "sm_80, sm_90 and PTX for compute_90": what the program has. */
-static void describe_images(const RtCudaProgram *cp, char *buf, size_t cap) {
+static void describe_images(const Images *cp, char *buf, size_t cap) {
     size_t at = 0;
     buf[0] = 0;
     for (int i = 0; i < cp->nimages && at < cap; i++) {
@@ -59,18 +66,18 @@ static void describe_images(const RtCudaProgram *cp, char *buf, size_t cap) {
     }
 }
 
-static RtStatus no_image(RtCudaCtx *c, RtError *err) {
+static RtStatus no_image(RtCudaCtx *c, const Images *ims, RtError *err) {
     char have[512];
-    describe_images(c->p->cuda, have, sizeof have);
+    describe_images(ims, have, sizeof have);
     return rt_error_set(err, TGCRT_ERR_DEVICE,
-                        "the program has code for %s, but GPU %d (%s) is sm_%d: rebuild it "
-                        "with --gpu-arch sm_%d",
-                        have, c->ordinal, c->name, c->sm, c->sm);
+                        "the program has %s%scode for %s, but GPU %d (%s) is sm_%d: rebuild "
+                        "it with --gpu-arch sm_%d",
+                        ims->owner ? ims->owner : "", ims->owner ? " " : "", have, c->ordinal,
+                        c->name, c->sm, c->sm);
 }
 
 /* Loads image i; the JIT's error log (PTX) goes into the message. */
-static CUresult load_image(RtCudaCtx *c, int i, char *log) {
-    const RtCudaImage *im = &c->p->cuda->images[i];
+static CUresult load_image(RtCudaCtx *c, const RtCudaImage *im, CUmodule *mod, char *log) {
     int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *vals[2] = {log, (void *)(size_t)LOG_MAX};
     log[0] = 0;
@@ -88,14 +95,14 @@ static CUresult load_image(RtCudaCtx *c, int i, char *log) {
     CUresult r = c->cu->cuModuleLoadDataEx(&m, data, 2, opts, vals);
     free(copy);
     log[LOG_MAX - 1] = 0;
-    if (!r) c->mod = m;
+    if (!r) *mod = m;
     return r;
 }
 
-RtStatus rt_cuda_load_module(RtCudaCtx *c, RtError *err) {
-    const RtCudaProgram *cp = c->p->cuda;
+/* Loads the best of ims's images for the GPU into *mod. */
+static RtStatus load_images(RtCudaCtx *c, const Images *cp, CUmodule *mod, RtError *err) {
     int order[RT_CUDA_MAX_IMAGES], n;
-    if (!(n = candidates(cp, c->sm, order))) return no_image(c, err);
+    if (!(n = candidates(cp, c->sm, order))) return no_image(c, cp, err);
     char log[LOG_MAX], name[64];
     CUresult r = CUDA_SUCCESS;
     int i = 0;
@@ -103,13 +110,13 @@ RtStatus rt_cuda_load_module(RtCudaCtx *c, RtError *err) {
      * run, say) falls through to the next candidate; any other failure is
      * reported as it is. */
     for (; i < n; i++) {
-        r = load_image(c, order[i], log);
+        r = load_image(c, &cp->images[order[i]], mod, log);
         if (r != CUDA_ERROR_NO_BINARY_FOR_GPU && r != CUDA_ERROR_INVALID_IMAGE) break;
     }
     if (r) {
         image_name(&cp->images[order[i < n ? i : n - 1]], name, sizeof name);
         char what[128];
-        snprintf(what, sizeof what, "(the %s image)", name);
+        snprintf(what, sizeof what, "(%s %s image)", cp->owner ? cp->owner : "the", name);
         RtStatus s = rt_cuda_fail(c, err, r, "cuModuleLoadDataEx", what);
         size_t len = err ? strlen(err->msg) : 0;
         if (err && r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
@@ -121,7 +128,27 @@ RtStatus rt_cuda_load_module(RtCudaCtx *c, RtError *err) {
             snprintf(err->msg + len, sizeof err->msg - len, ": %s", log);
         return s;
     }
+    return TGCRT_OK;
+}
 
+RtStatus rt_cuda_matmul_module(RtCudaCtx *c, CUmodule *mod, RtError *err) {
+    const RtCudaProgram *cp = c->p->cuda;
+    if (!cp->nmm_images) {
+        *mod = c->mod;
+        return TGCRT_OK;
+    }
+    Images ims = {cp->mm_images, cp->nmm_images, "tg_matmul's"};
+    RtStatus s = c->mm_mod ? TGCRT_OK : load_images(c, &ims, &c->mm_mod, err);
+    *mod = c->mm_mod;
+    return s;
+}
+
+RtStatus rt_cuda_load_module(RtCudaCtx *c, RtError *err) {
+    const RtCudaProgram *cp = c->p->cuda;
+    Images ims = {cp->images, cp->nimages, NULL};
+    RtStatus st = load_images(c, &ims, &c->mod, err);
+    if (st) return st;
+    CUresult r;
     for (int s = 0; s < cp->nsteps; s++) {
         const RtCudaStep *st = &cp->steps[s];
         /* Launches, and the convolutions' epilogues. */

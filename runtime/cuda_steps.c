@@ -121,10 +121,17 @@ RtStatus rt_cuda_check_program(const RtProgram *p, RtError *err) {
         cp->nsteps < 0 || (cp->nsteps && !cp->steps) || cp->nerror_names < 0 ||
         (cp->nerror_names && !cp->error_names))
         return rt_error_set(err, TGCRT_ERR_ARG, "program '%s': malformed CUDA descriptor", name);
+    if (cp->nmm_images < 0 || cp->nmm_images > RT_CUDA_MAX_IMAGES ||
+        (cp->nmm_images && !cp->mm_images))
+        return rt_error_set(err, TGCRT_ERR_ARG, "program '%s': malformed CUDA descriptor", name);
     for (int i = 0; i < cp->nimages; i++)
         if (!cp->images[i].data || !cp->images[i].size || cp->images[i].sm <= 0)
             return rt_error_set(err, TGCRT_ERR_ARG, "program '%s': CUDA image %d is malformed",
                                 name, i);
+    for (int i = 0; i < cp->nmm_images; i++)
+        if (!cp->mm_images[i].data || !cp->mm_images[i].size || cp->mm_images[i].sm <= 0)
+            return rt_error_set(err, TGCRT_ERR_ARG,
+                                "program '%s': tg_matmul's CUDA image %d is malformed", name, i);
     size_t nbufs = 2 + (size_t)p->ninputs + (size_t)p->nparams + (size_t)p->noutputs;
     size_t *bytes = calloc(nbufs, sizeof *bytes);
     if (!bytes) return rt_error_set(err, TGCRT_ERR_NOMEM, "out of memory creating a context");
@@ -227,7 +234,10 @@ RtStatus rt_cuda_plan_steps(RtCudaCtx *c, RtError *err) {
     }
     if (!need_mm) return TGCRT_OK;
     CUfunction f = NULL;
-    CUresult r = c->cu->cuModuleGetFunction(&f, c->mod, "tg_matmul");
+    CUmodule mod;
+    RtStatus st = rt_cuda_matmul_module(c, &mod, err);
+    if (st) return st;
+    CUresult r = c->cu->cuModuleGetFunction(&f, mod, "tg_matmul");
     if (r == CUDA_ERROR_NOT_FOUND)
         return rt_error_set(err, TGCRT_ERR_INTERNAL,
                             "the module has no kernel 'tg_matmul' (a bug in tgc's code "

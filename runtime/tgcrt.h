@@ -801,6 +801,10 @@ typedef struct RtCudaProgram {
     const char *const *error_names; /* index tensors' names, for the error cell */
     int nerror_names;
     int cuda_graph; /* tgc build --cuda-graph: the steps are captured once and replayed */
+    /* tg_matmul's own program (the products cuBLAS does not take), loaded
+     * only when a product needs it; none: tg_matmul is in images. */
+    const RtCudaImage *mm_images;
+    int nmm_images;
 } RtCudaProgram;
 
 /* ---- convolutions of CUDA programs (cuda_conv_plan.c: pure, no GPU) ----

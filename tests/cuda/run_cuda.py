@@ -15,7 +15,10 @@ TGC_SANITIZE build), in parallel (--jobs):
   - `tgc build --target cuda --gpu-arch sm_80,sm_90 --emit cuda DIR` (with
     the case's -D, --precision and embedded-weights flags) succeeds and
     writes exactly DIR/NAME.cu, DIR/NAME.sm_80.cubin, DIR/NAME.sm_90.cubin
-    and DIR/NAME.ptx (NAME: the graph's name, as --emit llvm names its .ll);
+    and DIR/NAME.ptx (NAME: the graph's name, as --emit llvm names its .ll),
+    and where the graph has products the same four for NAME.tg_matmul (the
+    generic product kernel, a program of its own: the module's PTX has no
+    tg_matmul, tg_matmul's has nothing else);
     the cases outside the asan subset are built for the highest
     architecture only (sm_90: its CUBIN and the PTX), since the subset
     already compiles every operation for sm_80 too;
@@ -28,8 +31,8 @@ TGC_SANITIZE build), in parallel (--jobs):
     the run (the PTX cut down to the kernels no earlier case had, or whole
     when its prelude is new: cuda_reuse.py; --all-ptxas: every case whole);
   - the executable embeds exactly one CUBIN per architecture and one PTX
-    (found by cudabin.py: ELF images with e_machine 190, NUL-terminated PTX
-    text), byte-identical to the emitted files;
+    per program (found by cudabin.py: ELF images with e_machine 190,
+    NUL-terminated PTX text), byte-identical to the emitted files;
   - a graph with convolutions builds like the rest (cuDNN steps, their
     epilogue kernels in the module) and its executable links neither
     oneDNN nor cuDNN (`ldd`: cuDNN is loaded with dlopen at run time);
@@ -42,6 +45,8 @@ With --nvrtc-cache DIR the corpus builds run with TGC_NVRTC_CACHE=DIR, and
 ptxas's successes are kept there too (a full run prunes what it did not
 use). Plus, once each:
   - the default architecture is sm_90 (one CUBIN, PTX .target sm_90);
+    two graphs with products have tg_matmul's program, with the same
+    source, and the probe (no product) has none;
     `--gpu-arch sm_80` alone gives a PTX for sm_80; `--emit ptx DIR` writes
     DIR/NAME.ptx and nothing else; `--cuda-graph` builds;
   - `tgc run --target cuda` without a driver: exit 1, the driver message;
@@ -216,27 +221,20 @@ def ptxas_check(path, arch, what):
     return []
 
 
-def check_emit_dir(emit, name, archs, ptxas=True):
-    """Checks DIR/NAME.{cu,sm_XX.cubin,ptx}; ptxas assembles the PTX when
-    ptxas is True, only its kernels named in ptxas when it is a set.
-    Returns (messages, {sm: bytes}, ptx bytes or None)."""
-    msgs, cubins, ptx = [], {}, None
-    want = {"%s.cu" % name, "%s.ptx" % name} | {"%s.%s.cubin" % (name, a) for a in archs}
-    have = set(os.listdir(emit)) if os.path.isdir(emit) else set()
-    if have != want:
-        missing, extra = sorted(want - have), sorted(have - want)
-        msgs.append("--emit cuda wrote %s%s" % (
-            ("no " + ", ".join(missing)) if missing else "",
-            ("; unexpected " + ", ".join(extra)) if extra else ""))
-    cu = os.path.join(emit, name + ".cu")
-    if os.path.exists(cu):
+def check_program(emit, stem, archs, ptxas, msgs, cubins, ptxs, kernels=True):
+    """DIR/STEM.{cu,sm_XX.cubin,ptx} of one program: the CUBINs into
+    cubins[sm] (a list), the PTX into ptxs. kernels: the .cu must have a
+    __global__ function (a graph of products alone has none in its module:
+    they are all tg_matmul's)."""
+    cu = os.path.join(emit, stem + ".cu")
+    if kernels and os.path.exists(cu):
         with open(cu, errors="replace") as f:
             text = f.read()
         if "__global__" not in text:
-            msgs.append("%s.cu has no __global__ function" % name)
+            msgs.append("%s.cu has no __global__ function" % stem)
     high = max(archs, key=sm_num)
     for a in archs:
-        p = os.path.join(emit, "%s.%s.cubin" % (name, a))
+        p = os.path.join(emit, "%s.%s.cubin" % (stem, a))
         if not os.path.exists(p):
             continue
         with open(p, "rb") as f:
@@ -246,43 +244,78 @@ def check_emit_dir(emit, name, archs, ptxas=True):
         if not m:
             m = readelf_check(p, sm_num(a), cudabin.elf_header(data), what)
         msgs += m
-        cubins[sm_num(a)] = data
-    p = os.path.join(emit, name + ".ptx")
-    if os.path.exists(p):
-        with open(p, "rb") as f:
-            ptx = f.read()
-        tgt = cudabin.ptx_target(ptx)
-        if tgt != high:
-            msgs.append("%s.ptx: .target %s, expected %s (the highest arch)" % (name, tgt, high))
-        if ptxas is True:
-            msgs += ptxas_check(p, high, name + ".ptx")
-        elif ptxas:
-            cut = os.path.join(os.path.dirname(emit), name + ".new_kernels.ptx")
-            text = cuda_reuse.without_entries(ptx.decode("utf-8", "replace"), ptxas)
-            left = set(cuda_reuse.RE_ENTRY.findall(text))
-            if left != ptxas:  # the cut must keep exactly the new kernels
-                msgs.append("%s.ptx cut to %s has the kernels %s" % (name, sorted(ptxas), sorted(left)))
-            with open(cut, "w") as f:
-                f.write(text)
-            msgs += ptxas_check(cut, high, "%s.ptx's kernels %s" % (name, ", ".join(sorted(ptxas))))
-    return msgs, cubins, ptx
+        cubins.setdefault(sm_num(a), []).append(data)
+    p = os.path.join(emit, stem + ".ptx")
+    if not os.path.exists(p):
+        return None
+    with open(p, "rb") as f:
+        ptx = f.read()
+    ptxs.append(ptx)
+    tgt = cudabin.ptx_target(ptx)
+    if tgt != high:
+        msgs.append("%s.ptx: .target %s, expected %s (the highest arch)" % (stem, tgt, high))
+    if ptxas is True:
+        msgs += ptxas_check(p, high, stem + ".ptx")
+    elif ptxas:
+        cut = os.path.join(os.path.dirname(emit), stem + ".new_kernels.ptx")
+        text = cuda_reuse.without_entries(ptx.decode("utf-8", "replace"), ptxas)
+        left = set(cuda_reuse.RE_ENTRY.findall(text))
+        if left != ptxas:  # the cut must keep exactly the new kernels
+            msgs.append("%s.ptx cut to %s has the kernels %s" % (stem, sorted(ptxas), sorted(left)))
+        with open(cut, "w") as f:
+            f.write(text)
+        msgs += ptxas_check(cut, high, "%s.ptx's kernels %s" % (stem, ", ".join(sorted(ptxas))))
+    return set(cuda_reuse.RE_ENTRY.findall(ptx.decode("utf-8", "replace")))
 
 
-def check_embedded(exe, archs, cubins, ptx, scratch):
-    """The executable must embed one CUBIN per arch, equal to the emitted
-    one, and one PTX equal to the emitted PTX (else valid on its own)."""
+def check_emit_dir(emit, name, archs, ptxas=True):
+    """Checks DIR/NAME.{cu,sm_XX.cubin,ptx}, and DIR/NAME.tg_matmul.* when
+    the graph has products (the generic product kernel is a program of its
+    own, whole or absent: its PTX has the kernel tg_matmul and the module's
+    has not); ptxas assembles the module's PTX when ptxas is True, only its
+    kernels named in ptxas when it is a set, and tg_matmul's whole (once in
+    the run: the same text every time, PTXAS_CACHE).
+    Returns (messages, {sm: [CUBIN bytes]}, [PTX bytes])."""
+    msgs, cubins, ptxs = [], {}, []
+    mm = name + ".tg_matmul"
+    have = set(os.listdir(emit)) if os.path.isdir(emit) else set()
+    stems = [name] + ([mm] if any(h.startswith(mm + ".") for h in have) else [])
+    want = set()
+    for stem in stems:
+        want |= {"%s.cu" % stem, "%s.ptx" % stem} | {"%s.%s.cubin" % (stem, a) for a in archs}
+    if have != want:
+        missing, extra = sorted(want - have), sorted(have - want)
+        msgs.append("--emit cuda wrote %s%s" % (
+            ("no " + ", ".join(missing)) if missing else "",
+            ("; unexpected " + ", ".join(extra)) if extra else ""))
+    entries = check_program(emit, name, archs, ptxas, msgs, cubins, ptxs, len(stems) == 1)
+    if entries and "tg_matmul" in entries:
+        msgs.append("%s.ptx has tg_matmul (its own program, %s.ptx)" % (name, mm))
+    if len(stems) == 2:
+        entries = check_program(emit, mm, archs, True, msgs, cubins, ptxs)
+        if entries is not None and entries != {"tg_matmul"}:
+            msgs.append("%s.ptx has the kernels %s, expected tg_matmul alone" % (mm, sorted(entries)))
+    return msgs, cubins, ptxs
+
+
+def check_embedded(exe, archs, cubins, ptxs, scratch):
+    """The executable must embed, per program emitted (the module, and
+    tg_matmul's where there are products), one CUBIN per arch equal to the
+    emitted one and one PTX equal to the emitted PTX (else valid on its
+    own)."""
     with open(exe, "rb") as f:
         data = f.read()
     msgs = []
+    nprog = max(1, len(ptxs))
     found = cudabin.find_cubins(data)
     sms = sorted(cudabin.sm_of(h) for _, _, h in found)
-    if sms != sorted(sm_num(a) for a in archs):
-        msgs.append("executable embeds CUBINs for %s, expected %s" % (
-            ["sm_%d" % s for s in sms], list(archs)))
+    if sms != sorted(sm_num(a) for a in archs for _ in range(nprog)):
+        msgs.append("executable embeds CUBINs for %s, expected %s, %d of each" % (
+            ["sm_%d" % s for s in sms], list(archs), nprog))
     for off, img, h in found:
         sm = cudabin.sm_of(h)
         what = "embedded CUBIN at %#x (sm_%d)" % (off, sm)
-        if cubins.get(sm) == img:
+        if img in cubins.get(sm, []):
             continue
         m = check_cubin(img, sm, what)
         if not m:
@@ -291,15 +324,15 @@ def check_embedded(exe, archs, cubins, ptx, scratch):
                 f.write(img)
             m = readelf_check(p, sm, h, what)
         if not m and sm in cubins:
-            m = ["%s: a valid CUBIN, but not the one --emit cuda wrote (%d vs %d bytes)" % (
-                what, len(img), len(cubins[sm]))]
+            m = ["%s: a valid CUBIN, but not one --emit cuda wrote (%d bytes)" % (what, len(img))]
         msgs += m
-    ptxs = cudabin.find_ptx(data)
+    found_ptx = cudabin.find_ptx(data)
     high = max(archs, key=sm_num)
-    if len(ptxs) != 1:
-        msgs.append("executable embeds %d PTX texts, expected 1" % len(ptxs))
-    for off, text in ptxs:
-        if ptx is not None and text.rstrip(b"\0") == ptx.rstrip(b"\0"):
+    if len(found_ptx) != nprog:
+        msgs.append("executable embeds %d PTX texts, expected %d" % (len(found_ptx), nprog))
+    emitted = [p.rstrip(b"\0") for p in ptxs]
+    for off, text in found_ptx:
+        if text.rstrip(b"\0") in emitted:
             continue
         what = "embedded PTX at %#x" % off
         m = []
@@ -309,8 +342,8 @@ def check_embedded(exe, archs, cubins, ptx, scratch):
         with open(p, "wb") as f:
             f.write(text)
         m += ptxas_check(p, high, what)
-        if not m and ptx is not None:
-            m = ["%s: valid, but not the PTX --emit cuda wrote" % what]
+        if not m and ptxs:
+            m = ["%s: valid, but not a PTX --emit cuda wrote" % what]
         msgs += m
     return msgs
 
@@ -459,10 +492,10 @@ def check_case(case, tgc, workdir, archs, no_driver, shapes_dir):
     if rc != 0:
         return "fail", ["tgc build --target cuda %s: %s" % (rcs(rc), oneline(err))], "none"
     ptxas = cuda_reuse.new_entries(emit, name, shapes_dir)
-    msgs, cubins, ptx = check_emit_dir(emit, name, archs, ptxas)
+    msgs, cubins, ptxs = check_emit_dir(emit, name, archs, ptxas)
     if not os.path.exists(exe):
         return "fail", msgs + ["tgc build exited 0 but wrote no executable"], "none"
-    msgs += check_embedded(exe, archs, cubins, ptx, m.dir)
+    msgs += check_embedded(exe, archs, cubins, ptxs, m.dir)
     conv = bool(RE_CONV.search(m.src))
     if conv:
         msgs += check_conv_exe(exe)
@@ -600,9 +633,38 @@ def once_checks(R, tgc, d, no_driver, why_driver):
     if rc != 0:
         R.fail("default --gpu-arch is sm_90", "tgc build %s: %s" % (rcs(rc), oneline(err)))
     else:
-        msgs, cubins, ptx = check_emit_dir(e, "tiny", ["sm_90"])
-        msgs += check_embedded(exe, ["sm_90"], cubins, ptx, d)
+        msgs, cubins, ptxs = check_emit_dir(e, "tiny", ["sm_90"])
+        msgs += check_embedded(exe, ["sm_90"], cubins, ptxs, d)
         R.check("default --gpu-arch is sm_90 (one CUBIN, PTX .target sm_90)", msgs)
+
+    # The generic product kernel is a program of its own, there only
+    # where the graph has a product (tiny has none), the same text in
+    # every graph (what lets TGC_NVRTC_CACHE compile it once).
+    msgs = []
+    if os.path.isdir(e) and any("tg_matmul" in f for f in os.listdir(e)):
+        msgs.append("tiny (no product) has tg_matmul files: %s" % sorted(os.listdir(e)))
+    mm_text = []
+    for g, body in (("mm_a", "output y = relu(x @ w)"), ("mm_b", "output y = (x @ w).sum()")):
+        src = os.path.join(d, g + ".tg")
+        with open(src, "w") as f:
+            f.write("graph %s\ninput x : f32[4, 8]\nparam w : f32[8, 3]\n%s\n" % (g, body))
+        ge = os.path.join(d, g + "_emit")
+        rc, _, err = run([tgc, "build", src, "-o", os.path.join(d, g), "--target", "cuda",
+                          "--emit", "cuda", ge])
+        if rc != 0:
+            msgs.append("tgc build %s.tg %s: %s" % (g, rcs(rc), oneline(err)))
+            continue
+        m, cubins, ptxs = check_emit_dir(ge, g, ["sm_90"])
+        msgs += m + check_embedded(os.path.join(d, g), ["sm_90"], cubins, ptxs, d)
+        p = os.path.join(ge, g + ".tg_matmul.cu")
+        if not os.path.exists(p):
+            msgs.append("%s (a product) has no %s.tg_matmul.cu" % (g, g))
+            continue
+        with open(p) as f:
+            mm_text.append(f.read())
+    if len(mm_text) == 2 and mm_text[0] != mm_text[1]:
+        msgs.append("tg_matmul's source differs between two graphs")
+    R.check("products: tg_matmul a program of its own, the same in every graph", msgs)
 
     # One older architecture alone: the PTX is for it.
     e = os.path.join(d, "sm80")
@@ -612,8 +674,8 @@ def once_checks(R, tgc, d, no_driver, why_driver):
     if rc != 0:
         R.fail("--gpu-arch sm_80", "tgc build %s: %s" % (rcs(rc), oneline(err)))
     else:
-        msgs, cubins, ptx = check_emit_dir(e, "tiny", ["sm_80"])
-        msgs += check_embedded(exe, ["sm_80"], cubins, ptx, d)
+        msgs, cubins, ptxs = check_emit_dir(e, "tiny", ["sm_80"])
+        msgs += check_embedded(exe, ["sm_80"], cubins, ptxs, d)
         R.check("--gpu-arch sm_80 (CUBIN sm_80, PTX .target sm_80)", msgs)
 
     # --emit ptx: NAME.ptx alone.

@@ -4,10 +4,10 @@
  * directory. It covers what no GPU-less machine could otherwise run:
  * creation (image choice, TGC_CUDA_DEVICE, params uploaded at their
  * storage dtype), runs with f16 storage converted both ways, tg_matmul's
- * launch, the error cell, CUDA graphs (captured once, replayed), every
- * failure path of creation and runs, and that destruction releases
- * everything the driver handed out. cuBLAS is kept out
- * (TGC_CUDA_NO_CUBLAS=1): the real one cannot run on a fake driver. */
+ * launch (from the module, or from its own program), the error cell, CUDA graphs (captured once,
+ * replayed), every failure path of creation and runs, and that destruction releases everything the
+ * driver handed out. cuBLAS is kept out (TGC_CUDA_NO_CUBLAS=1): the real one cannot run on a fake
+ * driver. */
 #include <stdlib.h>
 
 #include "fake_cuda.h"
@@ -35,7 +35,7 @@ static const RtCudaStep STEPS[] = {
     {RT_CUDA_LAUNCH, "k_empty", 0, 32, 0, NULL, {0, 0}, {0, 0}, {0, 0}, NULL}, /* grid 0: skipped */
 };
 static const char *const ERRS[] = {"idx"};
-static RtCudaProgram CUDA = {IMAGES, 3, STEPS, 4, ERRS, 1, 0};
+static RtCudaProgram CUDA = {IMAGES, 3, STEPS, 4, ERRS, 1, 0, NULL, 0};
 static const RtProgram PROG = {"fake", 1,    1,    2,     IN,   PARAMS, OUT, 64,   1,
                                NULL,   NULL, 0,    &CUDA, NULL, 0,      0,   NULL, NULL,
                                NULL,   0,    NULL, 0,     NULL, 0,      NULL};
@@ -244,6 +244,48 @@ static void fail_run(int graph, const char *fn, int nth, int result, const char 
     CHECK_INT(0, fake_alive());
 }
 
+/* tg_matmul as a program of its own (what tgc build emits where a graph
+ * has products): loaded after the module, its best image for the GPU,
+ * released with the context; its failures name it. */
+static RtCudaImage MM_IMAGES[] = {
+    {80, 0, "FAKEMM sm_80", 13}, {90, 0, "FAKEMM sm_90", 13}, {90, 1, "FAKEMMPTX compute_90", 20}};
+
+static void test_matmul_program(void) {
+    CUDA.cuda_graph = 0;
+    CUDA.mm_images = MM_IMAGES;
+    CUDA.nmm_images = 3;
+    char msg[RT_ERROR_MSG_MAX];
+    RtContext *c;
+    float y[6];
+    CHECK_INT(TGCRT_OK, create(&c, msg, sizeof msg));
+    CHECK_STR("FAKEMM sm_90", fake_loaded());
+    CHECK_INT(TGCRT_OK, run(c, 1, y));
+    check_y(y);
+    rt_context_destroy(c);
+    CHECK_INT(0, fake_alive());
+    expect_image(86, "FAKEMM sm_80");
+    expect_image(100, "FAKEMMPTX compute_90");
+    fake_config(1, 90, 1 << 30);
+    CHECK_INT(2, fail_create("cuModuleLoadDataEx", 218, TGCRT_ERR_DEVICE, "cuModuleLoadDataEx ("));
+    fake_fail("cuModuleLoadDataEx", 2, 218);
+    CHECK_INT(TGCRT_ERR_DEVICE, create(&c, msg, sizeof msg));
+    CHECK_HAS(msg, "cuModuleLoadDataEx (tg_matmul's sm_90 CUBIN image) failed");
+    rt_context_destroy(c);
+    fake_fail(NULL, 0, 0);
+    CHECK_INT(0, fake_alive());
+    /* No image of tg_matmul's for the GPU (a malformed build): said so. */
+    MM_IMAGES[2].sm = 100;
+    MM_IMAGES[1].sm = 100;
+    CHECK_INT(TGCRT_ERR_DEVICE, create(&c, msg, sizeof msg));
+    CHECK_HAS(msg, "the program has tg_matmul's code for sm_80, sm_100 and PTX for compute_100");
+    rt_context_destroy(c);
+    MM_IMAGES[1].sm = 90;
+    MM_IMAGES[2].sm = 90;
+    CHECK_INT(0, fake_alive());
+    CUDA.mm_images = NULL;
+    CUDA.nmm_images = 0;
+}
+
 static void test_run_failures(void) {
     for (int graph = 0; graph < 2; graph++) {
         fail_run(graph, "cuLaunchKernel", 2, 719,
@@ -273,5 +315,6 @@ int main(void) {
     test_device_env();
     test_create_failures();
     test_run_failures();
+    test_matmul_program();
     return rt_test_report();
 }

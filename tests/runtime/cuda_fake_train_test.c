@@ -32,7 +32,7 @@ static RtCudaImage IMAGES[] = {{90, 0, "FAKECUBIN sm_90", 16}};
 static const RtCudaStep STEPS[] = {
     {RT_CUDA_LAUNCH, "k_step", 1, 32, 0, NULL, {0, 0}, {0, 0}, {0, 0}, NULL},
 };
-static RtCudaProgram CUDA = {IMAGES, 1, STEPS, 1, NULL, 0, 0};
+static RtCudaProgram CUDA = {IMAGES, 1, STEPS, 1, NULL, 0, 0, NULL, 0};
 static const int32_t UPDATE_OF[] = {-1, 0, 1, -1};
 static const uint8_t ROLE[] = {RT_ROLE_WEIGHT, RT_ROLE_STATE};
 static const uint8_t IN_PLACE[] = {0, 1, 0, 0};

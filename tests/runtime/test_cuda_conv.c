@@ -277,7 +277,7 @@ static RtCudaImage IMAGES[] = {{80, 0, CUBIN, sizeof CUBIN}};
 static RtCudaStep STEPS[] = {
     {RT_CUDA_CONV, "k0_conv0_epilogue", 1, 256, 0, NULL, {0, 0}, {0, 0}, {0, 0}, &CONV},
 };
-static RtCudaProgram CUDA = {IMAGES, 1, STEPS, 1, NULL, 0, 0};
+static RtCudaProgram CUDA = {IMAGES, 1, STEPS, 1, NULL, 0, 0, NULL, 0};
 static RtProgram PROG = {"convgpu", 1, 2, 1,    IN,   PARAMS, OUT, ARENA, 0, NULL, NULL, 0,   &CUDA,
                          NULL,      0, 0, NULL, NULL, NULL,   0,   NULL,  0, NULL, 0,    NULL};
 

@@ -34,7 +34,7 @@ static RtCudaStep STEPS[] = {
     {RT_CUDA_LAUNCH, "k_relu", 1, 64, 0, NULL, {0, 0}, {0, 0}, {0, 0}, NULL},
 };
 static const char *const ERRS[] = {"idx"};
-static RtCudaProgram CUDA = {IMAGES, 2, STEPS, 2, ERRS, 1, 1};
+static RtCudaProgram CUDA = {IMAGES, 2, STEPS, 2, ERRS, 1, 1, NULL, 0};
 static RtProgram PROG = {"gpu", 1, 1, 1,    IN,   PARAMS, OUT, 256,  0, NULL, NULL, 0,   &CUDA,
                          NULL,  0, 0, NULL, NULL, NULL,   0,   NULL, 0, NULL, 0,    NULL};
 
