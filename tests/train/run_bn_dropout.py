@@ -25,6 +25,8 @@ on the same batches:
   sum(dropout(ones) * w) is the mask times 1 / (1 - p)) equals
   philox_first()'s, for dropout and dropout2d, and the keep rate over
   65536 draws is within 5 standard deviations of 1 - p.
+- errors: a running statistic that is not a param, or that two batch
+  norms share, under --train: exit 1 naming the place.
 - cuda: the encoder's training step built for --target cuda (NVRTC
   compiles dropout's kernels; no GPU runs them here).
 
@@ -436,6 +438,39 @@ def case_mask(tgc, tmp):
           "mask: philox_first() gives Random123's known answer 0x6627e8d5")
 
 
+# --- bad graphs under --train ----------------------------------------------------
+
+BAD = {
+    "a running statistic that is not a param": ("""
+graph bad
+input  x : f32[4, 3, 5]
+param  rm : f32[3]
+param  rv : f32[3]
+output loss = mean(batch_norm(x, rm * 2, rv, training=true) ** 2)
+""", "running_mean must be a param", "6:34"),
+    "a running statistic two batch norms share": ("""
+graph bad
+input  x : f32[4, 3, 5]
+param  rm : f32[3]
+param  rv : f32[3]
+param  rv2 : f32[3]
+h = batch_norm(x, rm, rv, training=true)
+output loss = mean(batch_norm(h, rm, rv2, training=true) ** 2)
+""", "'rm' is the running statistic of two batch_norms", "4:8"),
+}
+
+
+def case_errors(tgc, tmp):
+    for what, (text, msg, at) in BAD.items():
+        src = os.path.join(tmp, "bad.tg")
+        with open(src, "w") as f:
+            f.write(text)
+        p = run([tgc, "build", src, "-o", os.path.join(tmp, "bad"), "--train", "loss"], expect=1)
+        check(p.returncode == 1 and msg in p.stderr and f"bad.tg:{at}:" in p.stderr
+              and not os.path.exists(os.path.join(tmp, "bad")),
+              f"errors: {what}: exit 1 at {at} ({p.stderr.strip().splitlines()[0][-90:] if p.stderr else ''})")
+
+
 # --- the CUDA backend: compiled, not run (no GPU here) -----------------------
 
 def case_cuda(tgc, tmp):
@@ -471,7 +506,8 @@ def main():
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="tgc-bn-dropout-") as tmp:
         for name, fn in [("block", case_block), ("eval_bn", case_eval_bn), ("bert_p0", case_bert_p0),
-                         ("bert", case_bert), ("mask", case_mask), ("cuda", case_cuda)]:
+                         ("bert", case_bert), ("mask", case_mask), ("errors", case_errors),
+                         ("cuda", case_cuda)]:
             if args.k in name:
                 fn(tgc, tmp)
     print(f"{len(FAILS)} failure(s)")
