@@ -213,6 +213,8 @@ void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *
                     bool exclude_outside);
 /* ox_scatter.c: ScatterElements, Scatter, ScatterND, GatherND */
 bool ox_op_scatter(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_ops_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear */
+bool ox_op_quant(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_math.c: Tan ... Atanh, Softsign, ThresholdedRelu, Shrink, Celu,
  * IsInf, IsNaN, Mean, EyeLike, CumSum */
 bool ox_op_math(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);

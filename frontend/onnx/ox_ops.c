@@ -739,9 +739,10 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
 
 bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     return ox_op_index(x, n, in, nin, out) || ox_op_math(x, n, in, nin, out) ||
-           ox_op_scatter(x, n, in, nin, out) || binary(x, n, in, nin, out) ||
-           unary(x, n, in, nin, out) || variadic(x, n, in, nin, out) ||
-           reshape(x, n, in, nin, out) || transpose(x, n, in, nin, out) ||
-           squeeze(x, n, in, nin, out) || slice(x, n, in, nin, out) || gather(x, n, in, nin, out) ||
-           concat(x, n, in, nin, out) || split(x, n, in, nin, out) || shaped(x, n, in, nin, out);
+           ox_op_scatter(x, n, in, nin, out) || ox_op_quant(x, n, in, nin, out) ||
+           binary(x, n, in, nin, out) || unary(x, n, in, nin, out) ||
+           variadic(x, n, in, nin, out) || reshape(x, n, in, nin, out) ||
+           transpose(x, n, in, nin, out) || squeeze(x, n, in, nin, out) ||
+           slice(x, n, in, nin, out) || gather(x, n, in, nin, out) || concat(x, n, in, nin, out) ||
+           split(x, n, in, nin, out) || shaped(x, n, in, nin, out);
 }

@@ -1,6 +1,7 @@
 /* ONNX operators written as a few of the IR's ops each: GatherElements
  * (torch.gather), DepthToSpace/SpaceToDepth (reshape, permute, reshape),
- * OneHot and Hardmax (a comparison with arange along the axis). */
+ * OneHot and Hardmax (a comparison with arange along the axis),
+ * ReverseSequence (a gather of computed indices). */
 #include <string.h>
 
 #include "frontend/onnx/ox.h"
@@ -138,7 +139,39 @@ static bool hardmax(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
     return true;
 }
 
+/* ReverseSequence: a gather along the time axis of the index
+ * where(t < len[b], len[b] - 1 - t, t), t and len laid along their axes. */
+static bool reverse_sequence(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    if (!is(n, "ReverseSequence")) return false;
+    need_inputs(x, in, nin, 2);
+    OxVal *v = in[0], *len = in[1];
+    int r = v->ndim;
+    if (r < 2) ox_fail(x, "the input must have at least 2 dimensions");
+    int ta = ox_axis(x, ox_attr_i(x, "time_axis", 0), r);
+    int ba = ox_axis(x, ox_attr_i(x, "batch_axis", 1), r);
+    if (ta == ba || ta > 1 || ba > 1) ox_fail(x, "time_axis and batch_axis must be 0 and 1");
+    if (len->dt != DT_I64 && len->dt != DT_I32) ox_fail(x, "sequence_lens must be integers");
+    if (len->ndim != 1 || (!ox_dim_eq(len->dim[0], v->dim[ba]) && len->dim[0].v != v->dim[ba].v))
+        ox_fail(x, "sequence_lens must hold one length per batch entry");
+    OxDim td[OX_MAX_DIMS], bd[OX_MAX_DIMS];
+    for (int k = 0; k < r; k++) {
+        td[k] = k == ta ? v->dim[ta] : ox_dim_c(1);
+        bd[k] = k == ba ? v->dim[ba] : ox_dim_c(1);
+    }
+    const char *t = arena_printf(x->a, "reshape(arange(0, %s, 1), %s)", ox_dim_text(x, v->dim[ta]),
+                                 ox_dims_text(x, td, r));
+    const char *l = ox_ref(x, len, false);
+    if (len->dt != DT_I64) l = arena_printf(x->a, "%s.to(i64)", l);
+    l = arena_printf(x->a, "reshape(%s, %s)", l, ox_dims_text(x, bd, r));
+    ox_bind(x, out[0],
+            arena_printf(x->a, "gather(%s, %d, where(%s < %s, %s - 1 - %s, %s).expand(%s))",
+                         ox_ref(x, v, false), ta, t, l, l, t, t, ox_dims_text(x, v->dim, r)));
+    ox_set_shape(out[0], v->dt, r, v->dim);
+    return true;
+}
+
 bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     return gather_elements(x, n, in, nin, out) || depth_space(x, n, in, nin, out) ||
-           one_hot(x, n, in, nin, out) || hardmax(x, n, in, nin, out);
+           one_hot(x, n, in, nin, out) || hardmax(x, n, in, nin, out) ||
+           reverse_sequence(x, n, in, nin, out);
 }

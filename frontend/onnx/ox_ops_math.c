@@ -1,12 +1,14 @@
 /* ONNX operators on numbers that are one IR op or a short expression of
  * several: the trigonometric and hyperbolic functions, Softsign,
- * ThresholdedRelu, Shrink, Celu, Mean, IsInf, IsNaN, EyeLike, and CumSum
- * (a masked sum, see cumsum()). Each follows ONNX's operator
+ * ThresholdedRelu, Shrink, Celu, Mean, IsInf, IsNaN, EyeLike, CumSum
+ * (a masked sum, see cumsum()), LRN and MeanVarianceNormalization. Each follows ONNX's operator
  * specification, which wins where PyTorch's differs. */
 #include <math.h>
 #include <string.h>
 
 #include "frontend/onnx/ox.h"
+
+static bool math_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 
 static bool is(const Onnx__NodeProto *n, const char *op) {
     return !strcmp(n->op_type, op);
@@ -202,5 +204,72 @@ static bool cumsum(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
 
 bool ox_op_math(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     return unary(x, n, in, nin, out) || mean(x, n, in, nin, out) || eye_like(x, n, in, nin, out) ||
-           cumsum(x, n, in, nin, out);
+           cumsum(x, n, in, nin, out) || math_nn(x, n, in, nin, out);
+}
+
+/* LRN: x / (bias + alpha / size * the sum of squares over the channel
+ * window [c - (size - 1) / 2, c + ceil((size - 1) / 2)])^beta, the window's
+ * channels as slices of the padded squares. */
+static bool lrn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    if (!is(n, "LRN")) return false;
+    need_inputs(x, in, nin, 1);
+    OxVal *v = in[0];
+    need_float(x, v);
+    int r = v->ndim;
+    if (r < 3) ox_fail(x, "the input must be [N, C, ...]");
+    int64_t size = ox_attr_i(x, "size", 0);
+    if (size < 1 || size > 4096) ox_fail(x, "size %lld (1 to 4096)", (long long)size);
+    double alpha = ox_attr_f(x, "alpha", 1e-4f), beta = ox_attr_f(x, "beta", 0.75f),
+           bias = ox_attr_f(x, "bias", 1.0f);
+    int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+    const char *src = ox_ref(x, v, false);
+    char *pads = arena_strdup(x->a, "[");
+    for (int k = r - 1; k >= 1; k--)
+        pads = arena_printf(x->a, "%s%s%lld, %lld", pads, k == r - 1 ? "" : ", ",
+                            (long long)(k == 1 ? lo : 0), (long long)(k == 1 ? hi : 0));
+    const char *sq = ox_ident(x, out[0]->name, "_sq");
+    ox_emit(x, OX_BODY, "%s = pad(square(%s), %s])\n", sq, src, pads);
+    const char *C = ox_dim_text(x, v->dim[1]);
+    const char *sum = NULL;
+    for (int64_t j = 0; j < size; j++) {
+        const char *t =
+            arena_printf(x->a, "%s[:, %lld:%lld + %s]", sq, (long long)j, (long long)j, C);
+        sum = sum ? arena_printf(x->a, "%s + %s", sum, t) : t;
+    }
+    ox_bind(x, out[0],
+            arena_printf(x->a, "%s / (%s + %s * (%s)) ** %s", src, ox_num(x, bias, true),
+                         ox_num(x, alpha / (double)size, true), sum, ox_num(x, beta, true)));
+    ox_set_shape(out[0], v->dt, r, v->dim);
+    return true;
+}
+
+/* MeanVarianceNormalization, as ONNX's function body: (x - E[x]) /
+ * (sqrt(E[x^2] - E[x]^2) + 1e-9) over axes (default [0, 2, 3]). */
+static bool mvn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    if (!is(n, "MeanVarianceNormalization")) return false;
+    need_inputs(x, in, nin, 1);
+    OxVal *v = in[0];
+    need_float(x, v);
+    int na, r = v->ndim;
+    const int64_t *ax = ox_attr_ints(x, "axes", &na);
+    static const int64_t def[3] = {0, 2, 3};
+    if (!ax) ax = def, na = 3;
+    if (na < 1 || na > r) ox_fail(x, "%d axes for a tensor of rank %d", na, r);
+    char *dims = arena_strdup(x->a, "[");
+    for (int k = 0; k < na; k++)
+        dims = arena_printf(x->a, "%s%s%d", dims, k ? ", " : "", ox_axis(x, ax[k], r));
+    const char *src = ox_ref(x, v, false);
+    const char *m = ox_ident(x, out[0]->name, "_mean");
+    ox_emit(x, OX_BODY, "%s = mean(%s, dim=%s], keepdim=true)\n", m, src, dims);
+    ox_bind(x, out[0],
+            arena_printf(x->a,
+                         "(%s - %s) / (sqrt(mean(square(%s), dim=%s], keepdim=true) - square(%s)) "
+                         "+ 1e-09)",
+                         src, m, src, dims, m));
+    ox_set_shape(out[0], v->dt, r, v->dim);
+    return true;
+}
+
+static bool math_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    return lrn(x, n, in, nin, out) || mvn(x, n, in, nin, out);
 }

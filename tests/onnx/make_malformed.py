@@ -605,6 +605,12 @@ def cases():
         one_node(helper.make_node("GatherND", ["img_in", "idx_5"], ["y"], name="gathernd_long"),
                  x4 + [vi("idx_5", [2, 5], TensorProto.INT64)], [vi("y", [2])]), ["gathernd_long"],
         "a GatherND with index tuples of 5 into rank 4")
+    add("quantize_float_zero_point",
+        one_node(helper.make_node("QuantizeLinear", ["img_in", "q_scale", "q_zp"], ["y"], name="quant_fzp"),
+                 x4 + [vi("q_scale", []), vi("q_zp", [])], [vi("y", [1, 3, 8, 8], TensorProto.UINT8)]),
+        ["quant_fzp"], "a QuantizeLinear whose zero point is a float")
+    add("lrn_size_0", one_node(helper.make_node("LRN", ["img_in"], ["y"], name="lrn_zero", size=0),
+                               x4, [vi("y", [1, 3, 8, 8])]), ["lrn_zero"], "an LRN of size 0")
     return out
 
 
