@@ -467,7 +467,7 @@ static int run(const ReportOpts *ro, const Options *o) {
     report_train_build(r, shard, zero);
     /* The whole process on the CPU: the runtime and its libraries at the
      * run's thread count (issue 32). */
-    report_process_runtime(&r->proc, r->g, target == TARGET_CUDA, threads, r->peak_bytes);
+    report_process_runtime(&r->proc, r->g, r->dt, target == TARGET_CUDA, threads, r->peak_bytes);
     r->cpu = cpu;
     if (r->train) r->train->ckpt = ck;
     ChoiceCtx cc = {.a = &a, .file = &file, .o = o, .target = target, .shard = shard, .zero = zero};

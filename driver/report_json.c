@@ -181,7 +181,9 @@ char *report_json(const Report *r) {
         cJSON_AddStringToObject(pr, "libraries", r->proc.libraries);
         add(pr, "threads", r->proc.threads);
         add(pr, "convolutions", r->proc.nconvs);
+        add(pr, "blas_pack_bytes", r->proc.blas_pack_bytes);
         add(pr, "runtime_bytes", r->proc.runtime_bytes);
+        add(pr, "io_declared_bytes", r->proc.io_declared_bytes);
         add(pr, "peak_bytes", r->proc.peak_bytes);
     }
     report_train_json(root, r);

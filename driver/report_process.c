@@ -66,35 +66,73 @@ void report_process_build(const CgProgram *cp, const DType *dt, bool cuda, Repor
 /* Peak RSS of small programs less their report's peak, by library set:
  * GNU time's maximum resident set size of executables built by tgc build
  * (Debian's libdnnl 2.6, OpenBLAS 0.3.21 pthreads, glibc 2.36) at --threads
- * 1, 2, 4, 8 and 16, fitted as base + slope x threads; and 71 KiB per
- * further oneDNN convolution (8 against 32 convolutions of distinct shapes
- * with batch norm and relu). The programs and figures are in
- * docs/memory.md. */
+ * 1, 2, 4, 8 and 16, fitted as base + slope x threads; 71 KiB per further
+ * oneDNN convolution (8 against 32 convolutions of distinct shapes with
+ * batch norm and relu); and OpenBLAS's packing buffer (below). The
+ * programs and figures are in docs/memory.md. */
 typedef struct LibSet {
     const char *name;
     int64_t base_kib, per_thread_kib;
 } LibSet;
 static const LibSet LIBSETS[4] = {
     {"libc", 5250, 0},              /* elementwise kernels only */
-    {"OpenBLAS", 10600, 240},       /* + matrix products */
+    {"OpenBLAS", 9356, 240},        /* + matrix products */
     {"oneDNN", 13060, 72},          /* + convolutions */
-    {"oneDNN+OpenBLAS", 13400, 60}, /* both */
+    {"oneDNN+OpenBLAS", 13300, 60}, /* both */
 };
 #define PER_CONV_KIB 71
+/* OpenBLAS packs the rows side of a product (the m rows of x[m, k] @ w,
+ * n in its column-major terms) in blocks of up to GEMM_R rows by GEMM_Q of
+ * k, f32, into one buffer it maps once and touches as far as the largest
+ * product reaches: min(m, R) x min(k, Q) x 4 bytes. Q is Haswell's 384; R
+ * is fitted to ConvNeXt-tiny at batch 16 (m 50176, k 384: 19.2 MiB of the
+ * buffer resident), and the 1024 x 1024 products give 1.5 MiB as
+ * predicted. */
+#define BLAS_Q 384
+#define BLAS_R 12970
 
-void report_process_runtime(ReportProcess *p, const Graph *g, bool cuda, int threads,
-                            int64_t peak) {
+static int64_t blas_pack_bytes(const Value *v) {
+    if (v->op == OP_OUTER || v->op == OP_QMATMUL || v->op == OP_EINSUM || v->nargs < 2 ||
+        v->args[0].kind != ARG_TENSOR || v->args[1].kind != ARG_TENSOR || v->ndim < 1)
+        return 0;
+    const Value *x = v->args[0].t, *w = v->args[1].t;
+    if (x->ndim < 1) return 0;
+    int64_t k = x->shape[x->ndim - 1], n = v->shape[v->ndim - 1], m;
+    if (w->ndim <= 2) /* a weight: the batch dims are rows too */
+        m = n ? value_numel(v) / n : 0;
+    else
+        m = v->ndim >= 2 ? v->shape[v->ndim - 2] : 1;
+    return (m < BLAS_R ? m : BLAS_R) * (k < BLAS_Q ? k : BLAS_Q) * 4;
+}
+
+void report_process_runtime(ReportProcess *p, const Graph *g, const DType *dt, bool cuda,
+                            int threads, int64_t peak) {
     p->has_runtime = false;
     p->peak_bytes = peak;
     if (cuda) return;
     bool blas = false;
     int nconv = 0;
+    int64_t pack = 0;
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];
         if (v->dead) continue;
         int f = op_info(v->op)->flags;
-        blas |= (f & OPF_MATMUL) != 0;
+        if (f & OPF_MATMUL) {
+            blas = true;
+            int64_t b = blas_pack_bytes(v);
+            if (b > pack) pack = b;
+        }
         nconv += (f & OPF_CONV) != 0;
+    }
+    int64_t io = 0;
+    for (int i = 0; i < g->nvalues; i++) {
+        const Value *v = g->values[i];
+        if (v->op == OP_INPUT && !v->dead && dt[v->order] != v->dtype)
+            io += value_numel(v) * (int64_t)dtype_size(v->dtype);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        const Value *v = g->outputs[i];
+        if (dt[v->order] != v->dtype) io += value_numel(v) * (int64_t)dtype_size(v->dtype);
     }
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -105,8 +143,10 @@ void report_process_runtime(ReportProcess *p, const Graph *g, bool cuda, int thr
     p->libraries = l->name;
     p->threads = threads;
     p->nconvs = nconv;
+    p->blas_pack_bytes = pack;
     int64_t kib = l->base_kib + l->per_thread_kib * threads +
                   (nconv > 1 ? (int64_t)(nconv - 1) * PER_CONV_KIB : 0);
-    p->runtime_bytes = kib * 1024;
-    p->peak_bytes = peak + p->runtime_bytes;
+    p->runtime_bytes = kib * 1024 + pack;
+    p->io_declared_bytes = io;
+    p->peak_bytes = peak + p->runtime_bytes + io;
 }

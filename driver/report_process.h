@@ -25,9 +25,15 @@ typedef struct ReportProcess {
     bool has_runtime;
     const char *libraries; /* "libc", "OpenBLAS", "oneDNN", "oneDNN+OpenBLAS" */
     int threads;
-    int nconvs;            /* oneDNN convolutions: each keeps its primitive and JIT code */
-    int64_t runtime_bytes; /* base + per thread + per convolution */
-    int64_t peak_bytes;    /* the report's peak + runtime_bytes */
+    int nconvs;              /* oneDNN convolutions: each keeps its primitive and JIT code */
+    int64_t blas_pack_bytes; /* OpenBLAS's packing buffer as the largest product touches it */
+    int64_t runtime_bytes;   /* base + per thread + per convolution + blas_pack_bytes */
+    /* The executable's inputs and outputs at their declared dtype, beside
+     * the storage-dtype buffers the report counts, where the two differ
+     * (--precision, --precision-io): rt_main reads and writes the declared
+     * dtype and the context converts through its staging buffers. */
+    int64_t io_declared_bytes;
+    int64_t peak_bytes; /* the report's peak + runtime_bytes */
 } ReportProcess;
 
 /* The figures of plan cp on the CPU (zero on cuda, where the runtime
@@ -36,5 +42,6 @@ void report_process_build(const CgProgram *cp, const DType *dt, bool cuda, Repor
 /* The runtime term for a run at `threads` threads (0: one per online
  * core, as a program built without --threads), added to peak (the
  * report's peak_bytes). Nothing on cuda (its fixed bytes are counted). */
-void report_process_runtime(ReportProcess *p, const Graph *g, bool cuda, int threads, int64_t peak);
+void report_process_runtime(ReportProcess *p, const Graph *g, const DType *dt, bool cuda,
+                            int threads, int64_t peak);
 #endif

@@ -71,22 +71,33 @@ static size_t numel_of(const RtTensorInfo *t) {
 
 /* ---- params ---- */
 
-/* Where the file's data ends: the tensors tile the data section, so the
- * furthest tensor end is the end of the buffer. */
-static const char *data_end(const RtSafetensors *st) {
-    const char *end = NULL;
-    for (size_t i = 0; i < rt_st_count(st); i++) {
-        const RtStTensor *t = rt_st_get(st, i);
-        const char *e = (const char *)t->data + t->nbytes;
-        if (!end || e > end) end = e;
-    }
-    return end;
-}
-
 static bool bool_bytes_ok(const uint8_t *p, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (p[i] > 1) return false;
     return true;
+}
+
+/* rt_ctx_copy_param_tensor a megabyte of the file at a time, each time
+ * handing back the file's pages read so far: the copy is the param, so
+ * the weight is held once, and at most one chunk of the file beside it
+ * while it loads (issue 32; tgc report counts the param once). */
+static void copy_releasing(RtContext *c, const RtStTensor *w, const RtTensorInfo *t, void *dst) {
+    size_t n = numel_of(t), ss = rt_dtype_size(w->desc.dtype), ds = rt_dtype_size(t->storage);
+    size_t chunk = ((size_t)1 << 20) / (ss ? ss : 1);
+    const char *src = w->data;
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t k = n - off < chunk ? n - off : chunk;
+        char *d = (char *)dst + off * ds;
+        if (w->desc.dtype == t->storage) {
+            memcpy(d, src + off * ss, k * ss);
+            if (t->storage == RT_BOOL)
+                for (size_t j = 0; j < k; j++)
+                    ((uint8_t *)d)[j] = ((uint8_t *)d)[j] != 0;
+        } else {
+            rt_convert_float_par(c->pool, src + off * ss, w->desc.dtype, d, t->storage, k);
+        }
+        rt_st_release(c->st, src, (off + k) * ss);
+    }
 }
 
 static RtStatus load_param(RtContext *c, int i, const char *end) {
@@ -125,7 +136,9 @@ static RtStatus load_param(RtContext *c, int i, const char *end) {
 
     /* Zero copy when the data is aligned to its element size and a
      * kernel's whole-vector load at the last elements (up to 64 bytes past
-     * the end) stays inside the file's data. Bool bytes must be 0 or 1
+     * the end) stays inside what can be read: the file's data, or a mapped
+     * file's last page (so the last tensor of a file is not copied, unless
+     * it ends within 64 bytes of a page). Bool bytes must be 0 or 1
      * (the kernels' encoding). Never for a training program: a step
      * replaces its params, so they must be its own, writable memory. */
     if (w->desc.dtype == t->storage && !c->p->train) {
@@ -140,7 +153,7 @@ static RtStatus load_param(RtContext *c, int i, const char *end) {
     if (!(c->owned[i] = rt_aligned_alloc(nb)))
         return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
                             "out of memory loading param '%s' (%zu bytes)", t->name, nb);
-    rt_ctx_copy_param_tensor(c, w, t, c->owned[i]);
+    copy_releasing(c, w, t, c->owned[i]);
     *slot = c->owned[i];
     return TGCRT_OK;
 }
@@ -230,7 +243,7 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
         s = rt_st_open_memory(mem, len, mem_name, &c->st, &c->err);
     if (s) return s;
 
-    const char *end = c->st ? data_end(c->st) : NULL;
+    const char *end = c->st ? rt_st_readable_end(c->st) : NULL;
     for (int i = 0; !s && i < p->nparams; i++)
         s = load_param(c, i, end);
     if (!s && p->train && c->st) s = rt_train_pair_check(c, c->st, RT_ROLE_WEIGHT, true);

@@ -35,6 +35,12 @@ RtStatus rt_st_write_begin(struct RtAtomicFile *af, const char *path, const RtSt
 RtStatus rt_st_write_commit(struct RtAtomicFile *af, RtError *err);
 /* The file's pair mark, or NULL. */
 const char *rt_st_pair(const RtSafetensors *st);
+/* Where reading may go up to: a mapped file's last page is readable to its
+ * end (zeros past the file), a buffer only to its length (safetensors.c). */
+const char *rt_st_readable_end(const RtSafetensors *st);
+/* Drops this process's pages lying wholly inside [p, p + n) of a mapped
+ * file (read again from the file if read); nothing for a buffer. */
+void rt_st_release(const RtSafetensors *st, const void *p, size_t n);
 /* Writes a training context's weights to wpath and its optimizer state to
  * spath (train.c), both with one pair mark: both temporaries first, then
  * the renames (weights, then state), so that only a kill between the two

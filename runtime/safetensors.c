@@ -12,6 +12,7 @@
  * overflow checks); and the ranges, sorted, must tile the data section with
  * no overlap, no hole and nothing after the last one. JSON numbers are
  * doubles, so sizes and offsets are limited to 2^53. */
+#define _DEFAULT_SOURCE /* madvise */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -540,6 +541,36 @@ const char *rt_st_name(const RtSafetensors *st) {
 }
 size_t rt_st_count(const RtSafetensors *st) {
     return st->count;
+}
+
+static uintptr_t page_size(void) {
+    long ps = sysconf(_SC_PAGESIZE);
+    return ps > 0 ? (uintptr_t)ps : 4096;
+}
+
+const char *rt_st_readable_end(const RtSafetensors *st) {
+    if (!st->map) return (const char *)st->base + st->len;
+    uintptr_t pg = page_size(), b = (uintptr_t)st->map;
+    return (const char *)((b + st->len + pg - 1) / pg * pg);
+}
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21 /* Linux 5.4, for older headers */
+#endif
+
+void rt_st_release(const RtSafetensors *st, const void *p, size_t n) {
+    if (!st) return;
+    uintptr_t pg = page_size();
+    uintptr_t lo = ((uintptr_t)p + pg - 1) / pg * pg, hi = ((uintptr_t)p + n) / pg * pg;
+    uintptr_t blo = (uintptr_t)st->base, bhi = blo + st->len;
+    if (lo < blo) lo = (blo + pg - 1) / pg * pg;
+    if (hi > bhi) hi = bhi / pg * pg;
+    if (hi <= lo) return;
+    /* Our private read-only mapping, never written: DONTNEED loses nothing.
+     * A buffer (the caller's, the executable's image) may be anything:
+     * PAGEOUT keeps its contents (clean file pages go, anonymous ones to
+     * swap or nowhere). */
+    (void)madvise((void *)lo, hi - lo, st->map ? MADV_DONTNEED : MADV_PAGEOUT);
 }
 
 const char *rt_st_pair(const RtSafetensors *st) {
