@@ -160,6 +160,7 @@ static const struct {
     {"Tanh", 1, 1, 1, 1, NONE},
     {"ThresholdedRelu", 1, 1, 1, 1, "alpha"},
     {"Tile", 2, 2, 1, 1, NONE},
+    {"TopK", 2, 2, 1, 2, "axis largest sorted"},
     {"Transpose", 1, 1, 1, 1, "perm"},
     {"Trilu", 1, 2, 1, 1, "upper"},
     {"Unsqueeze", 1, 2, 1, 1, "axes"},

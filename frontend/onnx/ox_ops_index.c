@@ -1,10 +1,12 @@
 /* ONNX operators written as a few of the IR's ops each: GatherElements
  * (torch.gather), DepthToSpace/SpaceToDepth (reshape, permute, reshape),
  * OneHot and Hardmax (a comparison with arange along the axis),
- * ReverseSequence (a gather of computed indices). */
+ * ReverseSequence (a gather of computed indices), TopK (ranks). */
 #include <string.h>
 
 #include "frontend/onnx/ox.h"
+
+static bool top_k(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 
 static bool is(const Onnx__NodeProto *n, const char *op) {
     return !strcmp(n->op_type, op);
@@ -173,5 +175,69 @@ static bool reverse_sequence(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxV
 bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     return gather_elements(x, n, in, nin, out) || depth_space(x, n, in, nin, out) ||
            one_hot(x, n, in, nin, out) || hardmax(x, n, in, nin, out) ||
-           reverse_sequence(x, n, in, nin, out);
+           reverse_sequence(x, n, in, nin, out) || top_k(x, n, in, nin, out);
+}
+
+/* TopK with k known at import: each element's rank along the axis (the
+ * count of elements ahead of it: greater, or equal at a lower index, for
+ * largest; smaller for smallest), then output r is the element of rank
+ * r. Two fused masked sums, L * L and k * L terms per line: no sort, so
+ * refused past 2^26 comparisons. ONNX's order: sorted, the lower index
+ * first among equal values. */
+static bool top_k(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    if (!is(n, "TopK")) return false;
+    need_inputs(x, in, nin, 2);
+    OxVal *v = in[0];
+    int r = v->ndim;
+    if (r < 1 || r + 1 > OX_MAX_DIMS) ox_fail(x, "the input has rank %d", r);
+    if (v->dt == DT_BOOL) ox_fail(x, "TopK takes numbers, not bool");
+    int a = ox_axis(x, ox_attr_i(x, "axis", -1), r);
+    OxConst *kc = ox_need_const(x, in[1], "K");
+    if (kc->n != 1) ox_fail(x, "K must be one value");
+    int64_t k = ox_const_int(x, kc, 0), L = v->dim[a].v;
+    if (v->dim[a].sym) ox_fail(x, "the axis's length must be known");
+    if (k < 0 || k > L) ox_fail(x, "K %lld for an axis of %lld", (long long)k, (long long)L);
+    /* sorted=0 lets any order be ONNX's: the sorted one is */
+    int64_t rows = 1;
+    for (int i = 0; i < r; i++)
+        rows *= i == a ? 1 : v->dim[i].v;
+    if (rows * L * L > ((int64_t)1 << 26))
+        ox_fail(x, "%lld lines of %lld: more than 2^26 comparisons, not supported", (long long)rows,
+                (long long)L);
+    bool largest = ox_attr_i(x, "largest", 1);
+    const char *src = ox_ref(x, v, false);
+    OxDim ad[OX_MAX_DIMS + 1];
+    for (int i = 0; i <= r; i++)
+        ad[i] = ox_dim_c(1);
+    /* j (the other element) at dim a + 1, i at dim a */
+    ad[a + 1] = ox_dim_c(L);
+    const char *jr = arena_printf(x->a, "reshape(arange(0, %lld, 1), %s)", (long long)L,
+                                  ox_dims_text(x, ad, r + 1));
+    ad[a + 1] = ox_dim_c(1), ad[a] = ox_dim_c(L);
+    const char *ir = arena_printf(x->a, "reshape(arange(0, %lld, 1), %s)", (long long)L,
+                                  ox_dims_text(x, ad, r + 1));
+    const char *xi = arena_printf(x->a, "%s.unsqueeze(%d)", src, a + 1);
+    const char *xj = arena_printf(x->a, "%s.unsqueeze(%d)", src, a);
+    const char *rank = ox_ident(x, out[0]->name, "_rank");
+    ox_emit(x, OX_BODY, "%s = sum(((%s %s %s) | ((%s == %s) & (%s < %s))).to(i64), dim=%d)\n", rank,
+            xj, largest ? ">" : "<", xi, xj, xi, jr, ir, a + 1);
+    /* output position p at dim a, element i at dim a + 1 */
+    ad[a] = ox_dim_c(k);
+    const char *sel = ox_ident(x, out[0]->name, "_sel");
+    ox_emit(x, OX_BODY, "%s = %s.unsqueeze(%d) == reshape(arange(0, %lld, 1), %s)\n", sel, rank, a,
+            (long long)k, ox_dims_text(x, ad, r + 1));
+    OxDim d[OX_MAX_DIMS];
+    memcpy(d, v->dim, sizeof d);
+    d[a] = ox_dim_c(k);
+    const char *zero = dtype_is_float(v->dt) ? "0.0" : "0";
+    const char *val = arena_printf(x->a, "sum(where(%s, %s.unsqueeze(%d), %s), dim=%d)", sel, src,
+                                   a, zero, a + 1);
+    if (!dtype_is_float(v->dt)) val = arena_printf(x->a, "%s.to(%s)", val, dtype_name(v->dt));
+    ox_bind(x, out[0], val);
+    ox_set_shape(out[0], v->dt, r, d);
+    if (n->n_output > 1 && out[1]) {
+        ox_bind(x, out[1], arena_printf(x->a, "sum(where(%s, %s, 0), dim=%d)", sel, jr, a + 1));
+        ox_set_shape(out[1], DT_I64, r, d);
+    }
+    return true;
 }

@@ -411,8 +411,8 @@ def cases():
     # data-dependent shape, an attribute, a run-time shape input), one of
     # them in two nodes; each node reads only graph inputs.
     five = [
-        helper.make_node("TopK", ["img_in", "k_c"], ["tk_v", "tk_i"], name="topk_a"),
-        helper.make_node("TopK", ["img_in", "k_c"], ["tk2_v", "tk2_i"], name="topk_b"),
+        helper.make_node("Det", ["img_in"], ["tk_v"], name="det_a"),
+        helper.make_node("Det", ["img_in"], ["tk2_v"], name="det_b"),
         helper.make_node("NonZero", ["img_in"], ["nz"], name="nonzero_a"),
         helper.make_node("MaxPool", ["img_in"], ["mp"], name="mp_bogus", kernel_shape=[2, 2], bogus=1),
         helper.make_node("Reshape", ["img_in", "shape_in"], ["rs"], name="reshape_rt"),
@@ -421,9 +421,9 @@ def cases():
     add("five_problems",
         model(five, x4 + [vi("shape_in", [2], TensorProto.INT64), vi("grid_in", [1, 4, 4, 2])],
               [vi(o, None) for o in ("tk_v", "tk2_v", "nz", "mp", "rs", "gs")], [i64("k_c", [2])]),
-        ["topk_a", "topk_b", "nonzero_a", "'bogus'", "reshape_rt", "shape_in", "grid_a",
+        ["det_a", "det_b", "nonzero_a", "'bogus'", "reshape_rt", "shape_in", "grid_a",
          "5 distinct problems in 6 nodes"],
-        "five distinct unsupported nodes (TopK twice): every one named, counted", expect_all=True)
+        "five distinct unsupported nodes (Det twice): every one named, counted", expect_all=True)
     add("pad_mode_symmetric",
         one_node(helper.make_node("Pad", ["img_in", "pads_c"], ["y"], name="pad_a", mode="symmetric"),
                  x4, [vi("y", [1, 3, 10, 10])], [i64("pads_c", [0, 0, 1, 1, 0, 0, 1, 1])]),
@@ -609,6 +609,11 @@ def cases():
         one_node(helper.make_node("QuantizeLinear", ["img_in", "q_scale", "q_zp"], ["y"], name="quant_fzp"),
                  x4 + [vi("q_scale", []), vi("q_zp", [])], [vi("y", [1, 3, 8, 8], TensorProto.UINT8)]),
         ["quant_fzp"], "a QuantizeLinear whose zero point is a float")
+    k99 = i64("k_99", [99])
+    add("topk_k_too_large",
+        one_node(helper.make_node("TopK", ["img_in", "k_99"], ["tv", "ti"], name="topk_big"),
+                 x4, [vi("tv", [1, 3, 8, 99]), vi("ti", [1, 3, 8, 99], TensorProto.INT64)], [k99]),
+        ["topk_big"], "a TopK of 99 along an axis of 8")
     add("lrn_size_0", one_node(helper.make_node("LRN", ["img_in"], ["y"], name="lrn_zero", size=0),
                                x4, [vi("y", [1, 3, 8, 8])]), ["lrn_zero"], "an LRN of size 0")
     return out
