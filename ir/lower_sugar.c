@@ -81,6 +81,8 @@ Value *lower_repeat_interleave(InferCtx *c, Value *v) {
 }
 
 Value *lower_sdpa_f64(InferCtx *c, Value *v) {
+    /* with dropout the build's form decides (passes/train_mode.c) */
+    if (ARG(v, 4)->f != 0) return v;
     return lower_sdpa_math(c, v, NULL, NULL);
 }
 

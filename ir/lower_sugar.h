@@ -13,7 +13,8 @@ Value *lower_repeat_interleave(InferCtx *c, Value *v);
 /* scaled_dot_product_attention at f64, which the blockwise kernels (f32
  * arithmetic) do not compute: PyTorch's math path written out,
  * softmax(q @ k^T * scale [masked or + mask], dim=-1) @ v, in f64 with
- * the [..., L, S] scores stored. Same contract as above. */
+ * the [..., L, S] scores stored. Same contract as above; v itself when
+ * dropout_p is not 0 (passes/train_mode.c writes it out for the build). */
 Value *lower_sdpa_f64(InferCtx *c, Value *v);
 /* The same math path at any dtype, with drop(ctx, b, probs, dropout_p)
  * applied to the probabilities when drop is not NULL (attention's

@@ -158,8 +158,10 @@ static Value *drop_probs(void *ctx, IrB *b, Value *probs, double p) {
 }
 
 static bool sdpa(Tm *m, Value *v) {
-    if (!m->training) return true; /* dropout_p is not applied in eval form */
-    Value *r = lower_sdpa_math(&m->ic, v, drop_probs, m);
+    /* In eval form dropout_p is not applied: the blockwise kernel, or at
+     * f64 the math path the front end leaves to this pass. */
+    if (!m->training && v->dtype != DT_F64) return true;
+    Value *r = lower_sdpa_math(&m->ic, v, m->training ? drop_probs : NULL, m);
     if (!r) return false;
     graph_append(m->g, r);
     become_alias(m, v, r, "scaled_dot_product_attention");

@@ -25,6 +25,8 @@ on the same batches:
   sum(dropout(ones) * w) is the mask times 1 / (1 - p)) equals
   philox_first()'s, for dropout and dropout2d, and the keep rate over
   65536 draws is within 5 standard deviations of 1 - p.
+- attention_f64: attention's dropout_p in a training build at f64: the
+  gradients of q, k, v against torch.autograd given the same mask.
 - errors: a running statistic that is not a param, or that two batch
   norms share, under --train: exit 1 naming the place.
 - cuda: the encoder's training step built for --target cuda (NVRTC
@@ -438,6 +440,50 @@ def case_mask(tgc, tmp):
           "mask: philox_first() gives Random123's known answer 0x6627e8d5")
 
 
+# --- attention's dropout at f64, against torch.autograd -----------------------
+
+ATT64 = """
+graph att64
+input  w : f64[2, 2, 5, 4]
+param  q : f64[2, 2, 5, 4]
+param  k : f64[2, 2, 6, 4]
+param  v : f64[2, 2, 6, 4]
+output loss = sum(scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=true) * w)
+"""
+
+
+def case_attention_f64(tgc, tmp):
+    """Attention's dropout_p in a training build (the math path, the mask
+    on the probabilities): the gradients of q, k, v against torch.autograd
+    at f64 with the same mask (site 0, step 0, seed 0)."""
+    src = os.path.join(tmp, "att64.tg")
+    with open(src, "w") as f:
+        f.write(ATT64)
+    g = torch.Generator().manual_seed(6)
+    p0 = {"q": torch.randn(2, 2, 5, 4, generator=g, dtype=torch.float64),
+          "k": torch.randn(2, 2, 6, 4, generator=g, dtype=torch.float64),
+          "v": torch.randn(2, 2, 6, 4, generator=g, dtype=torch.float64)}
+    w = torch.randn(2, 2, 5, 4, generator=g, dtype=torch.float64)
+    wpath = os.path.join(tmp, "att64.safetensors")
+    tensorio.write_safetensors(wpath, list(p0.items()))
+    od = os.path.join(tmp, "att64_out")
+    os.makedirs(od, exist_ok=True)
+    p = run([tgc, "run", src, "--weights", wpath, "--input", "w=" + save_npy(tmp, "att64_w", w),
+             "--output-dir", od, "--train", "loss", "--optimizer", "none"])
+    check(p.returncode == 0, "attention_f64: tgc run --train loss --optimizer none")
+    if p.returncode:
+        return
+    t = {n: v.clone().requires_grad_() for n, v in p0.items()}
+    s = t["q"] @ t["k"].transpose(-2, -1) * (1 / np.sqrt(4))
+    s = s.masked_fill(~torch.ones(5, 6, dtype=torch.bool).tril(), float("-inf"))
+    att = dropout_as(torch.softmax(s, dim=-1), keep_mask(0, 0, 0, (2, 2, 5, 6), 0.3), 0.3)
+    ((att @ t["v"]) * w).sum().backward()
+    # f64 both sides, the same ops: measured ~1e-15; allowed 1e-12.
+    for n in t:
+        close(f"attention_f64: d loss / d {n}", np.load(os.path.join(od, n + ".grad.npy")),
+              t[n].grad, 1e-12, 1e-14)
+
+
 # --- bad graphs under --train ----------------------------------------------------
 
 BAD = {
@@ -506,7 +552,8 @@ def main():
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="tgc-bn-dropout-") as tmp:
         for name, fn in [("block", case_block), ("eval_bn", case_eval_bn), ("bert_p0", case_bert_p0),
-                         ("bert", case_bert), ("mask", case_mask), ("errors", case_errors),
+                         ("bert", case_bert), ("mask", case_mask),
+                         ("attention_f64", case_attention_f64), ("errors", case_errors),
                          ("cuda", case_cuda)]:
             if args.k in name:
                 fn(tgc, tmp)
