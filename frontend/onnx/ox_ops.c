@@ -672,6 +672,20 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
         need_inputs(x, in, nin, 1);
         const char *eq = ox_attr_s(x, "equation", NULL);
         if (!eq || strchr(eq, '"') || strchr(eq, '\\')) ox_fail(x, "Einsum needs an equation");
+        if (!strstr(eq, "->")) {
+            /* implicit output (numpy's): the letters written once, in
+             * alphabetical order */
+            if (strstr(eq, "...")) ox_fail(x, "Einsum with '...' needs an explicit '->'");
+            char out_l[64] = "";
+            for (int c = 'A'; c <= 'z'; c++) {
+                int seen = 0;
+                for (const char *q = eq; *q; q++)
+                    seen += *q == c;
+                if (seen == 1 && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))
+                    out_l[strlen(out_l)] = (char)c;
+            }
+            eq = arena_printf(x->a, "%s->%s", eq, out_l);
+        }
         char *s = arena_printf(x->a, "einsum(\"%s\"", eq);
         for (int k = 0; k < nin; k++) {
             need_inputs(x, in, k + 1, k + 1);
@@ -680,16 +694,49 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
         e = arena_printf(x->a, "%s)", s);
         /* the result's shape: letters after "->" */
         const char *arrow = strstr(eq, "->");
-        if (!arrow) ox_fail(x, "Einsum equations without '->' are not supported");
         nd = 0;
         dt = in[0]->dt;
+        /* "..." in an operand stands for its dims the letters leave */
+        int ell[OX_MAX_DIMS * 2] = {0}, ell_at[OX_MAX_DIMS * 2] = {0}, letters = 0, op = 0;
+        for (const char *q = eq;; q++) {
+            if (q == arrow || *q == ',') {
+                if (op < nin && op < OX_MAX_DIMS * 2) ell[op] = in[op]->ndim - letters;
+                if (q == arrow || ++op >= nin) break;
+                letters = 0;
+            } else if (!strncmp(q, "...", 3)) {
+                if (op < OX_MAX_DIMS * 2) ell_at[op] = letters + 1; /* 1 + its position */
+                q += 2;
+            } else if (*q != ' ') {
+                letters++;
+            }
+        }
         for (const char *c = arrow + 2; *c; c++) {
             if (*c == ' ') continue;
+            if (!strncmp(c, "...", 3)) {
+                /* the operands' ellipsis dims, broadcast */
+                OxDim b[OX_MAX_DIMS];
+                int nb = 0;
+                for (int k = 0; k < nin && k < OX_MAX_DIMS * 2; k++)
+                    if (ell_at[k]) {
+                        if (ell[k] < 0) ox_fail(x, "Einsum operand %d has too few dims", k);
+                        OxDim t[OX_MAX_DIMS];
+                        nb = ox_broadcast(x, b, nb, in[k]->dim + ell_at[k] - 1, ell[k], t);
+                        memcpy(b, t, sizeof b);
+                    }
+                if (nd + nb > OX_MAX_DIMS) ox_fail(x, "Einsum equation '%s' is not supported", eq);
+                memcpy(d + nd, b, sizeof(OxDim) * (size_t)nb);
+                nd += nb;
+                c += 2;
+                continue;
+            }
             bool found = false;
-            int op = 0, pos = 0;
+            int pos = 0;
+            op = 0;
             for (const char *q = eq; q < arrow && !found; q++) {
                 if (*q == ',')
                     op++, pos = 0;
+                else if (!strncmp(q, "...", 3))
+                    pos += op < nin && op < OX_MAX_DIMS * 2 && ell[op] > 0 ? ell[op] : 0, q += 2;
                 else if (*q == *c && op < nin)
                     found = true, d[nd] = in[op]->dim[pos < in[op]->ndim ? pos : 0];
                 else if (*q != ' ')
