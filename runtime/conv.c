@@ -26,7 +26,7 @@
  * setting is per thread), and restored after, so the caller's OpenMP
  * settings are left as they were. The runtime keeps no global state; only
  * oneDNN's own caches are shared. */
-#define _DEFAULT_SOURCE /* madvise, MADV_PAGEOUT */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "conv_internal.h"
 #include "rt_internal.h"
 
@@ -35,7 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/mman.h> /* the plain weights' mmap */
 #include <unistd.h>
 
 /* libgomp, oneDNN's threading runtime here (it comes with libdnnl). */
@@ -493,20 +493,12 @@ typedef struct ConvRun {
     int exec_failures;     /* calls oneDNN refused, run by the direct loop instead */
 } ConvRun;
 
-/* The read-only mappings of files in this process (/proc/self/maps):
- * the weights file rt_st_open maps, the executable's image that holds
- * embedded weights. Read once per context setup. */
-typedef struct FileMaps {
-    uintptr_t (*r)[2];
-    size_t n;
-} FileMaps;
-
 typedef struct ConvState {
     int threads;
     /* TGC_CONV_KEEP_PARAMS=1: the params stay resident after preparation,
      * as before issue 32 (tests measure the bytes the release saves). */
     bool keep_params;
-    FileMaps maps; /* while the weights are prepared */
+    RtFileMaps maps; /* while the weights are prepared */
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     int nconvs;
@@ -541,53 +533,6 @@ static void fold(ConvRun *r, void **bufs) {
             r->bprep[o] = round_to(t, r->shift[o]);
 }
 
-/* Linux 5.4's MADV_PAGEOUT, for headers older than the kernel. */
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21
-#endif
-
-static void file_maps_read(FileMaps *m) {
-    m->r = NULL, m->n = 0;
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return;
-    char line[512];
-    size_t cap = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi, inode;
-        char perms[8];
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo, &hi, perms, &inode) != 4) continue;
-        if (!inode || perms[1] == 'w' || perms[3] != 'p') continue;
-        if (m->n == cap) {
-            cap = cap ? cap * 2 : 64;
-            void *g = realloc(m->r, cap * sizeof *m->r);
-            if (!g) break;
-            m->r = g;
-        }
-        m->r[m->n][0] = lo, m->r[m->n][1] = hi;
-        m->n++;
-    }
-    fclose(f);
-}
-
-/* Hands the pages lying wholly inside [p, p + n) back to the kernel
- * without changing what they hold. Inside a private read-only mapping of a
- * file, MADV_DONTNEED drops this process's pages (the page cache keeps the
- * file; a later read maps it again), dirty or not: a weights file just
- * written, a just-linked executable. Anywhere else (a buffer the caller or
- * the context allocated) DONTNEED would zero the param, so MADV_PAGEOUT:
- * swapped out where there is swap, left as it is otherwise. Older kernels
- * refuse the advice (EINVAL): the pages stay, nothing else changes. */
-static void release_pages(const FileMaps *m, const void *p, size_t n) {
-    long ps = sysconf(_SC_PAGESIZE);
-    uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
-    uintptr_t lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + n) / page * page;
-    if (hi <= lo) return;
-    bool file = false;
-    for (size_t i = 0; i < m->n && !file; i++)
-        file = m->r[i][0] <= lo && hi <= m->r[i][1];
-    (void)madvise((void *)lo, hi - lo, file ? MADV_DONTNEED : MADV_PAGEOUT);
-}
-
 /* After a constant convolution's weights are folded and reordered, the
  * params they came from (weight, bias, batch norm) are read by nothing
  * else the convolution runs (the direct loop after a failed call would
@@ -595,15 +540,15 @@ static void release_pages(const FileMaps *m, const void *p, size_t n) {
  * holds each weight once, in oneDNN's layout (issue 32). A param other
  * kernels also read comes back on their first read; tgc report counts it
  * then (driver/report_process.c). */
-static void release_params(const FileMaps *m, const ConvRun *r, void **bufs) {
+static void release_params(const RtFileMaps *m, const ConvRun *r, void **bufs) {
     const RtConvDesc *d = r->d;
     size_t es = rt_dtype_size((RtDType)d->dtype);
     int64_t wn = d->cout * (d->cin / d->groups) * d->k[0] * d->k[1];
-    release_pages(m, rt_conv_ptr(bufs, d->weight), (size_t)wn * es);
+    rt_release_pages(m, rt_conv_ptr(bufs, d->weight), (size_t)wn * es);
     RtConvRef vec[5] = {d->bias, d->bn_mean, d->bn_var, d->bn_weight, d->bn_bias};
     for (int i = 0; i < 5; i++)
         if (vec[i].slot >= 0 && (i == 0 || d->has_bn))
-            release_pages(m, rt_conv_ptr(bufs, vec[i]), (size_t)d->cout * es);
+            rt_release_pages(m, rt_conv_ptr(bufs, vec[i]), (size_t)d->cout * es);
 }
 
 /* The plain weights of a constant convolution live only while it is
@@ -835,7 +780,7 @@ RtStatus rt_conv_context_setup(const RtProgram *p, void **bufs, int threads, voi
         rt_conv_context_free(s);
         return rt_error_set(err, TGCRT_ERR_INTERNAL, "convolutions: oneDNN has no CPU engine");
     }
-    if (!s->keep_params) file_maps_read(&s->maps);
+    if (!s->keep_params) rt_file_maps_read(&s->maps);
     for (int i = 0; i < p->nconvs; i++) {
         s->nconvs = i + 1; /* what rt_conv_context_free frees */
         RtStatus st = run_setup(s, &s->runs[i], &p->convs[i], i, bufs, err);

@@ -45,4 +45,17 @@ void rt_conv_from_f32(const float *src, const int64_t sstr[4], void *dst, RtDTyp
  * tensors, and "; private scratch" when the arena's planned scratch was too
  * small and the context allocated its own. For tests and diagnostics. */
 const char *rt_conv_impl(const void *state, int64_t index);
+/* The read-only private mappings of files in this process, from
+ * /proc/self/maps (page_release.c): the weights file rt_st_open maps, the
+ * executable's image that holds embedded weights. r is malloc'ed (free
+ * it); empty when /proc cannot be read. */
+typedef struct RtFileMaps {
+    uintptr_t (*r)[2];
+    size_t n;
+} RtFileMaps;
+void rt_file_maps_read(RtFileMaps *m);
+/* Hands the pages lying wholly inside [p, p + n) back to the kernel
+ * without changing what they hold: MADV_DONTNEED inside one of m's file
+ * mappings, MADV_PAGEOUT anywhere else (page_release.c says why). */
+void rt_release_pages(const RtFileMaps *m, const void *p, size_t n);
 #endif
