@@ -1,6 +1,6 @@
-/* tgc report --cpu (report_cpu.h). The choice mirrors the runtime's
- * rt_cpu_select: among the levels whose checked features this CPU has, the
- * one with the most features. */
+/* tgc report --cpu (report_cpu.h). The choice is the runtime's own
+ * (rt_cpu_best, as rt_cpu_select): among the levels whose checked features
+ * this CPU has, the one with the most features. */
 #include "driver/report_cpu.h"
 
 #include <cjson/cJSON.h>
@@ -8,15 +8,9 @@
 
 #include "tgcrt.h"
 
-static int count_features(const char *s) {
-    int n = *s ? 1 : 0;
-    for (; *s; s++)
-        n += *s == ',';
-    return n;
-}
-
 bool report_cpu_levels(const char *list, ReportCpu *out, char *err, size_t nerr) {
     CgCpuLevels lv;
+    const char *checks[CG_MAX_CPU_LEVELS];
     memset(out, 0, sizeof *out);
     out->selected = -1;
     if (!cg_cpu_levels(list, &lv, err, nerr)) return false;
@@ -27,10 +21,9 @@ bool report_cpu_levels(const char *list, ReportCpu *out, char *err, size_t nerr)
         snprintf(l->cpu, sizeof l->cpu, "%s", lv.l[i].cpu);
         snprintf(l->checks, sizeof l->checks, "%s", lv.l[i].checks);
         l->runs_here = rt_cpu_has_all(l->checks, l->missing, sizeof l->missing);
-        if (l->runs_here && (out->selected < 0 || count_features(l->checks) >
-                                                      count_features(out->l[out->selected].checks)))
-            out->selected = i;
+        checks[i] = l->checks;
     }
+    out->selected = rt_cpu_best(checks, lv.n);
     cg_cpu_levels_free(&lv);
     return true;
 }

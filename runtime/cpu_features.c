@@ -12,6 +12,7 @@
  * the operating system saves their registers (XGETBV): a CPU with AVX under
  * a kernel that does not enable it still faults. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tgcrt.h"
@@ -129,6 +130,16 @@ static int count_features(const char *s) {
     return n;
 }
 
+int rt_cpu_best(const char *const *features, int n) {
+    /* The lists of one build are usually nested (v2 < v3 < v4 < native). */
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (rt_cpu_has_all(features[i], NULL, 0) &&
+            (best < 0 || count_features(features[i]) > count_features(features[best])))
+            best = i;
+    return best;
+}
+
 /* The best x86-64 psABI level this CPU runs: the --cpu to suggest. */
 static const char *best_psabi_level(void) {
     static const char *const levels[][2] = {
@@ -152,20 +163,20 @@ RtStatus rt_cpu_select(const RtProgram *p, int *level, RtError *err) {
     if (p->nlevels < 0 || !p->levels)
         return rt_error_set(err, TGCRT_ERR_ARG, "program '%s': malformed CPU levels",
                             p->name ? p->name : "?");
-    /* The level with the most features among those this CPU has: the
-     * levels of one build are usually nested (v2 < v3 < v4 < native). */
-    int best = -1, least = 0;
+    int least = 0;
     for (int i = 0; i < p->nlevels; i++) {
         const RtCpuLevel *l = &p->levels[i];
         if (!l->name || !l->features || !l->forward)
             return rt_error_set(err, TGCRT_ERR_ARG, "program '%s': malformed CPU level %d",
                                 p->name ? p->name : "?", i);
-        int n = count_features(l->features);
-        if (n < count_features(p->levels[least].features)) least = i;
-        if (rt_cpu_has_all(l->features, NULL, 0) &&
-            (best < 0 || n > count_features(p->levels[best].features)))
-            best = i;
+        if (count_features(l->features) < count_features(p->levels[least].features)) least = i;
     }
+    const char **features = malloc((size_t)p->nlevels * sizeof *features);
+    if (!features) return rt_error_set(err, TGCRT_ERR_NOMEM, "out of memory creating a context");
+    for (int i = 0; i < p->nlevels; i++)
+        features[i] = p->levels[i].features;
+    int best = rt_cpu_best(features, p->nlevels);
+    free(features);
     if (best >= 0) {
         *level = best;
         return TGCRT_OK;

@@ -432,6 +432,10 @@ RtStatus rt_cpu_select(const RtProgram *p, int *level, struct RtError *err);
 /* Whether this CPU has every feature of the comma-separated list; the
  * missing ones into missing (comma-separated, may be NULL). */
 bool rt_cpu_has_all(const char *features, char *missing, size_t nmissing);
+/* The rule rt_cpu_select (and tgc report --cpu) chooses by: the index of
+ * the feature list with the most features among those this CPU has all
+ * of, or -1 when it has none. */
+int rt_cpu_best(const char *const *features, int n);
 void rt_context_destroy(RtContext *c); /* NULL is fine */
 
 /* The main() of an executable from tgc build: the flags and behaviour of
