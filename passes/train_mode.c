@@ -77,10 +77,11 @@ static bool check_running(Tm *m, Value *v, int i) {
 }
 
 /* The running statistic s after the step: (1 - f) * s + f * batch, in
- * f32 as ATen's CPU kernel computes it (f and 1 - f rounded to f32). */
-static Value *running(IrB *b, Value *s, Value *batch, Value *f, Value *one_minus_f) {
-    Value *r = irb_binary(b, OP_ADD, irb_binary(b, OP_MUL, batch, f),
-                          irb_binary(b, OP_MUL, irb_to(b, s, DT_F32), one_minus_f));
+ * ct (the statistics' dtype, f32 for 16-bit ones) as ATen's CPU kernel
+ * computes it (f and 1 - f in that precision). */
+static Value *running(IrB *b, Value *s, Value *batch, Value *f, Value *one_minus_f, DType ct) {
+    Value *r = irb_binary(b, OP_ADD, irb_binary(b, OP_MUL, irb_to(b, batch, ct), f),
+                          irb_binary(b, OP_MUL, irb_to(b, s, ct), one_minus_f));
     return irb_to(b, r, s->dtype);
 }
 
@@ -106,23 +107,26 @@ static bool batch_norm(Tm *m, Value *v) {
         if (r && rm && m->training) {
             if (!check_running(m, v, 1) || !check_running(m, v, 2)) return false;
             Value *f, *omf;
+            DType ct = rm->dtype == DT_F64 ? DT_F64 : DT_F32;
             if (v->args[6].kind == ARG_NUM) {
-                float mf = (float)v->args[6].f;
-                f = irb_scalar(&b, mf);
-                omf = irb_scalar(&b, 1.0f - mf);
+                double mom = v->args[6].f;
+                float mf = (float)mom;
+                /* weak literals: they compute in the statistic's dtype */
+                f = irb_scalar(&b, ct == DT_F64 ? mom : mf);
+                omf = irb_scalar(&b, ct == DT_F64 ? 1 - mom : 1.0f - mf);
             } else { /* momentum=None: the cumulative average, 1 / batches seen */
                 Value *nbt = i64_state(m, nbt_name(m, rm->name), v->loc);
                 Value *next = plus_one(&b, nbt);
                 add_update(m, nbt, next);
                 f = irb_to(&b, irb_binary(&b, OP_DIV, irb_scalar(&b, 1), irb_to(&b, next, DT_F64)),
-                           DT_F32);
+                           ct);
                 omf = irb_binary(&b, OP_SUB, irb_scalar(&b, 1), f);
             }
             double n = (double)st.count;
             /* the unbiased variance: the sum of squares over n - 1 */
             Value *uv = irb_binary(&b, OP_MUL, st.var, irb_scalar(&b, n / (n - 1)));
-            add_update(m, rm, running(&b, rm, irb_to(&b, st.mean, DT_F32), f, omf));
-            add_update(m, rv, running(&b, rv, irb_to(&b, uv, DT_F32), f, omf));
+            add_update(m, rm, running(&b, rm, st.mean, f, omf, ct));
+            add_update(m, rv, running(&b, rv, uv, f, omf, ct));
         }
     }
     if (!r) return false;
