@@ -13,6 +13,7 @@ on the same batches:
   without --train (the eval form) against model.eval().
 - eval_bn: batch_norm(training=false) in a training build: its running
   statistics are buffers, never trained (no optimizer state).
+- bn_f64: f64 running statistics updated in f64, bit for bit F.batch_norm's.
 - bert_p0: a BERT-style encoder layer (attention, dropout after the
   attention and in the feed-forward, post-norm) with p = 0: PyTorch's
   F.dropout(p=0, training=True) is the identity, so are tgc's.
@@ -256,6 +257,40 @@ def case_eval_bn(tgc, tmp):
           and not any(n.startswith("bn.running") for n in state)
           and not np.array_equal(got["bn.weight"].numpy(), w0["bn.weight"].numpy()),
           "eval_bn: running statistics neither trained nor given optimizer states; weight trained")
+
+
+BN64 = """
+graph bn64
+input  x : f64[4, 3, 5]
+param  rm : f64[3]
+param  rv : f64[3]
+param  w : f32[2] = ones
+output loss = mean(batch_norm(x, rm, rv, training=true, momentum=0.3) ** 3) + sum(w)
+"""
+
+
+def case_bn_f64(tgc, tmp):
+    """f64 running statistics are updated in f64, as ATen's param_t: bit
+    for bit F.batch_norm(training=True)'s after 3 steps."""
+    exe = build(tgc, tmp, "bn64", BN64, ["--train", "loss", "--optimizer", "sgd"])
+    if not exe:
+        return
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, 5, generator=g, dtype=torch.float64)
+    rm = torch.randn(3, generator=g, dtype=torch.float64)
+    rv = torch.rand(3, generator=g, dtype=torch.float64) + 0.5
+    wpath, out = os.path.join(tmp, "bn64_w.safetensors"), os.path.join(tmp, "bn64_out.safetensors")
+    tensorio.write_safetensors(wpath, [("rm", rm.clone()), ("rv", rv.clone())])
+    p = run([exe, "--weights", wpath, "--input", "x=" + save_npy(tmp, "bn64_x", x), "--steps", "3",
+             "--save-weights", out])
+    check(p.returncode == 0, "bn_f64: 3 steps")
+    if p.returncode:
+        return
+    got = tensorio.read_safetensors(out)
+    for _ in range(3):
+        F.batch_norm(x, rm, rv, training=True, momentum=0.3)
+    check(np.array_equal(got["rm"].numpy(), rm.numpy()) and np.array_equal(got["rv"].numpy(), rv.numpy()),
+          "bn_f64: f64 running statistics equal F.batch_norm's, bit for bit")
 
 
 # --- a BERT-style encoder layer ----------------------------------------------
@@ -551,7 +586,8 @@ def main():
     tgc = os.path.abspath(args.tgc)
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="tgc-bn-dropout-") as tmp:
-        for name, fn in [("block", case_block), ("eval_bn", case_eval_bn), ("bert_p0", case_bert_p0),
+        for name, fn in [("block", case_block), ("eval_bn", case_eval_bn), ("bn_f64", case_bn_f64),
+                         ("bert_p0", case_bert_p0),
                          ("bert", case_bert), ("mask", case_mask),
                          ("attention_f64", case_attention_f64), ("errors", case_errors),
                          ("cuda", case_cuda)]:
