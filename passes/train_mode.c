@@ -20,6 +20,9 @@ typedef struct Tm {
     Value *seed, *step; /* dropout's key and counter (made at the first dropout) */
     int sites;
     TrainModeUpdates *up;
+    Value **all;  /* the graph's values as the pass found them */
+    int nall, at; /* all[at] is being rewritten */
+    bool *early;  /* all[i] was placed before its turn (a param read before its line) */
 } Tm;
 
 static Value *arg_t(Value *v, int i) {
@@ -92,6 +95,30 @@ static const char *nbt_name(Tm *m, const char *mean_name) {
     return arena_printf(m->g->arena, "%s.num_batches_tracked", mean_name);
 }
 
+/* momentum=None's count of batches: the graph's own param of that name
+ * when it declares one (PyTorch's buffer, loaded from a state_dict and
+ * saved with the weights), else an optimizer state made here. */
+static Value *batches_tracked(Tm *m, Value *v, const char *name) {
+    for (int i = 0; i < m->nall; i++) {
+        Value *p = m->all[i];
+        if (p->op != OP_PARAM || !p->name || strcmp(p->name, name)) continue;
+        if (p->ndim != 0 || dtype_is_float(p->dtype) || p->dtype == DT_BOOL) {
+            diag_error(m->d, p->loc,
+                       "batch_norm(training=true, momentum=None) counts its batches in '%s', "
+                       "which must then be a 0-d integer param, found %s%s",
+                       name, dtype_name(p->dtype), shape_str(m->g->arena, p->shape, p->ndim));
+            return NULL;
+        }
+        p->buffer = true;
+        if (i > m->at && !m->early[i]) { /* declared below: placed before its first reader */
+            graph_append(m->g, p);
+            m->early[i] = true;
+        }
+        return p;
+    }
+    return i64_state(m, name, v->loc);
+}
+
 static bool batch_norm(Tm *m, Value *v) {
     IrB b = irb_init(&m->ic, v->loc);
     Value *x = v->args[0].t, *rm = arg_t(v, 1), *rv = arg_t(v, 2), *w = arg_t(v, 3),
@@ -115,7 +142,8 @@ static bool batch_norm(Tm *m, Value *v) {
                 f = irb_scalar(&b, ct == DT_F64 ? mom : mf);
                 omf = irb_scalar(&b, ct == DT_F64 ? 1 - mom : 1.0f - mf);
             } else { /* momentum=None: the cumulative average, 1 / batches seen */
-                Value *nbt = i64_state(m, nbt_name(m, rm->name), v->loc);
+                Value *nbt = batches_tracked(m, v, nbt_name(m, rm->name));
+                if (!nbt) return false;
                 Value *next = plus_one(&b, nbt);
                 add_update(m, nbt, next);
                 f = irb_to(&b, irb_binary(&b, OP_DIV, irb_scalar(&b, 1), irb_to(&b, next, DT_F64)),
@@ -197,11 +225,16 @@ bool pass_train_mode(Graph *g, Diag *d, bool training, TrainModeUpdates *up) {
      * the node they replace. */
     Value **old = g->values;
     int n = g->nvalues;
+    m.all = old;
+    m.nall = n;
+    m.early = ARENA_ARRAY(g->arena, bool, n > 0 ? n : 1);
     g->values = NULL;
     g->nvalues = g->cap_values = 0;
     bool ok = true;
     for (int i = 0; i < n; i++) {
         Value *v = old[i];
+        if (m.early[i]) continue;
+        m.at = i;
         if (ok && needs(v)) {
             switch (v->op) {
             case OP_BATCH_NORM: ok = batch_norm(&m, v); break;

@@ -14,6 +14,8 @@ on the same batches:
 - eval_bn: batch_norm(training=false) in a training build: its running
   statistics are buffers, never trained (no optimizer state).
 - bn_f64: f64 running statistics updated in f64, bit for bit F.batch_norm's.
+- nbt_param: momentum=None counting on from the graph's own
+  num_batches_tracked param, as nn.BatchNorm1d(momentum=None).
 - bert_p0: a BERT-style encoder layer (attention, dropout after the
   attention and in the feed-forward, post-norm) with p = 0: PyTorch's
   F.dropout(p=0, training=True) is the identity, so are tgc's.
@@ -293,6 +295,49 @@ def case_bn_f64(tgc, tmp):
           "bn_f64: f64 running statistics equal F.batch_norm's, bit for bit")
 
 
+NBT = """
+graph nbt
+input  x : f32[4, 3, 5]
+param  w : f32[2] = ones
+param  bn.running_mean : f32[3]
+param  bn.running_var : f32[3]
+output loss = mean(batch_norm(x, bn.running_mean, bn.running_var, training=true, momentum=None) ** 3) + sum(w)
+param  bn.num_batches_tracked : i64[]
+"""
+
+
+def case_nbt_param(tgc, tmp):
+    """momentum=None with the graph's own num_batches_tracked param (a
+    PyTorch state_dict's buffer, declared after its reader): loaded, counted
+    on from its value, saved with the weights, as nn.BatchNorm1d does."""
+    exe = build(tgc, tmp, "nbt", NBT, ["--train", "loss", "--optimizer", "sgd"])
+    if not exe:
+        return
+    bn = torch.nn.BatchNorm1d(3, momentum=None, affine=False)
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(4, 3, 5, generator=g)
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 1.5)
+        bn.num_batches_tracked.fill_(5)
+    wpath, out = os.path.join(tmp, "nbt_w.safetensors"), os.path.join(tmp, "nbt_out.safetensors")
+    tensorio.write_safetensors(wpath, [("bn." + k, v.clone()) for k, v in bn.state_dict().items()])
+    p = run([exe, "--weights", wpath, "--input", "x=" + save_npy(tmp, "nbt_x", x), "--steps", "3",
+             "--save-weights", out])
+    check(p.returncode == 0, "nbt_param: 3 steps")
+    if p.returncode:
+        return
+    got = tensorio.read_safetensors(out)
+    bn.train()
+    for _ in range(3):
+        bn(x)
+    check(int(got["bn.num_batches_tracked"]) == 8, "nbt_param: num_batches_tracked 5 + 3 = 8, saved "
+          "with the weights")
+    # f32 statistics summed in another order: measured ~1e-7; allowed 1e-6.
+    for k in ("running_mean", "running_var"):
+        close(f"nbt_param: bn.{k} (factors 1/6, 1/7, 1/8)", got["bn." + k], getattr(bn, k), 1e-6, 1e-7)
+
+
 # --- a BERT-style encoder layer ----------------------------------------------
 
 BERT = """
@@ -538,6 +583,14 @@ param  rv2 : f32[3]
 h = batch_norm(x, rm, rv, training=true)
 output loss = mean(batch_norm(h, rm, rv2, training=true) ** 2)
 """, "'rm' is the running statistic of two batch_norms", "4:8"),
+    "a num_batches_tracked that is not a 0-d integer": ("""
+graph bad
+input  x : f32[4, 3, 5]
+param  bn.running_mean : f32[3]
+param  bn.running_var : f32[3]
+param  bn.num_batches_tracked : f32[]
+output loss = mean(batch_norm(x, bn.running_mean, bn.running_var, training=true, momentum=None))
+""", "must then be a 0-d integer param", "6:8"),
 }
 
 
@@ -587,6 +640,7 @@ def main():
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="tgc-bn-dropout-") as tmp:
         for name, fn in [("block", case_block), ("eval_bn", case_eval_bn), ("bn_f64", case_bn_f64),
+                         ("nbt_param", case_nbt_param),
                          ("bert_p0", case_bert_p0),
                          ("bert", case_bert), ("mask", case_mask),
                          ("attention_f64", case_attention_f64), ("errors", case_errors),
