@@ -68,7 +68,7 @@ void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *
         ox_fail(x, "nearest_mode '%s' is not one of ONNX's", nm);
     int n = nearest ? 1 : cubic ? 4 : 2, r = in->ndim;
     const char *e = ox_ref(x, in, false);
-    const char *base = ox_ident(x, out->name, NULL);
+    const char *base = out->name; /* the params' names: made unique by ox_param */
     for (int a = 0; a < r; a++) {
         int64_t L = in->dim[a].v, O = d[a].v;
         if (in->dim[a].sym || d[a].sym) {
