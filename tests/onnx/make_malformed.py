@@ -614,6 +614,11 @@ def cases():
         one_node(helper.make_node("TopK", ["img_in", "k_99"], ["tv", "ti"], name="topk_big"),
                  x4, [vi("tv", [1, 3, 8, 99]), vi("ti", [1, 3, 8, 99], TensorProto.INT64)], [k99]),
         ["topk_big"], "a TopK of 99 along an axis of 8")
+    cw = f32("conv_w_asym", [4, 3, 3, 3])
+    add("conv_asymmetric_pads_size",
+        one_node(helper.make_node("Conv", ["img_in", "conv_w_asym"], ["y"], name="conv_asym", pads=[0, 0, 1, 1]),
+                 x4, [vi("y", [1, 4, 7, 7])], [cw]),
+        [], "a Conv with pads [0, 0, 1, 1] declared [1, 4, 7, 7] (valid: the size counts the moved pads)")
     add("lrn_size_0", one_node(helper.make_node("LRN", ["img_in"], ["y"], name="lrn_zero", size=0),
                                x4, [vi("y", [1, 3, 8, 8])]), ["lrn_zero"], "an LRN of size 0")
     return out
