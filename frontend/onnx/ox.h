@@ -211,7 +211,7 @@ void ox_conv3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wname, const 
 void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *scale,
                     const char *mode, const char *ct, const char *nm, double cubic_a,
                     bool exclude_outside);
-/* ox_scatter.c: ScatterElements, Scatter, ScatterND, GatherND */
+/* ox_scatter.c: ScatterElements, Scatter, ScatterND, GatherND, MaxUnpool */
 bool ox_op_scatter(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear */
 bool ox_op_quant(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);

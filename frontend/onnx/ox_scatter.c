@@ -1,5 +1,5 @@
-/* ScatterElements (and opset 9's Scatter), ScatterND and GatherND in the
- * IR's ops.
+/* ScatterElements (and opset 9's Scatter), ScatterND, GatherND and
+ * MaxUnpool in the IR's ops.
  *
  * ScatterElements(data, idx, upd, axis a) writes upd[q] to data at q with
  * q[a] replaced by idx[q]. With D = data's length along a, the hits are
@@ -253,6 +253,64 @@ static bool scatter_gather_nd(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, Ox
     return true;
 }
 
+/* MaxUnpool: zeros of the output's shape with X written at I, the
+ * positions into the whole output flattened (MaxPool's indices): the
+ * scatter along axis 1 of [1, numel(out)]. The size per spatial dim:
+ * output_shape (known at import), else (in - 1) * stride + kernel - pads. */
+static bool max_unpool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    if (!is(n, "MaxUnpool")) return false;
+    need_inputs(x, in, nin, 2);
+    OxVal *v = in[0], *i = in[1];
+    int r = v->ndim, ns = r - 2, nk, np, nst;
+    need_index(x, i);
+    if (ns < 1) ox_fail(x, "the input must be [N, C, ...]");
+    if (i->ndim != r) ox_fail(x, "the indices must have the input's shape");
+    need_known(x, v->dim, r, "input");
+    const int64_t *k = ox_attr_ints(x, "kernel_shape", &nk), *p = ox_attr_ints(x, "pads", &np),
+                  *st = ox_attr_ints(x, "strides", &nst);
+    if (!k || nk != ns) ox_fail(x, "kernel_shape must have %d values", ns);
+    if ((p && np != 2 * ns) || (st && nst != ns)) ox_fail(x, "pads or strides of a wrong length");
+    /* d: the unpooled shape the indices address; o: the output's, which
+     * output_shape may make larger (padded at the end, as ONNX's tests) */
+    OxDim d[OX_MAX_DIMS], o[OX_MAX_DIMS];
+    d[0] = o[0] = v->dim[0], d[1] = o[1] = v->dim[1];
+    OxConst *os = nin > 2 && in[2] ? ox_need_const(x, in[2], "output_shape") : NULL;
+    if (os && os->n != r)
+        ox_fail(x, "output_shape has %lld values for rank %d", (long long)os->n, r);
+    char *pads = arena_strdup(x->a, "[");
+    bool padded = false;
+    for (int t = 0; t < ns; t++) {
+        int64_t s = st ? st[t] : 1, sz = (v->dim[2 + t].v - 1) * s + k[t];
+        if (p) sz -= p[t] + p[t + ns];
+        int64_t osz = os ? ox_const_int(x, os, 2 + t) : sz;
+        if (sz < 1 || sz > ((int64_t)1 << 31) || osz < sz || osz > ((int64_t)1 << 31))
+            ox_fail(x, "output size %lld along spatial dim %d (at least %lld)", (long long)osz, t,
+                    (long long)sz);
+        d[2 + t] = ox_dim_c(sz), o[2 + t] = ox_dim_c(osz);
+        padded |= osz > sz;
+    }
+    for (int t = ns - 1; t >= 0; t--)
+        pads = arena_printf(x->a, "%s%s0, %lld", pads, t == ns - 1 ? "" : ", ",
+                            (long long)(o[2 + t].v - d[2 + t].v));
+    int64_t total = 1, q = 1;
+    for (int t = 0; t < r; t++)
+        total *= d[t].v, q *= v->dim[t].v;
+    OxDim dd[2] = {ox_dim_c(1), ox_dim_c(total)}, id[2] = {ox_dim_c(1), ox_dim_c(q)};
+    const char *ir = ox_ref(x, i, false);
+    if (i->dt != DT_I64) ir = arena_printf(x->a, "%s.to(i64)", ir);
+    const char *e = scatter(
+        x, arena_printf(x->a, "zeros(1, %lld, dtype=%s)", (long long)total, dtype_name(v->dt)), dd,
+        v->dt, arena_printf(x->a, "reshape(%s, [1, %lld])", ir, (long long)q), id,
+        arena_printf(x->a, "reshape(%s, [1, %lld])", ox_ref(x, v, false), (long long)q), 2, 1,
+        "none");
+    e = arena_printf(x->a, "reshape(%s, %s)", e, ox_dims_text(x, d, r));
+    if (padded) e = arena_printf(x->a, "pad(%s, %s])", e, pads);
+    ox_bind(x, out[0], e);
+    ox_set_shape(out[0], v->dt, r, o);
+    return true;
+}
+
 bool ox_op_scatter(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    return scatter_elements(x, n, in, nin, out) || scatter_gather_nd(x, n, in, nin, out);
+    return scatter_elements(x, n, in, nin, out) || scatter_gather_nd(x, n, in, nin, out) ||
+           max_unpool(x, n, in, nin, out);
 }

@@ -619,6 +619,12 @@ def cases():
         one_node(helper.make_node("Conv", ["img_in", "conv_w_asym"], ["y"], name="conv_asym", pads=[0, 0, 1, 1]),
                  x4, [vi("y", [1, 4, 7, 7])], [cw]),
         [], "a Conv with pads [0, 0, 1, 1] declared [1, 4, 7, 7] (valid: the size counts the moved pads)")
+    small = i64("unpool_small", [1, 3, 2, 2])
+    add("maxunpool_output_too_small",
+        one_node(helper.make_node("MaxUnpool", ["img_in", "unpool_idx", "unpool_small"], ["y"], name="unpool_small_out",
+                                  kernel_shape=[2, 2], strides=[2, 2]),
+                 x4 + [vi("unpool_idx", [1, 3, 8, 8], TensorProto.INT64)], [vi("y", [1, 3, 2, 2])], [small]),
+        ["unpool_small_out"], "a MaxUnpool whose output_shape is smaller than the unpooled 16x16")
     add("lrn_size_0", one_node(helper.make_node("LRN", ["img_in"], ["y"], name="lrn_zero", size=0),
                                x4, [vi("y", [1, 3, 8, 8])]), ["lrn_zero"], "an LRN of size 0")
     return out

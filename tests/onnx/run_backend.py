@@ -23,8 +23,8 @@ pytorch-operator,simple}/CASE, each a model.onnx and test_data_set_*/
       integers and bools: exact.
     A mismatch is `wrong:`, an executable exiting non-zero `run:` (exit 1)
     or a crash.
-Resize's and TopK's cases (names matching FREEZE) feed scales, sizes or K
-as graph inputs, which tgc needs at import time to fix the output's shape: such a
+Resize's, TopK's and MaxUnpool's cases (names matching FREEZE) feed scales,
+sizes, K or output_shape as graph inputs, which tgc needs at import time to fix the output's shape: such a
 case, once refused for it, is run again with that input made an
 initializer holding its data set's value, and its class is prefixed
 `frozen:` (`frozen:pass`: the operator computes ONNX's outputs once its
@@ -251,9 +251,9 @@ def run_case(tgc, case, work):
 
 ORIG_INPUTS = {}  # case folder -> its graph inputs' names, in data set order
 # Cases whose graph inputs that tgc needs at import time (Resize's scales
-# and sizes, TopK's K) are frozen from their data sets (run_case), so that the
+# and sizes, TopK's K, MaxUnpool's output_shape) are frozen from their data sets (run_case), so that the
 # operator's computation is still compared with ONNX's outputs.
-FREEZE = re.compile(r"^test_(resize|upsample|top_k)")
+FREEZE = re.compile(r"^test_(resize|upsample|top_k|maxunpool)")
 
 
 def run_model(tgc, src, w, model_path, frozen, rc, err):
