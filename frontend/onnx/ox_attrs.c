@@ -43,6 +43,7 @@ static const struct {
     {"AveragePool", 1, 1, 1, 1,
      "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
     {"BatchNormalization", 5, 5, 1, 5, "epsilon is_test momentum spatial training_mode"},
+    {"BitShift", 2, 2, 1, 1, "direction"},
     {"Cast", 1, 1, 1, 1, "saturate to"},
     {"CastLike", 2, 2, 1, 1, "saturate"},
     {"Ceil", 1, 1, 1, 1, NONE},

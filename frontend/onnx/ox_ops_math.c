@@ -270,6 +270,29 @@ static bool mvn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     return true;
 }
 
+/* BitShift of uint8 (the one unsigned type tgc has): x * 2^y and
+ * floor_divide(x, 2^y), 2^y in uint8 arithmetic, so that shifts of 8 or
+ * more give 0 both ways (the power wraps to 0, and integer division by 0
+ * is 0 in compiled code), as the shifted value truncated to 8 bits. */
+static bool bitshift(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
+    if (!is(n, "BitShift")) return false;
+    need_inputs(x, in, nin, 2);
+    if (in[0]->dt != DT_U8 || in[1]->dt != DT_U8)
+        ox_fail(x, "BitShift of %s by %s: uint8 is supported", dtype_name(in[0]->dt),
+                dtype_name(in[1]->dt));
+    const char *dir = ox_attr_s(x, "direction", "");
+    bool left = !strcmp(dir, "LEFT");
+    if (!left && strcmp(dir, "RIGHT")) ox_fail(x, "direction '%s' (LEFT or RIGHT)", dir);
+    OxDim d[OX_MAX_DIMS];
+    int nd = ox_broadcast(x, in[0]->dim, in[0]->ndim, in[1]->dim, in[1]->ndim, d);
+    const char *a = ox_ref(x, in[0], false), *b = ox_ref(x, in[1], false);
+    ox_bind(x, out[0],
+            left ? arena_printf(x->a, "%s * (2 ** %s)", a, b)
+                 : arena_printf(x->a, "floor_divide(%s, 2 ** %s)", a, b));
+    ox_set_shape(out[0], DT_U8, nd, d);
+    return true;
+}
+
 static bool math_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    return lrn(x, n, in, nin, out) || mvn(x, n, in, nin, out);
+    return lrn(x, n, in, nin, out) || mvn(x, n, in, nin, out) || bitshift(x, n, in, nin, out);
 }

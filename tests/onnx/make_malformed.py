@@ -625,6 +625,10 @@ def cases():
                                   kernel_shape=[2, 2], strides=[2, 2]),
                  x4 + [vi("unpool_idx", [1, 3, 8, 8], TensorProto.INT64)], [vi("y", [1, 3, 2, 2])], [small]),
         ["unpool_small_out"], "a MaxUnpool whose output_shape is smaller than the unpooled 16x16")
+    add("bitshift_direction",
+        one_node(helper.make_node("BitShift", ["u8_a", "u8_b"], ["y"], name="shift_up", direction="UP"),
+                 [vi("u8_a", [4], TensorProto.UINT8), vi("u8_b", [4], TensorProto.UINT8)],
+                 [vi("y", [4], TensorProto.UINT8)]), ["shift_up"], "a BitShift whose direction is UP")
     add("lrn_size_0", one_node(helper.make_node("LRN", ["img_in"], ["y"], name="lrn_zero", size=0),
                                x4, [vi("y", [1, 3, 8, 8])]), ["lrn_zero"], "an LRN of size 0")
     return out
