@@ -6,8 +6,11 @@
  *   ox_attrs.c   the supported operators and the attributes each understands
  *   ox_upgrade.c older opsets' forms of an op rewritten to the current one
  *   ox_ops*.c    one mapping per ONNX operator (ox_ops.c tensors, ox_ops_nn.c
- *                networks, ox_ops_index.c index and layout ops), ox_fuse.c
- *                the fused patterns
+ *                networks, ox_ops_index.c index and layout ops and TopK,
+ *                ox_ops_math.c elementwise functions and CumSum, ox_ops_quant.c
+ *                quantization, ox_scatter.c the scatters and GatherND;
+ *                ox_pool.c, ox_conv3d.c, ox_resize.c the windows and resizes
+ *                torch's functions do not take), ox_fuse.c the fused patterns
  *   onnx_import.c  the driver of all of these.
  * Errors longjmp out of the import (ox_fail): every path through a model
  * must be able to stop anywhere without leaking, and the arena owns all. */
