@@ -19,6 +19,7 @@
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "frontend/onnx/onnx_import.h"
 #include "onnx.pb-c.h"
@@ -157,6 +158,12 @@ int64_t ox_f2i(Ox *x, double v);
 OxDim ox_const_dim(Ox *x, OxConst *c, int64_t k);
 /* The value's data as int64s: fails naming the input when it is not known. */
 OxConst *ox_need_const(Ox *x, OxVal *v, const char *what);
+/* Fails unless the node has at least k inputs and the first k are given. */
+void ox_need_inputs(Ox *x, OxVal **in, int nin, int k);
+/* Whether node n is of ONNX op type op. */
+static inline bool ox_op_is(const Onnx__NodeProto *n, const char *op) {
+    return !strcmp(n->op_type, op);
+}
 int64_t ox_numel(const OxConst *c);
 /* Normalises axis into [0, rank), failing with the node named. */
 int ox_axis(Ox *x, int64_t axis, int rank);

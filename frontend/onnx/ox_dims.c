@@ -166,6 +166,12 @@ OxDim ox_const_dim(Ox *x, OxConst *c, int64_t k) {
     return (OxDim){c->i[k], c->sym ? c->sym[k] : NULL};
 }
 
+void ox_need_inputs(Ox *x, OxVal **in, int nin, int k) {
+    if (nin < k) ox_fail(x, "%d inputs, expected at least %d", nin, k);
+    for (int i = 0; i < k; i++)
+        if (!in[i]) ox_fail(x, "input %d is missing", i);
+}
+
 OxConst *ox_need_const(Ox *x, OxVal *v, const char *what) {
     if (!v || !v->c)
         ox_fail(x,

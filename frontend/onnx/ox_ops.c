@@ -7,10 +7,6 @@
 
 #include "frontend/onnx/ox.h"
 
-static bool is(const Onnx__NodeProto *n, const char *op) {
-    return !strcmp(n->op_type, op);
-}
-
 static void same_shape(OxVal *o, OxVal *i, DType dt) {
     ox_set_shape(o, dt, i->ndim, i->dim);
 }
@@ -23,12 +19,6 @@ static const char *operand(Ox *x, OxVal *v, OxVal *other) {
         return s[0] == '-' ? arena_printf(x->a, "(%s)", s) : s;
     }
     return ox_ref(x, v, false);
-}
-
-static void need_inputs(Ox *x, OxVal **in, int nin, int k) {
-    if (nin < k) ox_fail(x, "%d inputs, expected at least %d", nin, k);
-    for (int i = 0; i < k; i++)
-        if (!in[i]) ox_fail(x, "input %d is missing", i);
 }
 
 static const char *ints_text(Ox *x, const int64_t *v, int n) {
@@ -57,26 +47,26 @@ static bool binary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
              {"Div", "/", NULL, false},
              {"Mod", NULL, "remainder", false}};
     int k = 0, nt = (int)(sizeof t / sizeof *t);
-    while (k < nt && !is(n, t[k].onnx))
+    while (k < nt && !ox_op_is(n, t[k].onnx))
         k++;
     if (k == nt) return false;
-    need_inputs(x, in, nin, 2);
+    ox_need_inputs(x, in, nin, 2);
     OxDim d[OX_MAX_DIMS];
     int nd = ox_broadcast(x, in[0]->dim, in[0]->ndim, in[1]->dim, in[1]->ndim, d);
     DType dt = t[k].cmp ? DT_BOOL : in[0]->dt;
     const char *a = operand(x, in[0], in[1]), *b = operand(x, in[1], in[0]);
     const char *e;
     bool integer = !dtype_is_float(in[0]->dt);
-    bool fmod = is(n, "Mod") && ox_attr_i(x, "fmod", 0);
-    if (is(n, "Div") && integer)
+    bool fmod = ox_op_is(n, "Mod") && ox_attr_i(x, "fmod", 0);
+    if (ox_op_is(n, "Div") && integer)
         e = arena_printf(x->a, "div(%s, %s, rounding_mode=\"trunc\")", a, b);
     else if (fmod && integer) /* C's %: the sign of the dividend */
         e = arena_printf(x->a, "%s - %s * div(%s, %s, rounding_mode=\"trunc\")", a, b, a, b);
     else if (fmod)
         e = arena_printf(x->a, "%s - %s * trunc(%s / %s)", a, b, a, b);
-    else if (is(n, "Mod") && !integer)
+    else if (ox_op_is(n, "Mod") && !integer)
         ox_fail(x, "Mod of floats needs fmod=1 (ONNX's rule)");
-    else if (is(n, "Pow") && integer && dtype_is_float(in[1]->dt))
+    else if (ox_op_is(n, "Pow") && integer && dtype_is_float(in[1]->dt))
         /* ONNX's Pow has the base's type: the float power, truncated */
         e = arena_printf(x->a, "(%s ** %s).to(%s)", a, b, dtype_name(in[0]->dt));
     else if (t[k].infix)
@@ -110,28 +100,28 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                                        {"Mish", "mish"},
                                        {"Round", "round"}};
     int k = 0, nt = (int)(sizeof t / sizeof *t);
-    while (k < nt && !is(n, t[k][0]))
+    while (k < nt && !ox_op_is(n, t[k][0]))
         k++;
     const char *e = NULL;
     if (k < nt) {
-        need_inputs(x, in, nin, 1);
+        ox_need_inputs(x, in, nin, 1);
         e = arena_printf(x->a, "%s(%s)", t[k][1], ox_ref(x, in[0], false));
-    } else if (is(n, "LeakyRelu")) {
-        need_inputs(x, in, nin, 1);
+    } else if (ox_op_is(n, "LeakyRelu")) {
+        ox_need_inputs(x, in, nin, 1);
         e = arena_printf(x->a, "leaky_relu(%s, %s)", ox_ref(x, in[0], false),
                          ox_num(x, ox_attr_f(x, "alpha", 0.01f), true));
-    } else if (is(n, "Elu")) {
-        need_inputs(x, in, nin, 1);
+    } else if (ox_op_is(n, "Elu")) {
+        ox_need_inputs(x, in, nin, 1);
         e = arena_printf(x->a, "elu(%s, %s)", ox_ref(x, in[0], false),
                          ox_num(x, ox_attr_f(x, "alpha", 1.0f), true));
-    } else if (is(n, "Selu")) {
-        need_inputs(x, in, nin, 1);
+    } else if (ox_op_is(n, "Selu")) {
+        ox_need_inputs(x, in, nin, 1);
         const char *r = ox_ref(x, in[0], false);
         e = arena_printf(x->a, "%s * where(%s > 0, %s, %s * (exp(%s) - 1.0))",
                          ox_num(x, ox_attr_f(x, "gamma", 1.05070102f), true), r, r,
                          ox_num(x, ox_attr_f(x, "alpha", 1.67326319f), true), r);
-    } else if (is(n, "HardSigmoid")) {
-        need_inputs(x, in, nin, 1);
+    } else if (ox_op_is(n, "HardSigmoid")) {
+        ox_need_inputs(x, in, nin, 1);
         float al = ox_attr_f(x, "alpha", 0.2f), be = ox_attr_f(x, "beta", 0.5f);
         const char *r = ox_ref(x, in[0], false);
         if (fabsf(al - 1.0f / 6) < 1e-6f && be == 0.5f)
@@ -139,12 +129,12 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         else
             e = arena_printf(x->a, "clamp(%s * %s + %s, 0.0, 1.0)", r, ox_num(x, al, true),
                              ox_num(x, be, true));
-    } else if (is(n, "Identity") || is(n, "Dropout")) {
-        need_inputs(x, in, nin, 1);
+    } else if (ox_op_is(n, "Identity") || ox_op_is(n, "Dropout")) {
+        ox_need_inputs(x, in, nin, 1);
         /* opset 12's training_mode input: dropping at random is not
          * inference, unless the ratio is 0 (torchvision's swin calls
          * F.dropout(attn, p=0.0) without training=, which exports true) */
-        OxVal *tmode = is(n, "Dropout") && nin > 2 ? in[2] : NULL;
+        OxVal *tmode = ox_op_is(n, "Dropout") && nin > 2 ? in[2] : NULL;
         OxVal *ratio = nin > 1 ? in[1] : NULL;
         bool zero = ratio && ratio->c && ratio->c->n == 1 && ox_const_get(x, ratio->c, 0) == 0;
         if (tmode && !zero && (!tmode->c || tmode->c->n != 1 || ox_const_int(x, tmode->c, 0)))
@@ -163,14 +153,14 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
             return true;
         }
         e = ox_ref(x, in[0], false);
-    } else if (is(n, "CastLike")) {
-        need_inputs(x, in, nin, 2);
+    } else if (ox_op_is(n, "CastLike")) {
+        ox_need_inputs(x, in, nin, 2);
         ox_bind(x, out[0],
                 arena_printf(x->a, "%s.to(%s)", ox_ref(x, in[0], false), dtype_name(in[1]->dt)));
         same_shape(out[0], in[0], in[1]->dt);
         return true;
-    } else if (is(n, "Cast")) {
-        need_inputs(x, in, nin, 1);
+    } else if (ox_op_is(n, "Cast")) {
+        ox_need_inputs(x, in, nin, 1);
         DType to = ox_dtype(x, (int)ox_attr_i(x, "to", 0), "Cast's 'to'");
         ox_bind(x, out[0],
                 arena_printf(x->a, "%s.to(%s)", ox_ref(x, in[0], false), dtype_name(to)));
@@ -179,25 +169,25 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     } else {
         return false;
     }
-    DType dt = is(n, "Not") ? DT_BOOL : in[0]->dt;
+    DType dt = ox_op_is(n, "Not") ? DT_BOOL : in[0]->dt;
     ox_bind(x, out[0], e);
     same_shape(out[0], in[0], dt);
     return true;
 }
 
 static bool variadic(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    const char *fn = is(n, "Max")   ? "maximum"
-                     : is(n, "Min") ? "minimum"
-                     : is(n, "Sum") ? "+"
-                                    : NULL;
+    const char *fn = ox_op_is(n, "Max")   ? "maximum"
+                     : ox_op_is(n, "Min") ? "minimum"
+                     : ox_op_is(n, "Sum") ? "+"
+                                          : NULL;
     if (!fn) return false;
-    need_inputs(x, in, nin, 1);
+    ox_need_inputs(x, in, nin, 1);
     OxDim d[OX_MAX_DIMS];
     int nd = in[0]->ndim;
     memcpy(d, in[0]->dim, sizeof d);
     const char *e = ox_ref(x, in[0], false);
     for (int k = 1; k < nin; k++) {
-        need_inputs(x, in, k + 1, k + 1);
+        ox_need_inputs(x, in, k + 1, k + 1);
         OxDim t[OX_MAX_DIMS];
         memcpy(t, d, sizeof t);
         nd = ox_broadcast(x, t, nd, in[k]->dim, in[k]->ndim, d);
@@ -213,8 +203,8 @@ static bool variadic(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out
 /* Reshape's target: 0 copies the input's dim, -1 stays -1 in the text
  * and is resolved for the shape kept here. */
 static bool reshape(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Reshape")) return false;
-    need_inputs(x, in, nin, 2);
+    if (!ox_op_is(n, "Reshape")) return false;
+    ox_need_inputs(x, in, nin, 2);
     OxConst *s = ox_need_const(x, in[1], "shape");
     if (s->ndim != 1 || s->n > OX_MAX_DIMS)
         ox_fail(x, "the shape must be 1-d with at most %d values", OX_MAX_DIMS);
@@ -255,8 +245,8 @@ static bool reshape(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
 }
 
 static bool transpose(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Transpose")) return false;
-    need_inputs(x, in, nin, 1);
+    if (!ox_op_is(n, "Transpose")) return false;
+    ox_need_inputs(x, in, nin, 1);
     int np, r = in[0]->ndim;
     const int64_t *p = ox_attr_ints(x, "perm", &np);
     if (p && np != r) ox_fail(x, "perm has %d values for a tensor of rank %d", np, r);
@@ -306,9 +296,9 @@ static int axes_of(Ox *x, OxVal **in, int nin, int64_t *axes) {
 }
 
 static bool squeeze(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool un = is(n, "Unsqueeze");
-    if (!un && !is(n, "Squeeze")) return false;
-    need_inputs(x, in, nin, 1);
+    bool un = ox_op_is(n, "Unsqueeze");
+    if (!un && !ox_op_is(n, "Squeeze")) return false;
+    ox_need_inputs(x, in, nin, 1);
     int64_t axes[OX_MAX_DIMS];
     int na = axes_of(x, in, nin, axes), r = in[0]->ndim;
     OxDim d[OX_MAX_DIMS];
@@ -354,8 +344,8 @@ static bool squeeze(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
 
 /* Slice as Python indexing: x[:, 0:64, ::2]. */
 static bool slice(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Slice")) return false;
-    need_inputs(x, in, nin, 3);
+    if (!ox_op_is(n, "Slice")) return false;
+    ox_need_inputs(x, in, nin, 3);
     OxConst *st = ox_need_const(x, in[1], "starts"), *en = ox_need_const(x, in[2], "ends");
     OxConst *ax = nin > 3 && in[3] ? ox_need_const(x, in[3], "axes") : NULL;
     OxConst *sp = nin > 4 && in[4] ? ox_need_const(x, in[4], "steps") : NULL;
@@ -439,8 +429,8 @@ static const char *gather_index(Ox *x, OxVal *iv, OxDim len) {
 }
 
 static bool gather(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Gather")) return false;
-    need_inputs(x, in, nin, 2);
+    if (!ox_op_is(n, "Gather")) return false;
+    ox_need_inputs(x, in, nin, 2);
     int r = in[0]->ndim, a = ox_axis(x, ox_attr_i(x, "axis", 0), r);
     OxVal *iv = in[1];
     if (dtype_is_float(iv->dt) || iv->dt == DT_BOOL) ox_fail(x, "indices must be integers");
@@ -483,14 +473,14 @@ static bool gather(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
 }
 
 static bool concat(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Concat")) return false;
-    need_inputs(x, in, nin, 1);
+    if (!ox_op_is(n, "Concat")) return false;
+    ox_need_inputs(x, in, nin, 1);
     int r = in[0]->ndim, a = ox_axis(x, ox_attr_i(x, "axis", 0), r);
     OxDim d[OX_MAX_DIMS];
     memcpy(d, in[0]->dim, sizeof d);
     char *e = arena_printf(x->a, "cat([%s", ox_ref(x, in[0], false));
     for (int k = 1; k < nin; k++) {
-        need_inputs(x, in, k + 1, k + 1);
+        ox_need_inputs(x, in, k + 1, k + 1);
         if (in[k]->ndim != r) ox_fail(x, "Concat of tensors of ranks %d and %d", r, in[k]->ndim);
         d[a] = ox_dim_op(x, '+', d[a], in[k]->dim[a]);
         e = arena_printf(x->a, "%s, %s", e, ox_ref(x, in[k], false));
@@ -501,8 +491,8 @@ static bool concat(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
 }
 
 static bool split(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Split")) return false;
-    need_inputs(x, in, nin, 1);
+    if (!ox_op_is(n, "Split")) return false;
+    ox_need_inputs(x, in, nin, 1);
     int r = in[0]->ndim, a = ox_axis(x, ox_attr_i(x, "axis", 0), r), no = (int)n->n_output;
     int64_t sz[64];
     if (nin > 1 && in[1]) {
@@ -557,14 +547,14 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     int nd;
     const char *e;
     DType dt;
-    if (is(n, "Expand") || is(n, "ConstantOfShape")) {
-        need_inputs(x, in, nin, is(n, "Expand") ? 2 : 1);
-        OxConst *s = ox_need_const(x, in[is(n, "Expand")], "shape");
+    if (ox_op_is(n, "Expand") || ox_op_is(n, "ConstantOfShape")) {
+        ox_need_inputs(x, in, nin, ox_op_is(n, "Expand") ? 2 : 1);
+        OxConst *s = ox_need_const(x, in[ox_op_is(n, "Expand")], "shape");
         if (s->ndim != 1 || s->n > OX_MAX_DIMS) ox_fail(x, "the shape must be 1-d");
         OxDim t[OX_MAX_DIMS];
         for (int k = 0; k < s->n; k++)
             t[k] = ox_const_dim(x, s, k);
-        if (is(n, "ConstantOfShape")) {
+        if (ox_op_is(n, "ConstantOfShape")) {
             const Onnx__AttributeProto *v = ox_attr(x, "value");
             OxConst *fill = v ? ox_tensor_const(x, v->t, "attribute 'value'") : NULL;
             dt = fill ? fill->dt : DT_F32;
@@ -583,8 +573,8 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
                    : arena_printf(x->a, "%s.expand(%s)", ox_ref(x, in[0], false),
                                   ox_dims_text(x, d, nd));
         }
-    } else if (is(n, "Range")) {
-        need_inputs(x, in, nin, 3);
+    } else if (ox_op_is(n, "Range")) {
+        ox_need_inputs(x, in, nin, 3);
         dt = in[0]->dt;
         OxConst *cs[3];
         for (int k = 0; k < 3; k++)
@@ -598,16 +588,16 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
             ox_dim_op(x, '/', ox_dim_op(x, '+', ox_dim_op(x, '-', l, s), ox_dim_c(st.v - 1)), st);
         e = arena_printf(x->a, "arange(%s, %s, %lld, dtype=%s)", ox_dim_text(x, s),
                          ox_dim_text(x, l), (long long)st.v, dtype_name(dt));
-    } else if (is(n, "Where")) {
-        need_inputs(x, in, nin, 3);
+    } else if (ox_op_is(n, "Where")) {
+        ox_need_inputs(x, in, nin, 3);
         OxDim t[OX_MAX_DIMS];
         nd = ox_broadcast(x, in[0]->dim, in[0]->ndim, in[1]->dim, in[1]->ndim, t);
         nd = ox_broadcast(x, t, nd, in[2]->dim, in[2]->ndim, d);
         dt = in[1]->dt;
         e = arena_printf(x->a, "where(%s, %s, %s)", ox_ref(x, in[0], false),
                          operand(x, in[1], in[0]), operand(x, in[2], in[0]));
-    } else if (is(n, "Tile")) {
-        need_inputs(x, in, nin, 2);
+    } else if (ox_op_is(n, "Tile")) {
+        ox_need_inputs(x, in, nin, 2);
         OxConst *rp = ox_need_const(x, in[1], "repeats");
         if (rp->n != in[0]->ndim)
             ox_fail(x, "%lld repeats for a tensor of rank %d", (long long)rp->n, in[0]->ndim);
@@ -619,8 +609,8 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
             d[k] = ox_dim_op(x, '*', in[0]->dim[k], ox_dim_c(r[k]));
         }
         e = arena_printf(x->a, "%s.repeat(%s)", ox_ref(x, in[0], false), ints_text(x, r, nd));
-    } else if (is(n, "Pad")) {
-        need_inputs(x, in, nin, 2);
+    } else if (ox_op_is(n, "Pad")) {
+        ox_need_inputs(x, in, nin, 2);
         OxConst *p = ox_need_const(x, in[1], "pads");
         nd = in[0]->ndim;
         dt = in[0]->dt;
@@ -668,8 +658,8 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
                          val && strcmp(val, "0.0") && strcmp(val, "0")
                              ? arena_printf(x->a, ", value=%s", val)
                              : "");
-    } else if (is(n, "Einsum")) {
-        need_inputs(x, in, nin, 1);
+    } else if (ox_op_is(n, "Einsum")) {
+        ox_need_inputs(x, in, nin, 1);
         const char *eq = ox_attr_s(x, "equation", NULL);
         if (!eq || strchr(eq, '"') || strchr(eq, '\\')) ox_fail(x, "Einsum needs an equation");
         if (!strstr(eq, "->")) {
@@ -688,7 +678,7 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
         }
         char *s = arena_printf(x->a, "einsum(\"%s\"", eq);
         for (int k = 0; k < nin; k++) {
-            need_inputs(x, in, k + 1, k + 1);
+            ox_need_inputs(x, in, k + 1, k + 1);
             s = arena_printf(x->a, "%s, %s", s, ox_ref(x, in[k], false));
         }
         e = arena_printf(x->a, "%s)", s);
@@ -746,8 +736,8 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
                 ox_fail(x, "Einsum equation '%s' is not supported", eq);
             nd++;
         }
-    } else if (is(n, "Trilu")) {
-        need_inputs(x, in, nin, 1);
+    } else if (ox_op_is(n, "Trilu")) {
+        ox_need_inputs(x, in, nin, 1);
         nd = in[0]->ndim, dt = in[0]->dt;
         if (nd < 2) ox_fail(x, "the input has rank %d, Trilu's is at least 2", nd);
         bool up = ox_attr_i(x, "upper", 1);

@@ -8,21 +8,11 @@
 
 static bool top_k(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 
-static bool is(const Onnx__NodeProto *n, const char *op) {
-    return !strcmp(n->op_type, op);
-}
-
-static void need_inputs(Ox *x, OxVal **in, int nin, int k) {
-    if (nin < k) ox_fail(x, "%d inputs, expected at least %d", nin, k);
-    for (int i = 0; i < k; i++)
-        if (!in[i]) ox_fail(x, "input %d is missing", i);
-}
-
 /* GatherElements as torch.gather, ONNX's negative indices counted from
  * the end of the axis. */
 static bool gather_elements(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "GatherElements")) return false;
-    need_inputs(x, in, nin, 2);
+    if (!ox_op_is(n, "GatherElements")) return false;
+    ox_need_inputs(x, in, nin, 2);
     int r = in[0]->ndim, a = ox_axis(x, ox_attr_i(x, "axis", 0), r);
     if (in[1]->ndim != r) ox_fail(x, "indices must have the data's rank %d", r);
     if (dtype_is_float(in[1]->dt) || in[1]->dt == DT_BOOL) ox_fail(x, "indices must be integers");
@@ -38,9 +28,9 @@ static bool gather_elements(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVa
 
 /* DepthToSpace and SpaceToDepth: a reshape, a permute and a reshape. */
 static bool depth_space(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool d2s = is(n, "DepthToSpace");
-    if (!d2s && !is(n, "SpaceToDepth")) return false;
-    need_inputs(x, in, nin, 1);
+    bool d2s = ox_op_is(n, "DepthToSpace");
+    if (!d2s && !ox_op_is(n, "SpaceToDepth")) return false;
+    ox_need_inputs(x, in, nin, 1);
     if (in[0]->ndim != 4) ox_fail(x, "the input must be [N, C, H, W]");
     int64_t b = ox_attr_i(x, "blocksize", 0);
     OxDim N = in[0]->dim[0], C = in[0]->dim[1], H = in[0]->dim[2], W = in[0]->dim[3];
@@ -79,8 +69,8 @@ static bool depth_space(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **
 /* OneHot: indices (negative from the end) compared with arange(depth)
  * laid along the new axis; depth and [off, on] known at import. */
 static bool one_hot(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "OneHot")) return false;
-    need_inputs(x, in, nin, 3);
+    if (!ox_op_is(n, "OneHot")) return false;
+    ox_need_inputs(x, in, nin, 3);
     OxConst *dc = ox_need_const(x, in[1], "depth"), *vc = ox_need_const(x, in[2], "values");
     if (dc->n != 1 || vc->n != 2) ox_fail(x, "depth must be one value and values two");
     int64_t depth = ox_f2i(x, ox_const_get(x, dc, 0));
@@ -113,8 +103,8 @@ static bool one_hot(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
 /* Hardmax: 1 where argmax along the axis is (the first of equal maxima),
  * 0 elsewhere; before opset 13 over the input flattened to 2-d at axis. */
 static bool hardmax(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Hardmax")) return false;
-    need_inputs(x, in, nin, 1);
+    if (!ox_op_is(n, "Hardmax")) return false;
+    ox_need_inputs(x, in, nin, 1);
     int r = in[0]->ndim;
     const char *src = ox_ref(x, in[0], false);
     OxDim two[2], ad[OX_MAX_DIMS];
@@ -144,8 +134,8 @@ static bool hardmax(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
 /* ReverseSequence: a gather along the time axis of the index
  * where(t < len[b], len[b] - 1 - t, t), t and len laid along their axes. */
 static bool reverse_sequence(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "ReverseSequence")) return false;
-    need_inputs(x, in, nin, 2);
+    if (!ox_op_is(n, "ReverseSequence")) return false;
+    ox_need_inputs(x, in, nin, 2);
     OxVal *v = in[0], *len = in[1];
     int r = v->ndim;
     if (r < 2) ox_fail(x, "the input must have at least 2 dimensions");
@@ -185,8 +175,8 @@ bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
  * refused past 2^26 comparisons. ONNX's order: sorted, the lower index
  * first among equal values. */
 static bool top_k(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "TopK")) return false;
-    need_inputs(x, in, nin, 2);
+    if (!ox_op_is(n, "TopK")) return false;
+    ox_need_inputs(x, in, nin, 2);
     OxVal *v = in[0];
     int r = v->ndim;
     if (r < 1 || r + 1 > OX_MAX_DIMS) ox_fail(x, "the input has rank %d", r);

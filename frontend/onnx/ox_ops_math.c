@@ -10,16 +10,6 @@
 
 static bool math_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 
-static bool is(const Onnx__NodeProto *n, const char *op) {
-    return !strcmp(n->op_type, op);
-}
-
-static void need_inputs(Ox *x, OxVal **in, int nin, int k) {
-    if (nin < k) ox_fail(x, "%d inputs, expected at least %d", nin, k);
-    for (int i = 0; i < k; i++)
-        if (!in[i]) ox_fail(x, "input %d is missing", i);
-}
-
 static void need_float(Ox *x, OxVal *v) {
     if (!dtype_is_float(v->dt))
         ox_fail(x, "the input is %s; %s takes floating-point tensors", dtype_name(v->dt),
@@ -40,26 +30,27 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         {"Atan", "atan"},   {"Sinh", "sinh"},   {"Cosh", "cosh"},
         {"Asinh", "asinh"}, {"Acosh", "acosh"}, {"Atanh", "atanh"}};
     int k = 0, nt = (int)(sizeof fns / sizeof *fns);
-    while (k < nt && !is(n, fns[k][0]))
+    while (k < nt && !ox_op_is(n, fns[k][0]))
         k++;
-    bool other = is(n, "Softsign") || is(n, "ThresholdedRelu") || is(n, "Shrink") ||
-                 is(n, "Celu") || is(n, "IsInf") || is(n, "IsNaN");
+    bool other = ox_op_is(n, "Softsign") || ox_op_is(n, "ThresholdedRelu") ||
+                 ox_op_is(n, "Shrink") || ox_op_is(n, "Celu") || ox_op_is(n, "IsInf") ||
+                 ox_op_is(n, "IsNaN");
     if (k == nt && !other) return false;
-    need_inputs(x, in, nin, 1);
+    ox_need_inputs(x, in, nin, 1);
     OxVal *v = in[0];
     const char *r = ox_ref(x, v, false), *e;
     DType dt = v->dt;
     if (k < nt) {
         need_float(x, v);
         e = arena_printf(x->a, "%s(%s)", fns[k][1], r);
-    } else if (is(n, "Softsign")) {
+    } else if (ox_op_is(n, "Softsign")) {
         need_float(x, v);
         e = arena_printf(x->a, "%s / (1.0 + abs(%s))", r, r);
-    } else if (is(n, "ThresholdedRelu")) {
+    } else if (ox_op_is(n, "ThresholdedRelu")) {
         need_float(x, v);
         e = arena_printf(x->a, "where(%s > %s, %s, 0.0)", r, lit(x, v, ox_attr_f(x, "alpha", 1)),
                          r);
-    } else if (is(n, "Shrink")) {
+    } else if (ox_op_is(n, "Shrink")) {
         /* x < -lambd: x + bias; x > lambd: x - bias; else 0 (any numeric type) */
         if (v->dt == DT_BOOL) ox_fail(x, "Shrink takes numbers, not bool");
         double l = ox_attr_f(x, "lambd", 0.5f), b = ox_attr_f(x, "bias", 0);
@@ -69,14 +60,14 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         e = arena_printf(x->a, "where(%s < %s, %s + %s, where(%s > %s, %s - %s, %s))", r,
                          lit(x, v, -l), r, lit(x, v, b), r, lit(x, v, l), r, lit(x, v, b),
                          lit(x, v, 0));
-    } else if (is(n, "Celu")) {
+    } else if (ox_op_is(n, "Celu")) {
         /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
         need_float(x, v);
         double a = ox_attr_f(x, "alpha", 1);
         if (!(a != 0)) ox_fail(x, "alpha must not be 0");
         const char *al = lit(x, v, a);
         e = arena_printf(x->a, "relu(%s) + minimum(%s * expm1(%s / %s), 0.0)", r, al, r, al);
-    } else if (is(n, "IsInf")) {
+    } else if (ox_op_is(n, "IsInf")) {
         need_float(x, v);
         bool pos = ox_attr_i(x, "detect_positive", 1), neg = ox_attr_i(x, "detect_negative", 1);
         dt = DT_BOOL;
@@ -98,8 +89,8 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
 
 /* Mean: the broadcast sum of the inputs over their count. */
 static bool mean(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Mean")) return false;
-    need_inputs(x, in, nin, nin > 0 ? nin : 1);
+    if (!ox_op_is(n, "Mean")) return false;
+    ox_need_inputs(x, in, nin, nin > 0 ? nin : 1);
     OxDim d[OX_MAX_DIMS];
     int nd = in[0]->ndim;
     memcpy(d, in[0]->dim, sizeof d);
@@ -137,8 +128,8 @@ static const char *arange_at(Ox *x, OxDim len, int at, int r) {
 
 /* EyeLike: ones where column - row == k, of the input's 2-d shape. */
 static bool eye_like(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "EyeLike")) return false;
-    need_inputs(x, in, nin, 1);
+    if (!ox_op_is(n, "EyeLike")) return false;
+    ox_need_inputs(x, in, nin, 1);
     if (in[0]->ndim != 2) ox_fail(x, "the input has rank %d, EyeLike's is 2", in[0]->ndim);
     DType dt = ox_attr(x, "dtype") ? ox_dtype(x, (int)ox_attr_i(x, "dtype", 0), "EyeLike's 'dtype'")
                                    : in[0]->dt;
@@ -174,8 +165,8 @@ static const char *cumsum_at(Ox *x, OxVal *v, int a, bool excl, bool rev) {
  * axis, the one the axis names picked with where() (rank times the work,
  * and negative axes counted from the end as ONNX's). */
 static bool cumsum(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "CumSum")) return false;
-    need_inputs(x, in, nin, 2);
+    if (!ox_op_is(n, "CumSum")) return false;
+    ox_need_inputs(x, in, nin, 2);
     OxVal *v = in[0], *av = in[1];
     int r = v->ndim;
     if (r < 1) ox_fail(x, "the input must have at least one dimension");
@@ -211,8 +202,8 @@ bool ox_op_math(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
  * window [c - (size - 1) / 2, c + ceil((size - 1) / 2)])^beta, the window's
  * channels as slices of the padded squares. */
 static bool lrn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "LRN")) return false;
-    need_inputs(x, in, nin, 1);
+    if (!ox_op_is(n, "LRN")) return false;
+    ox_need_inputs(x, in, nin, 1);
     OxVal *v = in[0];
     need_float(x, v);
     int r = v->ndim;
@@ -246,8 +237,8 @@ static bool lrn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
 /* MeanVarianceNormalization, as ONNX's function body: (x - E[x]) /
  * (sqrt(E[x^2] - E[x]^2) + 1e-9) over axes (default [0, 2, 3]). */
 static bool mvn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "MeanVarianceNormalization")) return false;
-    need_inputs(x, in, nin, 1);
+    if (!ox_op_is(n, "MeanVarianceNormalization")) return false;
+    ox_need_inputs(x, in, nin, 1);
     OxVal *v = in[0];
     need_float(x, v);
     int na, r = v->ndim;
@@ -275,8 +266,8 @@ static bool mvn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
  * more give 0 both ways (the power wraps to 0, and integer division by 0
  * is 0 in compiled code), as the shifted value truncated to 8 bits. */
 static bool bitshift(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "BitShift")) return false;
-    need_inputs(x, in, nin, 2);
+    if (!ox_op_is(n, "BitShift")) return false;
+    ox_need_inputs(x, in, nin, 2);
     if (in[0]->dt != DT_U8 || in[1]->dt != DT_U8)
         ox_fail(x, "BitShift of %s by %s: uint8 is supported", dtype_name(in[0]->dt),
                 dtype_name(in[1]->dt));

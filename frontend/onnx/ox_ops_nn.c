@@ -8,16 +8,6 @@
 
 #include "frontend/onnx/ox.h"
 
-static bool is(const Onnx__NodeProto *n, const char *op) {
-    return !strcmp(n->op_type, op);
-}
-
-static void need(Ox *x, OxVal **in, int nin, int k) {
-    if (nin < k) ox_fail(x, "%d inputs, expected at least %d", nin, k);
-    for (int i = 0; i < k; i++)
-        if (!in[i]) ox_fail(x, "input %d is missing", i);
-}
-
 /* A weight: named after the node's module path when the initializer's
  * own name is torch's anonymous "onnx::Conv_193". */
 static const char *wref(Ox *x, OxVal *v, const char *role, bool transposed) {
@@ -120,13 +110,13 @@ OxDim ox_out_size(Ox *x, OxDim in, const OxWin *w, int i, bool ceil_mode) {
 }
 
 static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool tr = is(n, "ConvTranspose");
-    if (!tr && !is(n, "Conv")) return false;
+    bool tr = ox_op_is(n, "ConvTranspose");
+    if (!tr && !ox_op_is(n, "Conv")) return false;
     static const char *const known[] = {"auto_pad",       "dilations",    "group",
                                         "kernel_shape",   "pads",         "strides",
                                         "output_padding", "output_shape", NULL};
     ox_check_attrs(x, known);
-    need(x, in, nin, 2);
+    ox_need_inputs(x, in, nin, 2);
     OxVal *w = in[1];
     int ns = w->ndim - 2;
     if (ns == 3 && !tr) {
@@ -240,9 +230,9 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
 }
 
 static bool pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool mx = is(n, "MaxPool");
-    if (!mx && !is(n, "AveragePool")) return false;
-    need(x, in, nin, 1);
+    bool mx = ox_op_is(n, "MaxPool");
+    if (!mx && !ox_op_is(n, "AveragePool")) return false;
+    ox_need_inputs(x, in, nin, 1);
     if (n->n_output > 1 && out[1]) ox_fail(x, "MaxPool's indices output is not supported");
     int nk;
     const int64_t *k = ox_attr_ints(x, "kernel_shape", &nk);
@@ -293,9 +283,9 @@ static bool pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
 }
 
 static bool global_pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool avg = is(n, "GlobalAveragePool");
-    if (!avg && !is(n, "GlobalMaxPool")) return false;
-    need(x, in, nin, 1);
+    bool avg = ox_op_is(n, "GlobalAveragePool");
+    if (!avg && !ox_op_is(n, "GlobalMaxPool")) return false;
+    ox_need_inputs(x, in, nin, 1);
     int r = in[0]->ndim;
     if (r < 3) ox_fail(x, "the input must be [N, C, ...]");
     OxDim d[OX_MAX_DIMS];
@@ -318,8 +308,8 @@ static bool global_pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **
 static bool norm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     const char *e;
     OxVal *o = out[0];
-    if (is(n, "BatchNormalization")) {
-        need(x, in, nin, 5);
+    if (ox_op_is(n, "BatchNormalization")) {
+        ox_need_inputs(x, in, nin, 5);
         /* opsets 7 and 8: spatial=0 normalises each element of [C, D...]
          * on its own statistics, which batch_norm does not */
         if (!ox_attr_i(x, "spatial", 1))
@@ -334,8 +324,8 @@ static bool norm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                          wref(x, in[4], "running_var", false), wref(x, in[1], "weight", false),
                          wref(x, in[2], "bias", false),
                          ox_num(x, ox_attr_f(x, "epsilon", 1e-5f), true));
-    } else if (is(n, "LayerNormalization")) {
-        need(x, in, nin, 2);
+    } else if (ox_op_is(n, "LayerNormalization")) {
+        ox_need_inputs(x, in, nin, 2);
         int r = in[0]->ndim, a = ox_axis(x, ox_attr_i(x, "axis", -1), r);
         if (ox_attr_i(x, "stash_type", 1) != 1)
             ox_fail(x, "stash_type other than float is not supported");
@@ -364,8 +354,8 @@ static bool norm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                                           src, ax, eps));
             ox_set_shape(out[k], in[0]->dt, r, kd);
         }
-    } else if (is(n, "InstanceNormalization")) {
-        need(x, in, nin, 3);
+    } else if (ox_op_is(n, "InstanceNormalization")) {
+        ox_need_inputs(x, in, nin, 3);
         e = arena_printf(x->a, "instance_norm(%s, weight=%s, bias=%s, eps=%s)",
                          ox_ref(x, in[0], false), wref(x, in[1], "weight", false),
                          wref(x, in[2], "bias", false),
@@ -379,8 +369,8 @@ static bool norm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
 }
 
 static bool flatten(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Flatten")) return false;
-    need(x, in, nin, 1);
+    if (!ox_op_is(n, "Flatten")) return false;
+    ox_need_inputs(x, in, nin, 1);
     int r = in[0]->ndim, a = (int)ox_attr_i(x, "axis", 1);
     a = a < 0 ? a + r : a;
     if (a < 0 || a > r) ox_fail(x, "axis %d is out of range for rank %d", a, r);
@@ -397,9 +387,9 @@ static bool flatten(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
 }
 
 static bool gemm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool mm = is(n, "MatMul");
-    if (!mm && !is(n, "Gemm")) return false;
-    need(x, in, nin, 2);
+    bool mm = ox_op_is(n, "MatMul");
+    if (!mm && !ox_op_is(n, "Gemm")) return false;
+    ox_need_inputs(x, in, nin, 2);
     OxVal *A = in[0], *B = in[1], *C = nin > 2 ? in[2] : NULL;
     OxDim d[OX_MAX_DIMS];
     int nd;
@@ -464,9 +454,9 @@ static bool gemm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
 }
 
 static bool softmax(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool lg = is(n, "LogSoftmax");
-    if (!lg && !is(n, "Softmax")) return false;
-    need(x, in, nin, 1);
+    bool lg = ox_op_is(n, "LogSoftmax");
+    if (!lg && !ox_op_is(n, "Softmax")) return false;
+    ox_need_inputs(x, in, nin, 1);
     int r = in[0]->ndim;
     const char *fn = lg ? "log_softmax" : "softmax", *src = ox_ref(x, in[0], false), *e;
     if (x->opset >= 13) {
@@ -507,10 +497,10 @@ static bool reduce(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
                                        {"ReduceLogSumExp", "logsumexp", "%s", "%s"}};
     enum { NT = sizeof t / sizeof *t };
     int k = 0;
-    while (k < NT && !is(n, t[k][0]))
+    while (k < NT && !ox_op_is(n, t[k][0]))
         k++;
     if (k == NT) return false;
-    need(x, in, nin, 1);
+    ox_need_inputs(x, in, nin, 1);
     int r = in[0]->ndim;
     bool keep = ox_attr_i(x, "keepdims", 1) != 0, arg = k == 5 || k == 6, last = false;
     bool red[OX_MAX_DIMS] = {0};
@@ -566,14 +556,14 @@ static bool reduce(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
 }
 
 static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "Resize") && !is(n, "Upsample")) return false;
-    need(x, in, nin, 1);
+    if (!ox_op_is(n, "Resize") && !ox_op_is(n, "Upsample")) return false;
+    ox_need_inputs(x, in, nin, 1);
     int r = in[0]->ndim, ns = r - 2;
     const char *mode = ox_attr_s(x, "mode", "nearest");
     /* Upsample and Resize-10 map output to input coordinates as x / scale
      * and take the floor for nearest (ONNX Runtime's upsample.h): Resize-11's
      * asymmetric + floor. */
-    bool v10 = is(n, "Upsample") || x->opset < 11;
+    bool v10 = ox_op_is(n, "Upsample") || x->opset < 11;
     const char *ct =
         ox_attr_s(x, "coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel");
     const char *nm = ox_attr_s(x, "nearest_mode", v10 ? "floor" : "round_prefer_floor");
@@ -656,8 +646,8 @@ static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
 
 static bool clip(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     const char *src, *e;
-    if (is(n, "Clip")) {
-        need(x, in, nin, 1);
+    if (ox_op_is(n, "Clip")) {
+        ox_need_inputs(x, in, nin, 1);
         src = ox_ref(x, in[0], false);
         /* min(max(x, min), max): bounds known at import are clamp's
          * numbers, others (graph inputs, computed) 1-element tensors */
@@ -699,8 +689,8 @@ static bool clip(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         }
         if (tlo) e = arena_printf(x->a, "maximum(%s, %s)", e, tlo);
         if (thi) e = arena_printf(x->a, "minimum(%s, %s)", e, thi);
-    } else if (is(n, "PRelu")) {
-        need(x, in, nin, 2);
+    } else if (ox_op_is(n, "PRelu")) {
+        ox_need_inputs(x, in, nin, 2);
         src = ox_ref(x, in[0], false);
         e = arena_printf(x->a, "where(%s >= 0, %s, %s * %s)", src, src, src,
                          wref(x, in[1], "weight", false));
@@ -717,9 +707,9 @@ static bool clip(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
  * per class, ignore_index, mean over the weights of the counted targets);
  * SoftmaxCrossEntropyLoss's optional second output is log_softmax. */
 static bool loss(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool nll = is(n, "NegativeLogLikelihoodLoss");
-    if (!nll && !is(n, "SoftmaxCrossEntropyLoss")) return false;
-    need(x, in, nin, 2);
+    bool nll = ox_op_is(n, "NegativeLogLikelihoodLoss");
+    if (!nll && !ox_op_is(n, "SoftmaxCrossEntropyLoss")) return false;
+    ox_need_inputs(x, in, nin, 2);
     if (in[0]->ndim < 2) ox_fail(x, "the input must be [N, C, ...]");
     if (dtype_is_float(in[1]->dt) || in[1]->dt == DT_BOOL)
         ox_fail(x, "the target must be integers");

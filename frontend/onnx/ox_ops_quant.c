@@ -8,10 +8,6 @@
 
 #include "frontend/onnx/ox.h"
 
-static bool is(const Onnx__NodeProto *n, const char *op) {
-    return !strcmp(n->op_type, op);
-}
-
 /* A scale or zero point: a scalar, or 1-d along axis a of a rank-r input. */
 static const char *per_axis(Ox *x, OxVal *v, OxVal *data, int a, const char *what) {
     const char *ref = ox_ref(x, v, false);
@@ -32,8 +28,8 @@ static void need_quant_type(Ox *x, DType dt, const char *what) {
 }
 
 bool ox_op_quant(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool q = is(n, "QuantizeLinear"), dq = is(n, "DequantizeLinear");
-    bool dyn = is(n, "DynamicQuantizeLinear");
+    bool q = ox_op_is(n, "QuantizeLinear"), dq = ox_op_is(n, "DequantizeLinear");
+    bool dyn = ox_op_is(n, "DynamicQuantizeLinear");
     if (!q && !dq && !dyn) return false;
     if (nin < 1 || !in[0] || ((q || dq) && (nin < 2 || !in[1])))
         ox_fail(x, "the input and the scale are required");

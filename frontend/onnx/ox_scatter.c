@@ -25,16 +25,6 @@
 
 enum { MAX_TERMS = 1 << 26 };
 
-static bool is(const Onnx__NodeProto *n, const char *op) {
-    return !strcmp(n->op_type, op);
-}
-
-static void need_inputs(Ox *x, OxVal **in, int nin, int k) {
-    if (nin < k) ox_fail(x, "%d inputs, expected at least %d", nin, k);
-    for (int i = 0; i < k; i++)
-        if (!in[i]) ox_fail(x, "input %d is missing", i);
-}
-
 static void need_index(Ox *x, OxVal *v) {
     if (v->dt != DT_I32 && v->dt != DT_I64)
         ox_fail(x, "the indices are %s, expected int32 or int64", dtype_name(v->dt));
@@ -135,8 +125,8 @@ static const char *reduction(Ox *x) {
 }
 
 static bool scatter_elements(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "ScatterElements") && !is(n, "Scatter")) return false;
-    need_inputs(x, in, nin, 3);
+    if (!ox_op_is(n, "ScatterElements") && !ox_op_is(n, "Scatter")) return false;
+    ox_need_inputs(x, in, nin, 3);
     OxVal *d = in[0], *i = in[1], *u = in[2];
     int r = d->ndim;
     if (r < 1) ox_fail(x, "the data must have at least one dimension");
@@ -190,9 +180,9 @@ static const char *linear_index(Ox *x, OxVal *d, OxVal *i, int b, int k) {
 }
 
 static bool scatter_gather_nd(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    bool sc = is(n, "ScatterND");
-    if (!sc && !is(n, "GatherND")) return false;
-    need_inputs(x, in, nin, sc ? 3 : 2);
+    bool sc = ox_op_is(n, "ScatterND");
+    if (!sc && !ox_op_is(n, "GatherND")) return false;
+    ox_need_inputs(x, in, nin, sc ? 3 : 2);
     OxVal *d = in[0], *i = in[1];
     need_index(x, i);
     int r = d->ndim, q = i->ndim, b = sc ? 0 : (int)ox_attr_i(x, "batch_dims", 0);
@@ -258,8 +248,8 @@ static bool scatter_gather_nd(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, Ox
  * scatter along axis 1 of [1, numel(out)]. The size per spatial dim:
  * output_shape (known at import), else (in - 1) * stride + kernel - pads. */
 static bool max_unpool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!is(n, "MaxUnpool")) return false;
-    need_inputs(x, in, nin, 2);
+    if (!ox_op_is(n, "MaxUnpool")) return false;
+    ox_need_inputs(x, in, nin, 2);
     OxVal *v = in[0], *i = in[1];
     int r = v->ndim, ns = r - 2, nk, np, nst;
     need_index(x, i);
