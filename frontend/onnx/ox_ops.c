@@ -511,6 +511,9 @@ static bool split(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     int64_t tot = 0;
     for (int k = 0; k < no; k++) {
         if (sz[k] < 0) ox_fail(x, "a negative split size");
+        if (sz[k] > INT64_MAX - tot)
+            ox_fail(x, "split sizes add up past 2^63, the dimension is %lld",
+                    (long long)in[0]->dim[a].v);
         tot += sz[k];
     }
     if (tot != in[0]->dim[a].v)
