@@ -1,5 +1,6 @@
-/* Internals of the AST -> IR lowering shared by build.c (expressions and
- * statements) and build_module.c (def, calls with prefix=, repeat). */
+/* Internals of the AST -> IR lowering shared by its files: build_scope.c
+ * (names), build_args.c (argument binding), build_expr.c (expressions),
+ * build.c (statements) and build_module.c (def, calls with prefix=, repeat). */
 #ifndef TGC_BUILD_INTERNAL_H
 #define TGC_BUILD_INTERNAL_H
 #include "frontend/tg/ast.h"
@@ -65,13 +66,40 @@ typedef struct Builder {
     int anon_calls;          /* calls without prefix=, numbered for value names */
 } Builder;
 
-/* build.c */
+/* The positional and keyword arguments of a call, evaluated. */
+typedef struct CallArgs {
+    Ev *pos;
+    int npos;
+    const char **kw;
+    SrcLoc *kw_locs;
+    Ev *kwv;
+    int nkw;
+} CallArgs;
+
+/* build_scope.c: names, bound once */
+Ev bld_ev_err(void);
+const char *bld_ev_kind_name(const Ev *e);
 Binding *bld_lookup(Builder *B, const char *name);
 void bld_bind(Builder *B, const char *name, SrcLoc loc, BindKind kind, Ev ev);
+/* Checks a new name is free; reports the earlier binding otherwise. */
 bool bld_name_free(Builder *B, const char *name, SrcLoc loc);
+/* A close known name for "did you mean" hints: among the ops (ops) or the
+ * bindings; NULL when none is close. */
+const char *bld_suggest(Builder *B, const char *name, bool ops);
+Value *bld_add_value(Builder *B, Value *v);
+Value *bld_make_scalar(Builder *B, const Ev *e);
+
+/* build_args.c: calls of ops, through the op table's signatures */
+bool bld_is_number(const Ev *e);
+Ev bld_call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *ca);
+Ev bld_call_simple(Builder *B, OpCode op, SrcLoc loc, int n, Ev *pos);
+
+/* build_expr.c: expressions */
 Ev bld_eval(Builder *B, const Ast *n);
-const char *bld_ev_kind_name(const Ev *e);
-const char *bld_suggest(Builder *B, const char *name);
+/* Evaluates n items into *out (arena); false when one is an error. */
+bool bld_eval_list(Builder *B, Ast *const *items, int n, Ev **out);
+
+/* build.c: statements */
 void bld_stmt_let(Builder *B, const Stmt *s);
 void bld_stmt_leaf(Builder *B, const Stmt *s);
 

@@ -266,16 +266,6 @@ static bool call_prefix(Builder *B, const Ast *n, const char *who, const char **
     return true;
 }
 
-static bool eval_args(Builder *B, Ast *const *items, int n, Ev **out) {
-    *out = ARENA_ARRAY(B->a, Ev, n ? n : 1);
-    bool ok = true;
-    for (int i = 0; i < n; i++) {
-        (*out)[i] = bld_eval(B, items[i]);
-        ok &= (*out)[i].kind != EV_ERR;
-    }
-    return ok;
-}
-
 /* repeat(DEF, N, x, args..., prefix="h"): x_{i+1} = DEF(x_i, args..., prefix="h.i"). */
 static Ev eval_repeat(Builder *B, const Ast *n, ModuleDef *md) {
     const Stmt *def = md->def;
@@ -299,7 +289,7 @@ static Ev eval_repeat(Builder *B, const Ast *n, ModuleDef *md) {
     }
     Ev *args;
     int nargs = n->nitems - 2;
-    if (!eval_args(B, n->items + 2, nargs, &args)) return (Ev){.kind = EV_ERR};
+    if (!bld_eval_list(B, n->items + 2, nargs, &args)) return (Ev){.kind = EV_ERR};
     if (args[0].kind != EV_TENSOR) {
         diag_error(B->d, args[0].loc, "repeat: the first argument of %s must be a tensor, found %s",
                    def->def_name, bld_ev_kind_name(&args[0]));
@@ -354,7 +344,7 @@ bool module_call(Builder *B, const Ast *n, Ev *out) {
     const char *prefix;
     Ev *args;
     if (!call_prefix(B, n, md->def->def_name, &prefix) ||
-        !eval_args(B, n->items, n->nitems, &args)) {
+        !bld_eval_list(B, n->items, n->nitems, &args)) {
         *out = (Ev){.kind = EV_ERR};
         return true;
     }
@@ -404,7 +394,7 @@ bool module_dotted(Builder *B, const Ast *n, Ev *out) {
         const char *t = dotted_text(B, m);
         if (t && bld_lookup(B, t)) return false;
     }
-    const char *s = bld_suggest(B, full);
+    const char *s = bld_suggest(B, full, false);
     if (s)
         diag_error(B->d, n->loc, "unknown name '%s'; did you mean '%s'?", full, s);
     else
