@@ -71,16 +71,18 @@ void cg_qmm_plan(CgProgram *p, MemPlan *plan, bool cuda);
 void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d);
 /* The index of conv node v in p->convs. */
 int cg_conv_index(const CgProgram *p, const Value *v);
-/* The whole plan of a checked graph, as tgc build makes it: storage dtypes,
- * fusion, schedule, memory plan and interface. */
-void cg_program_plan(Arena *a, const Graph *g, CgProgram *p);
+/* The whole plan of a checked graph, as tgc build makes it: the planning
+ * passes, storage dtypes, fusion, schedule and memory plan
+ * (pipeline_plan, which rewrites g), then the interface and the target's
+ * scratch. */
+void cg_program_plan(Arena *a, Graph *g, CgProgram *p);
 /* The same for a target: cuda plans the convolutions' scratch and prepared
  * weights for cuDNN instead of oneDNN. */
-void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda);
+void cg_program_plan_target(Arena *a, Graph *g, CgProgram *p, bool cuda);
 /* The same with the layout pass chosen: channels_last false keeps every
  * activation generated code sees NCHW (tgc build --layout nchw); the
  * others plan channels-last on the CPU (passes/layout.c). */
-void cg_program_plan_layout(Arena *a, const Graph *g, CgProgram *p, bool cuda, bool channels_last);
+void cg_program_plan_layout(Arena *a, Graph *g, CgProgram *p, bool cuda, bool channels_last);
 
 /* --cpu's list (codegen/llvm/cpu_names.c): one entry per CPU level the
  * kernels are compiled for, in the order given. `checks` are the features

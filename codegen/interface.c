@@ -5,33 +5,35 @@
 #include <string.h>
 
 #include "passes/pipeline.h"
-#include "passes/precision.h"
 
-void cg_program_plan(Arena *a, const Graph *g, CgProgram *p) {
+void cg_program_plan(Arena *a, Graph *g, CgProgram *p) {
     cg_program_plan_target(a, g, p, false);
 }
 
-void cg_program_plan_target(Arena *a, const Graph *g, CgProgram *p, bool cuda) {
+void cg_program_plan_target(Arena *a, Graph *g, CgProgram *p, bool cuda) {
     cg_program_plan_layout(a, g, p, cuda, true);
 }
 
-void cg_program_plan_layout(Arena *a, const Graph *g, CgProgram *p, bool cuda, bool channels_last) {
+void cg_program_plan_layout(Arena *a, Graph *g, CgProgram *p, bool cuda, bool channels_last) {
     memset(p, 0, sizeof *p);
     p->g = g;
     /* Written-out attention becomes scaled_dot_product_attention where
      * the target's kernel saves memory (CPU: its scratch against the
      * scores; CUDA: none, wherever the flash kernel can run). */
-    pipeline_plan((Graph *)g, cuda ? cg_cuda_attention_scratch : rt_attention_scratch_bytes,
-                  channels_last && !cuda);
-    p->dt = precision_storage_dtypes(a, g); /* by the new value order */
-    p->kp = fusion_plan(a, g);
-    p->sched = fusion_schedule(a, g, p->kp, p->dt);
-    MemPlan *plan = memplan_plan(a, p->sched);
-    p->plan = plan;
+    PipelinePlan pp;
+    pipeline_plan(a, g, cuda ? cg_cuda_attention_scratch : rt_attention_scratch_bytes,
+                  channels_last && !cuda, &pp);
+    p->dt = pp.dt;
+    p->kp = pp.kp;
+    p->sched = pp.sched;
+    p->plan = pp.mem;
+    /* The target's own: the interface's slots and the scratch its
+     * convolutions, attention and quantized products take at the arena's
+     * tail. */
     cg_interface_init(a, p);
-    cg_conv_plan(a, p, plan, cuda);
-    cg_attn_plan(p, plan, cuda);
-    cg_qmm_plan(p, plan, cuda);
+    cg_conv_plan(a, p, pp.mem, cuda);
+    cg_attn_plan(p, pp.mem, cuda);
+    cg_qmm_plan(p, pp.mem, cuda);
 }
 
 /* Whether a training step's update o may be written over its param's own

@@ -104,7 +104,7 @@ void report_choices(Report *r, const PrecisionPolicy *base, ReportOfPolicy fn, v
     }
 }
 
-Report *report_build(Arena *a, const Graph *g, Precision p, Target t) {
+Report *report_build(Arena *a, Graph *g, Precision p, Target t) {
     Report *r = ARENA_NEW(a, Report);
     r->a = a;
     r->g = g;

@@ -91,7 +91,7 @@ typedef struct Report {
 typedef Report *(*ReportOfPolicy)(void *ctx, const PrecisionPolicy *pol);
 void report_choices(Report *r, const PrecisionPolicy *base, ReportOfPolicy fn, void *ctx);
 
-Report *report_build(Arena *a, const Graph *g, Precision p, Target t);
+Report *report_build(Arena *a, Graph *g, Precision p, Target t);
 const char *report_target_name(Target t);
 /* The assumptions every writer prints; NULL-terminated. */
 const char **report_assumptions(const Report *r);

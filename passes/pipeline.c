@@ -1,5 +1,8 @@
-/* The pass pipeline, readable in one screen. Each pass states in its file
- * what it requires and what it gives; the verifier runs between them. */
+/* The pass pipeline, readable in one screen: every pass and planning step
+ * from a front end's checked graph to the memory plan, in order. Each pass
+ * states in its file what it requires and what it gives; the verifier runs
+ * between them. The code generators add only their target's scratch to the
+ * plan (codegen/interface.c). */
 #include "passes/pipeline.h"
 
 bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const TrainSpec *train) {
@@ -22,9 +25,14 @@ bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const Train
 }
 
 /* After `tgc show`'s view, in the code generators' planning: rewrites that
- * change which ops run but not what the graph computes. */
-void pipeline_plan(Graph *g, AttnScratchFn attn_scratch, bool channels_last) {
+ * change which ops run but not what the graph computes, then the plan. */
+void pipeline_plan(Arena *a, Graph *g, AttnScratchFn attn_scratch, bool channels_last,
+                   PipelinePlan *out) {
     if (attn_scratch) pass_attention_fuse(g, attn_scratch);
     pass_conv_epilogue(g);
     if (channels_last) pass_layout(g);
+    out->dt = precision_storage_dtypes(a, g); /* by the new value order */
+    out->kp = fusion_plan(a, g);
+    out->sched = fusion_schedule(a, g, out->kp, out->dt);
+    out->mem = memplan_plan(a, out->sched);
 }

@@ -1,9 +1,14 @@
-/* The passes between a front end's checked graph and fusion. */
+/* The whole pipeline from a front end's checked graph to the memory plan:
+ * pipeline_prepare (the passes up to `tgc show`'s view), then pipeline_plan
+ * (the rewrites, fusion, schedule and memory plan the code generators
+ * emit). passes/pipeline.c lists every step in order. */
 #ifndef TGC_PIPELINE_H
 #define TGC_PIPELINE_H
 #include <stddef.h>
 
 #include "ir/ir.h"
+#include "passes/fusion.h"
+#include "passes/memplan.h"
 #include "passes/precision.h"
 #include "passes/train.h"
 
@@ -37,8 +42,18 @@ void pass_attention_fuse(Graph *g, AttnScratchFn scratch);
  * strides (passes/layout.c); run after pass_conv_epilogue. CPU only: the
  * CUDA backend's conv epilogues assume NCHW. */
 void pass_layout(Graph *g);
-/* The passes the code generators' planning runs on a prepared graph (after
- * `tgc show`'s view): attention recognition (attn_scratch NULL: none), the
- * conv epilogues, then (channels_last) the layout pass. */
-void pipeline_plan(Graph *g, AttnScratchFn attn_scratch, bool channels_last);
+/* What the planning gives the code generators: the storage dtype of every
+ * value (by Value.order), the kernels, their order and the memory plan. */
+typedef struct PipelinePlan {
+    DType *dt;
+    KernelPlan *kp;
+    Schedule *sched;
+    MemPlan *mem;
+} PipelinePlan;
+/* The planning of a prepared graph (after `tgc show`'s view): attention
+ * recognition (attn_scratch NULL: none), the conv epilogues, then
+ * (channels_last) the layout pass; then the storage dtypes, fusion, the
+ * schedule and the memory plan, into *out. */
+void pipeline_plan(Arena *a, Graph *g, AttnScratchFn attn_scratch, bool channels_last,
+                   PipelinePlan *out);
 #endif
