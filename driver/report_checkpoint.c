@@ -1,7 +1,8 @@
 /* `tgc report --train --checkpoint auto`: which activations to recompute
  * in the backward pass so that the step's peak fits the budget. Measured:
- * each try is a full compilation and memory plan with those values
- * recomputed (passes/checkpoint.c).
+ * each try builds the graph from the source, parsed once, and runs every
+ * pass and the memory plan with those values recomputed
+ * (passes/checkpoint.c).
  *
  * First single values, the least recomputation: the forward values the
  * backward pass reads, largest first, each kept only when the peak goes
@@ -35,8 +36,10 @@ static int by_bytes(const void *a, const void *b) {
 }
 
 /* The peak and FLOPs with the given values recomputed; false when the
- * graph does not compile so. */
-static bool measure(const CkptInput *in, const int *ids, int n, int64_t *peak, int64_t *flops) {
+ * graph does not compile so. Each try builds the parsed program prog
+ * afresh: the passes rewrite the graph they are given. */
+static bool measure(const CkptInput *in, const Program *prog, const int *ids, int n, int64_t *peak,
+                    int64_t *flops) {
     Arena a = {0};
     Diag d;
     diag_init(&d, NULL);
@@ -44,8 +47,8 @@ static bool measure(const CkptInput *in, const int *ids, int n, int64_t *peak, i
     t.recompute = ids;
     t.nrecompute = n;
     PrecisionPolicy pol = options_policy(in->o);
-    Graph *g = tgc_frontend_train(&a, &d, in->file, in->o->dims, in->o->ndims, &pol, &t);
-    bool ok = g && !d.errors;
+    Graph *g = prog ? tgc_frontend_graph(&a, &d, prog, in->o->dims, in->o->ndims) : NULL;
+    bool ok = g && pipeline_prepare(g, &d, &pol, &t) && !d.errors;
     if (ok) {
         Report *r = report_build(&a, g, in->prec, in->target);
         report_train_build(r, in->shard, in->zero);
@@ -69,7 +72,8 @@ static int segment_ids(const Cand *f, int m, int len, int k, int *ids, const cha
 }
 
 /* The sqrt(n) segments: true (out filled) when they fit the budget. */
-static bool segments(Arena *a, const CkptInput *in, const Report *r0, CkptResult *out) {
+static bool segments(Arena *a, const CkptInput *in, const Program *prog, const Report *r0,
+                     CkptResult *out) {
     const Graph *g = r0->g;
     Cand *f = ARENA_ARRAY(a, Cand, g->nvalues + 1);
     int m = 0;
@@ -86,14 +90,14 @@ static bool segments(Arena *a, const CkptInput *in, const Report *r0, CkptResult
     int64_t peak, flops;
     int n = segment_ids(f, m, len, nseg, ids, names);
     out->evaluations++;
-    if (!n || !measure(in, ids, n, &peak, &flops) || peak > in->budget) return false;
+    if (!n || !measure(in, prog, ids, n, &peak, &flops) || peak > in->budget) return false;
     int lo = 0, hi = nseg; /* hi segments fit; lo do not (0: the plain step) */
     int64_t hi_peak = peak, hi_flops = flops;
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
         int k = segment_ids(f, m, len, mid, ids, names);
         out->evaluations++;
-        if (measure(in, ids, k, &peak, &flops) && peak <= in->budget)
+        if (measure(in, prog, ids, k, &peak, &flops) && peak <= in->budget)
             hi = mid, hi_peak = peak, hi_flops = flops;
         else
             lo = mid;
@@ -118,6 +122,11 @@ bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, C
         out->fits = true;
         return true;
     }
+    /* Parsed once; every try builds its graph from it. */
+    Diag quiet;
+    diag_init(&quiet, NULL);
+    const Program *prog = tgc_frontend_parse(a, &quiet, in->file);
+    if (quiet.errors) prog = NULL;
     bool *read = ARENA_ARRAY(a, bool, g->nvalues + 1);
     for (int i = 0; i < g->nvalues; i++) {
         const Value *u = g->values[i];
@@ -141,7 +150,7 @@ bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, C
         ids[n] = c[k].id;
         int64_t peak, f;
         out->evaluations++;
-        if (measure(in, ids, n + 1, &peak, &f) && peak < best) {
+        if (measure(in, prog, ids, n + 1, &peak, &f) && peak < best) {
             best = peak;
             flops = f;
             names[n++] = c[k].name;
@@ -155,7 +164,7 @@ bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, C
     out->fits = best <= in->budget;
     CkptResult seg = *out;
     seg.evaluations = 0;
-    if (!out->fits && segments(a, in, r0, &seg)) {
+    if (!out->fits && segments(a, in, prog, r0, &seg)) {
         seg.evaluations += out->evaluations;
         *out = seg;
     } else {

@@ -7,12 +7,20 @@ Graph *tgc_frontend(Arena *a, Diag *d, const SrcFile *file, const DimOverride *o
     return tgc_frontend_train(a, d, file, ov, nov, pol, NULL);
 }
 
-Graph *tgc_frontend_train(Arena *a, Diag *d, const SrcFile *file, const DimOverride *ov, int nov,
-                          const PrecisionPolicy *pol, const TrainSpec *train) {
+Program *tgc_frontend_parse(Arena *a, Diag *d, const SrcFile *file) {
     TokenList toks = lex(a, d, file);
     Program *prog = parse_program(a, d, toks);
-    if (d->errors && !prog->has_graph) return NULL;
+    return d->errors && !prog->has_graph ? NULL : prog;
+}
+
+Graph *tgc_frontend_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov, int nov) {
     Graph *g = build_graph(a, d, prog, ov, nov);
-    if (d->errors) return NULL;
-    return pipeline_prepare(g, d, pol, train) ? g : NULL;
+    return d->errors ? NULL : g;
+}
+
+Graph *tgc_frontend_train(Arena *a, Diag *d, const SrcFile *file, const DimOverride *ov, int nov,
+                          const PrecisionPolicy *pol, const TrainSpec *train) {
+    Program *prog = tgc_frontend_parse(a, d, file);
+    Graph *g = prog ? tgc_frontend_graph(a, d, prog, ov, nov) : NULL;
+    return g && pipeline_prepare(g, d, pol, train) ? g : NULL;
 }

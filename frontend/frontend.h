@@ -5,6 +5,7 @@
  * here. */
 #ifndef TGC_FRONTEND_H
 #define TGC_FRONTEND_H
+#include "frontend/tg/ast.h"
 #include "ir/ir.h"
 #include "passes/precision.h"
 #include "passes/train.h"
@@ -18,4 +19,10 @@ Graph *tgc_frontend(Arena *a, Diag *d, const SrcFile *file, const DimOverride *o
  * update (passes/train.h) join the graph before the other passes. */
 Graph *tgc_frontend_train(Arena *a, Diag *d, const SrcFile *file, const DimOverride *ov, int nov,
                           const PrecisionPolicy *pol, const TrainSpec *train);
+/* The two halves of the front end, for a caller that builds one source
+ * many times (tgc report --checkpoint auto): the parsed program (NULL when
+ * it has no graph to build), and its checked graph before any pass (NULL
+ * when d holds errors), to hand to pipeline_prepare. */
+Program *tgc_frontend_parse(Arena *a, Diag *d, const SrcFile *file);
+Graph *tgc_frontend_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov, int nov);
 #endif
