@@ -1,0 +1,164 @@
+/* Facts the f16 range analysis reads off the graph: operands, sizes,
+ * reduction and product depths (see f16_range_impl.h). */
+#include <string.h>
+
+#include "passes/f16_range_impl.h"
+
+Range f16r_dtype_range(DType t) {
+    switch (t) {
+    case DT_BOOL: return rng(0, 1);
+    case DT_U8: return rng(0, 255);
+    case DT_I8: return rng(-128, 127);
+    case DT_I16: return rng(-32768, 32767);
+    /* Declared ranges wider than f16's say nothing about the data. */
+    case DT_I32: {
+        Range r = rng(-2147483648.0, 2147483647.0);
+        r.vague = true;
+        return r;
+    }
+    case DT_I64: {
+        Range r = rng(-0x1p63, 0x1p63);
+        r.vague = true;
+        return r;
+    }
+    default: return unbounded();
+    }
+}
+
+const Value *f16r_arg(const Value *v, int i) {
+    if (i < 0 || i >= v->nargs || v->args[i].kind != ARG_TENSOR) return NULL;
+    return v->args[i].t;
+}
+
+Range f16r_get(const Analysis *A, const Value *t) {
+    if (!t || t->order < 0 || t->order >= A->g->nvalues || A->g->values[t->order] != t)
+        return unbounded();
+    return A->r[t->order];
+}
+
+Range f16r_arg_range(const Analysis *A, const Value *v, int i) {
+    return f16r_get(A, f16r_arg(v, i));
+}
+
+double f16r_numel(const Value *v) {
+    double n = 1;
+    for (int i = 0; i < v->ndim && i < TG_MAX_DIMS; i++)
+        n *= (double)v->shape[i];
+    return n;
+}
+
+/* Elements one reduction output combines. */
+double f16r_reduced_count(const Value *v) {
+    const Value *x = f16r_arg(v, 0);
+    if (!x) return INFINITY;
+    double in = f16r_numel(x), out = f16r_numel(v);
+    if (in == 0 || out == 0) return 0;
+    return in / out;
+}
+
+/* The depth of a matrix product: the input's last dimension. */
+double f16r_last_dim(const Value *x) {
+    if (!x || x->ndim <= 0 || x->ndim > TG_MAX_DIMS) return INFINITY;
+    return (double)x->shape[x->ndim - 1];
+}
+
+/* Terms summed into one einsum output element: the sizes of the letters
+ * (and of "...", when the output drops it) that the output lacks. */
+double f16r_einsum_depth(const Value *v) {
+    if (v->nargs < 2 || v->args[0].kind != ARG_STR || !v->args[0].s ||
+        v->args[1].kind != ARG_TENSORS)
+        return INFINITY;
+    const char *eq = v->args[0].s, *arrow = strstr(eq, "->");
+    const Arg *ops = &v->args[1];
+    double size[128];
+    int count[128] = {0};
+    for (int i = 0; i < 128; i++)
+        size[i] = 0;
+    double ell = 1;
+    bool any_ell = false;
+    const char *p = eq;
+    for (int k = 0; k < ops->n; k++) {
+        const Value *t = ops->ts[k];
+        char letters[TG_MAX_DIMS];
+        int nl = 0, ell_at = -1;
+        while (*p && *p != ',' && (!arrow || p < arrow)) {
+            if (*p == ' ') {
+                p++;
+            } else if (!strncmp(p, "...", 3)) {
+                ell_at = nl;
+                p += 3;
+            } else {
+                if (nl >= TG_MAX_DIMS || (unsigned char)*p >= 128) return INFINITY;
+                letters[nl++] = *p++;
+            }
+        }
+        if (*p == ',') p++;
+        int n_ell = t->ndim - nl;
+        if (n_ell < 0 || (ell_at < 0 && n_ell != 0) || t->ndim > TG_MAX_DIMS) return INFINITY;
+        double e = 1;
+        for (int i = 0; i < n_ell; i++)
+            e *= (double)t->shape[ell_at + i];
+        if (ell_at >= 0) {
+            any_ell = true;
+            ell = fmax(ell, e);
+        }
+        for (int i = 0; i < nl; i++) {
+            int dim = ell_at >= 0 && i >= ell_at ? i + n_ell : i;
+            int l = (unsigned char)letters[i];
+            size[l] = fmax(size[l], (double)t->shape[dim]);
+            count[l]++;
+        }
+    }
+    bool in_out[128] = {0}, out_ell = true;
+    if (arrow) {
+        out_ell = strstr(arrow + 2, "...") != NULL;
+        for (const char *q = arrow + 2; *q; q++)
+            if ((unsigned char)*q < 128) in_out[(unsigned char)*q] = true;
+    } else {
+        for (int l = 0; l < 128; l++)
+            in_out[l] = count[l] == 1;
+    }
+    double depth = 1;
+    for (int l = 0; l < 128; l++)
+        if (count[l] && !in_out[l]) depth *= size[l];
+    if (any_ell && !out_ell) depth *= ell;
+    return depth;
+}
+
+/* Ops that give their operand's values unchanged (same numbers, another
+ * place or layout). */
+bool f16r_is_identity(const Value *v) {
+    switch (v->op) {
+    case OP_ALIAS:
+    case OP_COPY:
+    case OP_CONTIGUOUS:
+    case OP_DETACH:
+    case OP_DROPOUT:
+    case OP_CLONE: return true;
+    case OP_CAST:
+    case OP_TO: return dtype_is_float(v->dtype);
+    default: return false;
+    }
+}
+
+double f16r_data_count(const Arg *d) {
+    double n = 1;
+    for (int i = 0; i < d->data_ndim && i < TG_MAX_DIMS; i++)
+        n *= (double)d->data_shape[i];
+    return n;
+}
+
+/* The largest finite magnitude a constant holds (tensor data may mix
+ * deliberate infs with large finite values). */
+double f16r_const_finite_reach(const Value *v, Range r) {
+    double m = 0;
+    if (isfinite(r.lo)) m = fmax(m, fabs(r.lo));
+    if (isfinite(r.hi)) m = fmax(m, fabs(r.hi));
+    if (v->op == OP_TENSOR && v->nargs > 0 && v->args[0].kind == ARG_ANY_LIST && v->args[0].data) {
+        const Arg *d = &v->args[0];
+        double n = f16r_data_count(d);
+        for (int64_t i = 0; i < (int64_t)n; i++)
+            if (isfinite(d->data[i])) m = fmax(m, fabs(d->data[i]));
+    }
+    return m;
+}
