@@ -18,7 +18,8 @@
 
 #include "passes/fusion.h"
 #include "passes/memplan.h"
-#include "tgcrt.h"
+#include "tgcrt_abi.h"  /* the runtime as generated code sees it */
+#include "tgcrt_cuda.h" /* and a CUDA program's descriptor */
 
 typedef struct CgInterface {
     Value **inputs, **params, **outputs; /* declaration order */

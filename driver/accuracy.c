@@ -1,7 +1,7 @@
 /* `tgc report --accuracy N` (see accuracy.h). */
 #define _XOPEN_SOURCE 700
 #include "driver/accuracy.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "driver/toolchain.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 enum { LOG_LINES = 20 }; /* of the compiler's messages, shown with the error */
 

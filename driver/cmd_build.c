@@ -22,7 +22,7 @@
 #include "driver/st_write.h"
 #include "frontend/onnx/onnx_import.h"
 #include "passes/precision.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 #include "tgcrt.h"
 
 typedef enum { MODE_BUILD, MODE_COMPILE, MODE_RUN } Mode;

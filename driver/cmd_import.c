@@ -13,7 +13,7 @@
 #include "driver/outputs.h"
 #include "driver/st_write.h"
 #include "frontend/onnx/onnx_import.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 static const char *USAGE =
     "tgc import MODEL.onnx -o MODEL.tg [--weights-out W.safetensors] [-D NAME=VALUE]...";

@@ -15,7 +15,7 @@
 #include "driver/report_cpu.h"
 #include "driver/report_train.h"
 #include "frontend/onnx/onnx_import.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 #define FIT_CAP ((int64_t)1 << 31)
 

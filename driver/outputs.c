@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_file_id.h"
+#include "support/file_id.h"
 
 void ioset_init(IoSet *s, const char *cmd) {
     memset(s, 0, sizeof *s);

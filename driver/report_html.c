@@ -9,7 +9,7 @@
 
 #include "driver/report.h"
 #include "driver/report_train.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 #define TL_W 860 /* timeline plot area */
 #define TL_H 240

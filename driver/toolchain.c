@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 static bool is_file(const char *p) {
     struct stat st;

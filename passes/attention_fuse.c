@@ -42,7 +42,7 @@
 
 #include "ir/infer.h"
 #include "passes/pipeline.h"
-#include "runtime/tgcrt.h" /* RtAttnDesc: the header only, the core does not link the runtime */
+#include "runtime/tgcrt_abi.h" /* RtAttnDesc: the header only, the core does not link the runtime */
 
 typedef struct Match {
     Value *q, *k, *v, *mask;

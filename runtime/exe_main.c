@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "exe_internal.h"
-#include "rt_atomic.h"
-#include "rt_file_id.h"
+#include "support/atomic_file.h"
+#include "support/file_id.h"
 
 #define MAX_BENCH 1000000000LL /* samples are kept in memory */
 

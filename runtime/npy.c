@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "npy_internal.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 #include "tgcrt.h"
 
 #define NPY_MAGIC "\x93NUMPY"

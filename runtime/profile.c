@@ -17,7 +17,7 @@
 
 #include "context_internal.h"
 #include "profile_internal.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 struct RtProfile {
     int nsteps;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 #include "rt_internal.h"
 
 static const char *st_dtype(RtDType t) {

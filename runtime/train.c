@@ -23,7 +23,7 @@
 
 #include "context_internal.h"
 #include "exe_internal.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 static void forget_pair(RtContext *c, int role);
 static int role_of(const RtProgram *p, int i);

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "exe_internal.h"
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 typedef RtExeArgs Args;
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "runtime/tgcrt.h" /* RtAttnDesc: the header only */
+#include "runtime/tgcrt_abi.h" /* RtAttnDesc: the header only */
 
 typedef struct CuAttnTiles {
     int br, bc;   /* query rows and keys per tile */

@@ -622,7 +622,13 @@ def tsan_check(R, args, d, weights, inputs, nsets):
     for f in glob.glob(os.path.join(d, "*.bin")) + glob.glob(os.path.join(d, "*.safetensors")):
         if ".out." not in f:
             shutil.copy(f, td)
-    rt_srcs = sorted(glob.glob(os.path.join(args.rtinc, "*.c")))
+    # libtgcrt's sources: runtime/*.c, and the libc-only helpers of support/
+    # it compiles too (TGC_SUPPORT_RUNTIME_SOURCES in CMakeLists.txt),
+    # included as "support/NAME.h" from the repository root.
+    root = os.path.dirname(os.path.abspath(args.rtinc))
+    rt_srcs = sorted(glob.glob(os.path.join(args.rtinc, "*.c"))) + \
+        [os.path.join(root, "support", f) for f in ("atomic_file.c", "tmp_registry.c", "file_id.c")] + \
+        ["-I", root]
     exe = os.path.join(d, "compile_main_tsan")
     ok = build_c(R, args, d, exe, clang,
                  # the project's own definition (CMakeLists.txt's add_compile_options)

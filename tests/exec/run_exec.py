@@ -1136,7 +1136,8 @@ def reserved_graph_names(env):
     check_exit(run([env.tgc, "compile", tg, "-o", env.anon(".o"), "--header", hdr]), 0, (),
                "tgc compile probe")
     suffixes = set(m[len("probe"):] for m in re.findall(r"\bprobe_\w+", open(hdr).read()))
-    rt = open(os.path.join(ROOT, "runtime", "tgcrt.h")).read()
+    rt = "".join(open(os.path.join(ROOT, "runtime", h)).read()
+                 for h in ("tgcrt.h", "tgcrt_abi.h", "tgcrt_cuda.h"))
     names = set(re.findall(r"\b[A-Za-z_]\w*\b", re.sub(r"/\*.*?\*/", "", rt, flags=re.S)))
     clash = sorted(set(n[:-len(s)] for n in names for s in suffixes
                        if n.endswith(s) and re.match(r"[A-Za-z_]\w*$", n[:-len(s)])))

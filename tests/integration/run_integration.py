@@ -128,7 +128,8 @@ def install(a, tmp):
 
 
 def consumer(a, tmp, prefix, env):
-    for f in ["bin/tgc", "lib/tgc/libtgcrt.a", "include/tgc/tgcrt.h",
+    for f in ["bin/tgc", "lib/tgc/libtgcrt.a", "include/tgc/tgcrt.h", "include/tgc/tgcrt_abi.h",
+              "include/tgc/tgcrt_cuda.h",
               "lib/pkgconfig/tgcrt.pc", "lib/cmake/tgc/tgcConfig.cmake",
               "lib/cmake/tgc/tgcConfigVersion.cmake", "lib/cmake/tgc/TgcAddModel.cmake"]:
         check(os.path.isfile(os.path.join(prefix, f)), f"installed {f}")

@@ -1,9 +1,10 @@
 /* File identity (file_id.c): whether two paths name the same file, for the
  * rule that no command writes over one of its own inputs (cli.md). Used by
  * the compiled executables (exe_main.c) and by tgc itself
- * (driver/outputs.c). Internal to tgc and libtgcrt, like rt_atomic.h. */
-#ifndef TGCRT_FILE_ID_H
-#define TGCRT_FILE_ID_H
+ * (driver/outputs.c). Shared by tgc and libtgcrt, like
+ * support/atomic_file.h. */
+#ifndef TGC_SUPPORT_FILE_ID_H
+#define TGC_SUPPORT_FILE_ID_H
 #include <stdbool.h>
 #include <sys/types.h>
 

@@ -9,12 +9,15 @@
  * exists and is not a regular file (a device such as /dev/null, a FIFO) is
  * opened and written in place: renaming over it would replace the node.
  *
- * Internal to tgc and libtgcrt (never installed, never included by
- * generated code). The registry of temporaries is the runtime's one piece
- * of process-wide state: lock-free, safe from any thread and from signal
- * handlers, and it holds nothing but paths to remove. */
-#ifndef TGCRT_ATOMIC_H
-#define TGCRT_ATOMIC_H
+ * Shared by tgc (driver/) and libtgcrt: it lives in support/ because the
+ * driver may include no runtime internals, and it needs nothing but libc,
+ * so runtime/CMakeLists.txt compiles it into libtgcrt (the compiler gets
+ * it from there; never installed, never included by generated code). The
+ * registry of temporaries is the runtime's one piece of process-wide
+ * state: lock-free, safe from any thread and from signal handlers, and it
+ * holds nothing but paths to remove. */
+#ifndef TGC_SUPPORT_ATOMIC_FILE_H
+#define TGC_SUPPORT_ATOMIC_FILE_H
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>

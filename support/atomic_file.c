@@ -1,4 +1,4 @@
-/* Writing a file whole or not at all (see rt_atomic.h): a unique temporary
+/* Writing a file whole or not at all (see atomic_file.h): a unique temporary
  * beside the destination, renamed over it when complete; a destination
  * that is a device or a FIFO is opened and written in place instead. */
 #define _GNU_SOURCE
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 void rt_afile_init(RtAtomicFile *f) {
     memset(f, 0, sizeof *f);

@@ -1,10 +1,10 @@
-/* File identity (see rt_file_id.h). */
+/* File identity (see file_id.h). */
 #define _XOPEN_SOURCE 700 /* strndup */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "rt_file_id.h"
+#include "support/file_id.h"
 
 RtFileId rt_file_id(const char *path, bool written) {
     RtFileId id = {0};

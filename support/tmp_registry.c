@@ -1,5 +1,5 @@
 /* The temporaries a process removes when it is interrupted or killed (see
- * rt_atomic.h).
+ * atomic_file.h).
  *
  * What is cleaned, and when:
  *  - SIGINT, SIGTERM, SIGHUP (rt_tmp_install_signals): the handler passes
@@ -43,7 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rt_atomic.h"
+#include "support/atomic_file.h"
 
 enum { SLOTS = 64, FREE = 0, BUSY = 1, TFILE = 2, TDIR = 3 };
 static char *slot_path[SLOTS];
