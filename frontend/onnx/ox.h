@@ -9,6 +9,7 @@
  *                networks, ox_ops_index.c index and layout ops and TopK,
  *                ox_ops_math.c elementwise functions and CumSum, ox_ops_quant.c
  *                quantization, ox_scatter.c the scatters and GatherND;
+ *                ox_rnn.c the recurrent layers,
  *                ox_pool.c, ox_conv3d.c, ox_resize.c the windows and resizes
  *                torch's functions do not take), ox_fuse.c the fused patterns
  *   onnx_import.c  the driver of all of these.
@@ -197,6 +198,9 @@ void ox_set_shape(OxVal *v, DType dt, int ndim, const OxDim *d);
  * not one of theirs. */
 bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_rnn.c: RNN, GRU and LSTM, unrolled over the sequence; their outputs
+ * are all optional, the first included (out[k] NULL when omitted). */
+bool ox_op_rnn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_index.c: GatherElements, DepthToSpace, SpaceToDepth, OneHot, Hardmax */
 bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* A conv's or pool's window over the spatial dims of [N, C, ...]. */

@@ -81,6 +81,9 @@ static const struct {
     {"GlobalMaxPool", 1, 1, 1, 1, NONE},
     {"Greater", 2, 2, 1, 1, BCAST},
     {"GreaterOrEqual", 2, 2, 1, 1, NONE},
+    {"GRU", 3, 6, 1, 2,
+     "activation_alpha activation_beta activations clip direction hidden_size layout "
+     "linear_before_reset"},
     {"Hardmax", 1, 1, 1, 1, "axis"},
     {"HardSigmoid", 1, 1, 1, 1, "alpha beta"},
     {"HardSwish", 1, 1, 1, 1, NONE},
@@ -95,6 +98,9 @@ static const struct {
     {"Log", 1, 1, 1, 1, NONE},
     {"LogSoftmax", 1, 1, 1, 1, "axis"},
     {"LRN", 1, 1, 1, 1, "alpha beta bias size"},
+    {"LSTM", 3, 8, 1, 3,
+     "activation_alpha activation_beta activations clip direction hidden_size input_forget "
+     "layout"},
     {"MatMul", 2, 2, 1, 1, NONE},
     {"Max", 1, ANY, 1, 1, NONE},
     /* storage_order only orders the indices output, which is refused */
@@ -135,6 +141,8 @@ static const struct {
      "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
      "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
     {"ReverseSequence", 2, 2, 1, 1, "batch_axis time_axis"},
+    {"RNN", 3, 6, 1, 2,
+     "activation_alpha activation_beta activations clip direction hidden_size layout"},
     {"Round", 1, 1, 1, 1, NONE},
     {"Scatter", 3, 3, 1, 1, "axis"},
     {"ScatterElements", 3, 3, 1, 1, "axis reduction"},

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Exports the ONNX suite's models with torch.onnx.export (PyTorch 1.13,
 torchvision 0.14): one model of each torchvision classification family, a
-segmentation model, nn.TransformerEncoder / nn.TransformerDecoder and a
-GPT-style language model, each at opset 17 and at opset 13.
+segmentation model, nn.TransformerEncoder / nn.TransformerDecoder, a
+GPT-style language model and a stack of nn.LSTM, nn.GRU and nn.RNN, each at
+opset 17 and at opset 13.
 
 Every model is built under torch.manual_seed(0) with its own initialisation,
 then `randomize` perturbs what initialisation leaves trivial (see there), in
@@ -204,6 +205,25 @@ def gpt(full):
     return m
 
 
+class Recurrent(nn.Module):
+    """nn.LSTM (2 layers, bidirectional, batch_first) -> nn.GRU (torch's
+    linear_before_reset form) from a given initial state -> nn.RNN (ReLU):
+    ONNX's LSTM, GRU and RNN nodes with every output used."""
+
+    def __init__(self, d=16, h=12):
+        super().__init__()
+        self.lstm = nn.LSTM(d, h, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(2 * h, h, batch_first=True)
+        self.rnn = nn.RNN(h, h, nonlinearity="relu", batch_first=True)
+        self.h0 = nn.Parameter(torch.randn(1, 1, h) * 0.5)
+
+    def forward(self, x):
+        y, (hn, cn) = self.lstm(x)
+        y, hg = self.gru(y, self.h0.expand(1, x.shape[0], -1).contiguous())
+        y, hr = self.rnn(y)
+        return y, torch.cat([hn, cn, hg, hr], 0).transpose(0, 1)
+
+
 def img(size, batch=1):
     return [("x", (batch, 3, size, size), "image")]
 
@@ -238,8 +258,11 @@ MODELS = {
                             [("tgt", (1, 10, 64), "seq"), ("memory", (1, 7, 64), "seq")],
                             [("tgt", (1, 10, 64), "seq"), ("memory", (1, 7, 64), "seq")], ["y"], None),
     "gpt": (gpt, [("ids", (2, 16), "ids:101")], [("ids", (2, 16), "ids:101")], ["logits"], None),
+    "recurrent": (lambda full: Recurrent(), [("x", (2, 9, 16), "seq")], [("x", (2, 9, 16), "seq")],
+                  ["y", "h"], "batch"),
 }
-NEEDS_TORCHVISION = [n for n in MODELS if n not in ("transformer_encoder", "transformer_decoder", "gpt")]
+NEEDS_TORCHVISION = [n for n in MODELS
+                     if n not in ("transformer_encoder", "transformer_decoder", "gpt", "recurrent")]
 EXTERNAL_DATA = "resnet18"   # also saved with its initializers in an external data file
 DYNAMIC_BATCH = 8            # where the batch axis is dynamic: also run at this batch
 

@@ -631,6 +631,24 @@ def cases():
                  [vi("y", [4], TensorProto.UINT8)]), ["shift_up"], "a BitShift whose direction is UP")
     add("lrn_size_0", one_node(helper.make_node("LRN", ["img_in"], ["y"], name="lrn_zero", size=0),
                                x4, [vi("y", [1, 3, 8, 8])]), ["lrn_zero"], "an LRN of size 0")
+    seq_x = [vi("seq_x", [5, 2, 4])]
+    rnn_w = f32("rnn_w", [1, 16, 4])
+    add("lstm_w_wrong_shape",
+        one_node(helper.make_node("LSTM", ["seq_x", "rnn_w", "lstm_r"], ["", "yh"], name="lstm_w",
+                                  hidden_size=3),
+                 seq_x, [vi("yh", [1, 2, 3])], [rnn_w, f32("lstm_r", [1, 12, 3])]),
+        ["lstm_w", "W has shape"], "an LSTM of hidden size 3 whose W is [1, 16, 4] (4 gates x 3 = 12 rows)", expect_all=True)
+    add("gru_unknown_activation",
+        one_node(helper.make_node("GRU", ["seq_x", "gru_w", "gru_r"], ["", "yh"], name="gru_act",
+                                  hidden_size=2, activations=["Sigmoid", "Swish"]),
+                 seq_x, [vi("yh", [1, 2, 2])], [f32("gru_w", [1, 6, 4]), f32("gru_r", [1, 6, 2])]),
+        ["gru_act", "Swish"], "a GRU whose activations name Swish", expect_all=True)
+    add("rnn_symbolic_sequence",
+        one_node(helper.make_node("RNN", ["seq_sym", "rnn_w2", "rnn_r2"], ["", "yh"], name="rnn_sym",
+                                  hidden_size=2),
+                 [vi("seq_sym", ["T", 2, 4])], [vi("yh", [1, 2, 2])],
+                 [f32("rnn_w2", [1, 2, 4]), f32("rnn_r2", [1, 2, 2])]),
+        ["rnn_sym", "sequence length"], "an RNN over a sequence whose length is a symbolic dim", expect_all=True)
     return out
 
 
