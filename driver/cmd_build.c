@@ -406,7 +406,7 @@ bad:
     return false;
 }
 
-/* Starts the atomic write of an output (rt_atomic.h); false after a
+/* Starts the atomic write of an output (support/atomic_file.h); false after a
  * message naming the real cause (a name too long, a missing directory). */
 static bool begin_output(const BuildOpts *b, RtAtomicFile *f, const char *path) {
     int e = rt_afile_begin(f, path);
@@ -526,102 +526,107 @@ static bool publish_emitted(const BuildOpts *b, Arena *a, const char *src, const
     return true;
 }
 
-static int drive(Mode mode, int argc, char **argv) {
+/* One build's state: what drive's steps share, and what its end frees.
+ * Each step returns false to stop, with rc the exit status. */
+typedef struct Build {
     BuildOpts b;
-    memset(&b, 0, sizeof b);
-    b.mode = mode;
-    b.cmd = argv[0];
-    b.usage = mode == MODE_BUILD ? USAGE_BUILD : mode == MODE_COMPILE ? USAGE_COMPILE : USAGE_RUN;
-    int rc = parse(&b, argc, argv);
-    if (rc) {
-        options_free(&b.o);
-        cg_cpu_levels_free(&b.levels);
-        return rc < 0 ? 0 : rc;
-    }
-    rc = 1;
-    Arena a = {0};
+    int rc;
+    Arena a;
     Diag d;
-    diag_init(&d, stderr);
     SrcFile file;
-    char tmp[PATH_MAX] = "";
-    int tmp_slot = -1;
-    char *cuda_decl = NULL;
-    char prog[PATH_MAX + 160] = "";
-    RtAtomicFile outf, hdrf;
-    OnnxImport onnx;
-    memset(&onnx, 0, sizeof onnx);
-    rt_afile_init(&outf);
-    rt_afile_init(&hdrf);
-    bool cuda = b.target && !strcmp(b.target, "cuda");
+    Graph *g;
+    CgProgram p;
+    LinkNeeds needs;
+    bool cuda;
     CudaOptions cuo;
-    memset(&cuo, 0, sizeof cuo);
     IoSet io;
-    ioset_init(&io, b.cmd);
+    OnnxImport onnx;
+    RtAtomicFile outf, hdrf;
+    char tmp[PATH_MAX];
+    int tmp_slot;
+    char lib[PATH_MAX], inc[PATH_MAX];
+    char oweights[PATH_MAX + 32], qweights[PATH_MAX + 32]; /* weights made here */
+    char obj[PATH_MAX + 32], glue_path[PATH_MAX + 32];
+    char emit_tmp[PATH_MAX + 16];
+    char prog[PATH_MAX + 160];
+    char *cuda_decl;
     const char *emitted[2 * CG_CUDA_MAX_ARCHS + 4];
-    int nemit = 0;
-    if (!cuda_flags(&b, cuda, &cuo)) goto out;
-    if (b.print_link && !b.o.file) {
-        LinkNeeds any = link_needs_any(b.target, b.static_rt);
-        rc = link_line_print(b.cmd, &any);
-        goto out;
+    int nemit;
+    const char *dest; /* what the linker wrote */
+    char scratch[PATH_MAX + 32];
+} Build;
+
+/* The graph, planned (pipeline_plan through cg_program_plan_layout), and
+ * every output checked and begun: nothing is written before every output
+ * is checked against every file read and every other output (cli.md). */
+static bool plan(Build *s) {
+    BuildOpts *b = &s->b;
+    if (!cuda_flags(b, s->cuda, &s->cuo)) return false;
+    if (b->print_link && !b->o.file) {
+        LinkNeeds any = link_needs_any(b->target, b->static_rt);
+        s->rc = link_line_print(b->cmd, &any);
+        return false;
     }
-    if (b.embed && !b.weights) {
-        fprintf(stderr, "tgc %s: error: --embed-weights needs --weights FILE\n", b.cmd);
-        goto out;
+    if (b->embed && !b->weights) {
+        fprintf(stderr, "tgc %s: error: --embed-weights needs --weights FILE\n", b->cmd);
+        return false;
     }
     /* Interrupted or killed, tgc takes its temporaries and compilers with
-     * it (rt_atomic.h, tmp_registry.c). */
+     * it (support/atomic_file.h, support/tmp_registry.c). */
     rt_tmp_install_signals();
     rt_tmp_start_guardian();
-    b.o.weights = b.weights;
+    b->o.weights = b->weights;
     /* An ONNX model: its initializers become the weights, unless
-     * --weights names others (written below, once there is a temporary
+     * --weights names others (written by stage, once there is a temporary
      * directory). */
-    if (onnx_is_model_path(b.o.file)) b.o.onnx_out = &onnx;
-    Graph *g = load_graph(&a, &d, &b.o, &file);
-    if (!g) {
-        if (d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
-        goto out;
+    if (onnx_is_model_path(b->o.file)) b->o.onnx_out = &s->onnx;
+    s->g = load_graph(&s->a, &s->d, &b->o, &s->file);
+    if (!s->g) {
+        if (s->d.errors > 1 && s->d.out) fprintf(stderr, "%d errors\n", s->d.errors);
+        return false;
     }
-    if (b.checkpoint && !(g = checkpointed(&b, &a, &d, g, &file, cuda))) goto out;
-    CgProgram p;
-    cg_program_plan_layout(&a, g, &p, cuda, !b.layout_nchw);
+    if (b->checkpoint && !(s->g = checkpointed(b, &s->a, &s->d, s->g, &s->file, s->cuda)))
+        return false;
+    cg_program_plan_layout(&s->a, s->g, &s->p, s->cuda, !b->layout_nchw);
     /* What the program links: oneDNN on the CPU (convolutions, f32 products). */
-    LinkNeeds needs = {.conv = !cuda, .cuda = cuda, .static_blas = b.static_rt};
-    if (b.print_link) {
-        rc = link_line_print(b.cmd, &needs);
-        goto out;
+    s->needs = (LinkNeeds){.conv = !s->cuda, .cuda = s->cuda, .static_blas = b->static_rt};
+    if (b->print_link) {
+        s->rc = link_line_print(b->cmd, &s->needs);
+        return false;
     }
-    /* Nothing is written before every output is checked against every
-     * file read and every other output (cli.md). */
-    nemit = emit_names(&b, &a, g->name, &cuo, emitted);
-    if (!files_distinct(&b, &a, &p, &onnx, emitted, nemit, &io)) goto out;
-    if (mode != MODE_RUN && !b.print_link && !begin_output(&b, &outf, b.out)) goto out;
-    if (mode == MODE_COMPILE && !b.print_link && !begin_output(&b, &hdrf, b.header)) goto out;
-    if (b.weights && !b.o.quant_bits && !check_weights(&b, &p)) goto out;
+    s->nemit = emit_names(b, &s->a, s->g->name, &s->cuo, s->emitted);
+    if (!files_distinct(b, &s->a, &s->p, &s->onnx, s->emitted, s->nemit, &s->io)) return false;
+    if (b->mode != MODE_RUN && !begin_output(b, &s->outf, b->out)) return false;
+    if (b->mode == MODE_COMPILE && !begin_output(b, &s->hdrf, b->header)) return false;
+    return !b->weights || b->o.quant_bits || check_weights(b, &s->p);
+}
 
-    char lib[PATH_MAX], inc[PATH_MAX];
-    if (!toolchain_find_runtime(lib, inc, sizeof lib)) {
+/* The runtime found, the temporary directory made, and the weights the
+ * program embeds written there: an ONNX model's initializers, or the
+ * quantized weights (the scales are part of what was built). */
+static bool stage(Build *s) {
+    BuildOpts *b = &s->b;
+    if (!toolchain_find_runtime(s->lib, s->inc, sizeof s->lib)) {
         fprintf(stderr,
                 "tgc %s: error: cannot find the runtime library libtgcrt.a (set "
                 "TGC_RUNTIME_DIR to the directory holding libtgcrt.a and tgcrt.h)\n",
-                b.cmd);
-        goto out;
+                b->cmd);
+        return false;
     }
     const char *tdir = getenv("TMPDIR");
-    tmp_slot = rt_tmp_mkdtemp(tdir && *tdir ? tdir : "/tmp", "tgc", tmp, sizeof tmp);
-    if (tmp_slot < 0) {
-        fprintf(stderr, "tgc %s: error: cannot create a temporary directory: %s\n", b.cmd,
+    s->tmp_slot = rt_tmp_mkdtemp(tdir && *tdir ? tdir : "/tmp", "tgc", s->tmp, sizeof s->tmp);
+    if (s->tmp_slot < 0) {
+        fprintf(stderr, "tgc %s: error: cannot create a temporary directory: %s\n", b->cmd,
                 strerror(errno));
-        goto out;
+        return false;
     }
-    char oweights[PATH_MAX + 32];
-    if (b.o.onnx_out && !b.weights && onnx.nparams) {
-        snprintf(oweights, sizeof oweights, "%s/onnx_weights.safetensors", tmp);
-        StBlob *blobs = calloc((size_t)onnx.nparams, sizeof *blobs);
+    const OnnxImport *onnx = &s->onnx;
+    if (b->o.onnx_out && !b->weights && onnx->nparams) {
+        snprintf(s->oweights, sizeof s->oweights, "%s/onnx_weights.safetensors", s->tmp);
+        StBlob *blobs = calloc((size_t)onnx->nparams, sizeof *blobs);
         bool ok = blobs != NULL;
-        for (int k = 0; ok && k < onnx.nparams; k++) {
-            const OnnxParam *op = &onnx.params[k];
+        for (int k = 0; ok && k < onnx->nparams; k++) {
+            const OnnxParam *op = &onnx->params[k];
             blobs[k] = (StBlob){.name = op->name,
                                 .dtype = (RtDType)op->dtype,
                                 .ndim = op->ndim,
@@ -629,176 +634,228 @@ static int drive(Mode mode, int argc, char **argv) {
                                 .nbytes = op->nbytes};
             memcpy(blobs[k].shape, op->shape, sizeof(int64_t) * (size_t)op->ndim);
         }
-        ok = ok && st_write(b.cmd, oweights, blobs, onnx.nparams);
+        ok = ok && st_write(b->cmd, s->oweights, blobs, onnx->nparams);
         free(blobs);
-        if (!ok) goto out;
-        b.weights = oweights;
+        if (!ok) return false;
+        b->weights = s->oweights;
         /* build and compile embed them: the program is the model */
-        if (mode != MODE_RUN) b.embed = true;
-        if (!b.o.quant_bits && !check_weights(&b, &p)) goto out;
+        if (b->mode != MODE_RUN) b->embed = true;
+        if (!b->o.quant_bits && !check_weights(b, &s->p)) return false;
     }
-    /* A quantized build embeds the weights it quantized: the scales are
-     * part of what was built. */
-    char qweights[PATH_MAX + 32];
-    if (b.o.quant_bits) {
-        snprintf(qweights, sizeof qweights, "%s/weights.safetensors", tmp);
-        if (!quantize_weights_write(g, b.weights, qweights, b.cmd)) goto out;
-        b.weights = qweights;
-        b.embed = true;
-        if (!check_weights(&b, &p)) goto out;
+    if (b->o.quant_bits) {
+        snprintf(s->qweights, sizeof s->qweights, "%s/weights.safetensors", s->tmp);
+        if (!quantize_weights_write(s->g, b->weights, s->qweights, b->cmd)) return false;
+        b->weights = s->qweights;
+        b->embed = true;
+        if (!check_weights(b, &s->p)) return false;
     }
-    char obj[PATH_MAX + 32], glue[PATH_MAX + 32];
-    snprintf(obj, sizeof obj, "%s/kernels.o", tmp);
-    snprintf(glue, sizeof glue, "%s/glue.c", tmp);
+    snprintf(s->obj, sizeof s->obj, "%s/kernels.o", s->tmp);
+    snprintf(s->glue_path, sizeof s->glue_path, "%s/glue.c", s->tmp);
     /* tgc run's program is named after the graph: its messages say so.
      * Cut to 64 characters: a file name has at most NAME_MAX (255) bytes,
      * and a graph name has no limit. */
-    snprintf(prog, sizeof prog, "%s/%.64s", tmp, g->name);
-
-    CgOptions co = {.cpu = b.cpu, .levels = &b.levels, .obj_path = obj};
-    char listing[PATH_MAX + 256];
-    if (b.emit_kind && mkdir(b.emit_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "tgc %s: error: --emit: cannot create '%s': %s\n", b.cmd, b.emit_dir,
+    snprintf(s->prog, sizeof s->prog, "%s/%.64s", s->tmp, s->g->name);
+    if (b->emit_kind && mkdir(b->emit_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tgc %s: error: --emit: cannot create '%s': %s\n", b->cmd, b->emit_dir,
                 strerror(errno));
-        goto out;
+        return false;
     }
     /* Listings are written into the temporary directory first and then
      * published through the atomic writer, like every file tgc writes. */
-    char emit_tmp[PATH_MAX + 16];
-    snprintf(emit_tmp, sizeof emit_tmp, "%s/emit", tmp);
-    if (b.emit_kind && mkdir(emit_tmp, 0700) != 0) {
-        fprintf(stderr, "tgc %s: error: cannot create '%s': %s\n", b.cmd, emit_tmp,
+    snprintf(s->emit_tmp, sizeof s->emit_tmp, "%s/emit", s->tmp);
+    if (b->emit_kind && mkdir(s->emit_tmp, 0700) != 0) {
+        fprintf(stderr, "tgc %s: error: cannot create '%s': %s\n", b->cmd, s->emit_tmp,
                 strerror(errno));
-        goto out;
+        return false;
     }
-    char err[2048];
-    if (cuda) {
-        /* Where the source goes when NVRTC rejects it: the --emit
-         * directory, else next to the output. */
-        char fail_src[PATH_MAX + 256], fail_dest[PATH_MAX + 256];
-        if (b.emit_kind)
-            snprintf(fail_dest, sizeof fail_dest, "%s/%s.cu", b.emit_dir, g->name);
-        else if (mode != MODE_RUN)
-            snprintf(fail_dest, sizeof fail_dest, "%s.cu", b.out);
-        else
-            snprintf(fail_dest, sizeof fail_dest, "%.64s.cu", g->name);
-        snprintf(fail_src, sizeof fail_src, "%s/rejected.cu", tmp);
-        cuo.image_dir = tmp;
-        cuo.emit_dir = b.emit_kind ? emit_tmp : NULL;
-        cuo.emit_ptx_only = b.emit_kind && !strcmp(b.emit_kind, "ptx");
-        cuo.fail_source = fail_src;
-        cuo.fail_shown = fail_dest;
-        int crc = cg_cuda_emit(&p, &cuo, &cuda_decl, err, sizeof err);
-        if (crc) {
-            fprintf(stderr, "tgc %s: %s\n", b.cmd, err);
-            /* Not over a file read either: --emit cuda's NAME.cu was checked
-             * with the rest, another place is checked now. */
-            bool checked = b.emit_kind && !cuo.emit_ptx_only;
-            if (!checked) ioset_write(&io, "the rejected CUDA source", fail_dest);
-            if (access(fail_src, F_OK) == 0 && (checked || ioset_check(&io)))
-                publish_copy(&b, fail_src, fail_dest);
-            rc = crc;
-            goto out;
+    return true;
+}
+
+/* CUDA's kernels through NVRTC: a rejected source is kept for the user
+ * (the --emit directory, else next to the output). */
+static bool emit_cuda(Build *s) {
+    BuildOpts *b = &s->b;
+    char err[2048], fail_src[PATH_MAX + 256], fail_dest[PATH_MAX + 256];
+    if (b->emit_kind)
+        snprintf(fail_dest, sizeof fail_dest, "%s/%s.cu", b->emit_dir, s->g->name);
+    else if (b->mode != MODE_RUN)
+        snprintf(fail_dest, sizeof fail_dest, "%s.cu", b->out);
+    else
+        snprintf(fail_dest, sizeof fail_dest, "%.64s.cu", s->g->name);
+    snprintf(fail_src, sizeof fail_src, "%s/rejected.cu", s->tmp);
+    CudaOptions *cuo = &s->cuo;
+    cuo->image_dir = s->tmp;
+    cuo->emit_dir = b->emit_kind ? s->emit_tmp : NULL;
+    cuo->emit_ptx_only = b->emit_kind && !strcmp(b->emit_kind, "ptx");
+    cuo->fail_source = fail_src;
+    cuo->fail_shown = fail_dest;
+    int crc = cg_cuda_emit(&s->p, cuo, &s->cuda_decl, err, sizeof err);
+    if (!crc) return true;
+    fprintf(stderr, "tgc %s: %s\n", b->cmd, err);
+    /* Not over a file read either: --emit cuda's NAME.cu was checked
+     * with the rest, another place is checked now. */
+    bool checked = b->emit_kind && !cuo->emit_ptx_only;
+    if (!checked) ioset_write(&s->io, "the rejected CUDA source", fail_dest);
+    if (access(fail_src, F_OK) == 0 && (checked || ioset_check(&s->io)))
+        publish_copy(b, fail_src, fail_dest);
+    s->rc = crc;
+    return false;
+}
+
+/* The kernels' object file (and the --emit listings, published). */
+static bool emit(Build *s) {
+    BuildOpts *b = &s->b;
+    if (s->cuda) {
+        if (!emit_cuda(s)) return false;
+    } else {
+        CgOptions co = {.cpu = b->cpu, .levels = &b->levels, .obj_path = s->obj};
+        char err[2048], listing[PATH_MAX + 256];
+        if (b->emit_kind) {
+            bool ll = !strcmp(b->emit_kind, "llvm");
+            snprintf(listing, sizeof listing, "%s/%s.%s", s->emit_tmp, s->g->name, ll ? "ll" : "s");
+            if (ll)
+                co.emit_llvm_path = listing;
+            else
+                co.emit_asm_path = listing;
         }
-    } else if (b.emit_kind) {
-        bool ll = !strcmp(b.emit_kind, "llvm");
-        snprintf(listing, sizeof listing, "%s/%s.%s", emit_tmp, g->name, ll ? "ll" : "s");
-        if (ll)
-            co.emit_llvm_path = listing;
-        else
-            co.emit_asm_path = listing;
+        if (!cg_llvm_emit(&s->p, &co, err, sizeof err)) {
+            fprintf(stderr, "tgc %s: %s\n", b->cmd, err);
+            s->rc = strstr(err, "cannot write") ? 1 : 3;
+            return false;
+        }
     }
-    if (!cuda && !cg_llvm_emit(&p, &co, err, sizeof err)) {
-        fprintf(stderr, "tgc %s: %s\n", b.cmd, err);
-        rc = strstr(err, "cannot write") ? 1 : 3;
-        goto out;
-    }
-    if (!publish_emitted(&b, &a, emit_tmp, emitted, nemit)) goto out;
-    FILE *f = fopen(glue, "w");
+    return publish_emitted(b, &s->a, s->emit_tmp, s->emitted, s->nemit);
+}
+
+/* The C glue (program descriptor, main or the header's API), written and
+ * compiled on its own first: the compiler rejecting generated code is an
+ * internal error (build_cc.c). */
+static bool glue_compile(Build *s) {
+    BuildOpts *b = &s->b;
+    FILE *f = fopen(s->glue_path, "w");
     if (!f) {
-        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, glue, strerror(errno));
-        goto out;
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, s->glue_path,
+                strerror(errno));
+        return false;
     }
     char wabs[PATH_MAX];
-    GlueOptions go = {.default_threads = b.threads,
-                      .with_main = mode != MODE_COMPILE,
-                      .cuda_decl = cuda_decl,
-                      .levels = &b.levels};
-    if (b.embed) go.embed_path = realpath(b.weights, wabs) ? wabs : b.weights;
-    cg_write_glue(f, &p, &go);
+    GlueOptions go = {.default_threads = b->threads,
+                      .with_main = b->mode != MODE_COMPILE,
+                      .cuda_decl = s->cuda_decl,
+                      .levels = &b->levels};
+    if (b->embed) go.embed_path = realpath(b->weights, wabs) ? wabs : b->weights;
+    cg_write_glue(f, &s->p, &go);
     bool glue_bad = ferror(f); /* a full disk may fail a write before the close */
     if (fclose(f) != 0 || glue_bad) {
-        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, glue, strerror(errno));
-        goto out;
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, s->glue_path,
+                strerror(errno));
+        return false;
     }
-    /* The glue on its own first: the compiler rejecting generated code is
-     * an internal error (build_cc.c). */
-    rc = build_cc_glue(b.cmd, inc, tmp, mode == MODE_COMPILE, mode != MODE_COMPILE);
-    if (rc) goto out;
-    rc = 1;
-    /* The linker writes the temporary beside -o; a device or FIFO at -o
-     * is written in place, from a scratch file. */
-    char scratch[PATH_MAX + 32];
-    snprintf(scratch, sizeof scratch, "%s/link.out", tmp);
-    const char *dest = mode == MODE_RUN       ? prog
-                       : rt_afile_path(&outf) ? rt_afile_path(&outf)
-                                              : scratch;
-    if (mode == MODE_COMPILE) {
-        if (build_cc_link_object(b.cmd, tmp, !cuda, dest, b.out) ||
-            !write_header(&b, &hdrf, &p, &needs))
-            goto out;
-    } else if (build_cc_link_exe(b.cmd, lib, tmp, !cuda, &needs, dest,
-                                 mode == MODE_BUILD ? b.out : prog)) {
-        goto out;
+    int rc =
+        build_cc_glue(b->cmd, s->inc, s->tmp, b->mode == MODE_COMPILE, b->mode != MODE_COMPILE);
+    if (rc) s->rc = rc;
+    return !rc;
+}
+
+/* The object (tgc compile, with its header) or the executable. The linker
+ * writes the temporary beside -o; a device or FIFO at -o is written in
+ * place, from a scratch file. */
+static bool link_program(Build *s) {
+    BuildOpts *b = &s->b;
+    snprintf(s->scratch, sizeof s->scratch, "%s/link.out", s->tmp);
+    s->dest = b->mode == MODE_RUN       ? s->prog
+              : rt_afile_path(&s->outf) ? rt_afile_path(&s->outf)
+                                        : s->scratch;
+    if (b->mode == MODE_COMPILE)
+        return !build_cc_link_object(b->cmd, s->tmp, !s->cuda, s->dest, b->out) &&
+               write_header(b, &s->hdrf, &s->p, &s->needs);
+    return !build_cc_link_exe(b->cmd, s->lib, s->tmp, !s->cuda, &s->needs, s->dest,
+                              b->mode == MODE_BUILD ? b->out : s->prog);
+}
+
+/* -o (and --header) committed through the atomic writer. */
+static bool publish(Build *s) {
+    BuildOpts *b = &s->b;
+    int e = s->dest == s->scratch ? rt_afile_copy_from(&s->outf, s->scratch) : 0;
+    if (e) {
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, b->out, strerror(e));
+        return false;
     }
-    if (mode != MODE_RUN) {
-        int e = dest == scratch ? rt_afile_copy_from(&outf, scratch) : 0;
-        if (e) {
-            fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b.cmd, b.out, strerror(e));
-            goto out;
-        }
-        mode_t m = mode == MODE_BUILD ? 0777 : 0666;
-        if ((mode == MODE_COMPILE && !commit_output(&b, &hdrf, b.header, 0666)) ||
-            !commit_output(&b, &outf, b.out, m))
-            goto out;
-        rc = 0;
-        goto out;
-    }
+    mode_t m = b->mode == MODE_BUILD ? 0777 : 0666;
+    if ((b->mode == MODE_COMPILE && !commit_output(b, &s->hdrf, b->header, 0666)) ||
+        !commit_output(b, &s->outf, b->out, m))
+        return false;
+    s->rc = 0;
+    return true;
+}
+
+/* tgc run: the program runs with the run's flags; its status is tgc's. */
+static void run_program(Build *s) {
+    BuildOpts *b = &s->b;
     char *run[520];
     int r = 0;
-    run[r++] = prog;
-    if (b.weights && !b.embed) {
+    run[r++] = s->prog;
+    if (b->weights && !b->embed) {
         run[r++] = "--weights";
-        run[r++] = (char *)b.weights;
+        run[r++] = (char *)b->weights;
     }
-    for (int i = 0; i < b.nrun; i++)
-        run[r++] = b.run_args[i];
-    if (b.profile) {
+    for (int i = 0; i < b->nrun; i++)
+        run[r++] = b->run_args[i];
+    if (b->profile) {
         const char *dir = ".";
-        for (int i = 0; i + 1 < b.nrun; i++)
-            if (!strcmp(b.run_args[i], "--output-dir")) dir = b.run_args[i + 1];
+        for (int i = 0; i + 1 < b->nrun; i++)
+            if (!strcmp(b->run_args[i], "--output-dir")) dir = b->run_args[i + 1];
         run[r++] = "--profile";
         run[r++] = "--profile-json";
         run[r++] =
-            b.profile_json ? (char *)b.profile_json : arena_printf(&a, "%s/profile.json", dir);
+            b->profile_json ? (char *)b->profile_json : arena_printf(&s->a, "%s/profile.json", dir);
     }
     run[r] = NULL;
-    rc = toolchain_exec(run, false);
-    if (rc < 0 || rc > 3) {
-        fprintf(stderr, "tgc run: internal error: the program ended with status %d\n", rc);
-        rc = 3;
+    s->rc = toolchain_exec(run, false);
+    if (s->rc < 0 || s->rc > 3) {
+        fprintf(stderr, "tgc run: internal error: the program ended with status %d\n", s->rc);
+        s->rc = 3;
     }
-out:
-    ioset_free(&io);
-    onnx_import_free(&onnx);
-    rt_afile_abort(&outf);
-    rt_afile_abort(&hdrf);
-    rt_tmp_remove(tmp_slot);
-    free(cuda_decl);
-    options_free(&b.o);
-    cg_cpu_levels_free(&b.levels);
-    arena_free(&a);
-    return rc;
+}
+
+/* plan -> stage -> emit -> glue_compile -> link_program -> publish (or run). */
+static int drive(Mode mode, int argc, char **argv) {
+    Build st;
+    memset(&st, 0, sizeof st);
+    Build *s = &st;
+    BuildOpts *b = &s->b;
+    b->mode = mode;
+    b->cmd = argv[0];
+    b->usage = mode == MODE_BUILD ? USAGE_BUILD : mode == MODE_COMPILE ? USAGE_COMPILE : USAGE_RUN;
+    int rc = parse(b, argc, argv);
+    if (rc) {
+        options_free(&b->o);
+        cg_cpu_levels_free(&b->levels);
+        return rc < 0 ? 0 : rc;
+    }
+    s->rc = 1;
+    diag_init(&s->d, stderr);
+    s->tmp_slot = -1;
+    rt_afile_init(&s->outf);
+    rt_afile_init(&s->hdrf);
+    s->cuda = b->target && !strcmp(b->target, "cuda");
+    ioset_init(&s->io, b->cmd);
+    if (plan(s) && stage(s) && emit(s) && glue_compile(s) && link_program(s)) {
+        if (mode == MODE_RUN)
+            run_program(s);
+        else
+            publish(s);
+    }
+    ioset_free(&s->io);
+    onnx_import_free(&s->onnx);
+    rt_afile_abort(&s->outf);
+    rt_afile_abort(&s->hdrf);
+    rt_tmp_remove(s->tmp_slot);
+    free(s->cuda_decl);
+    options_free(&b->o);
+    cg_cpu_levels_free(&b->levels);
+    arena_free(&s->a);
+    return s->rc;
 }
 
 int cmd_build(int argc, char **argv) {
