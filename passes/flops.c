@@ -60,6 +60,17 @@ static int64_t einsum_points(const Value *v) {
     return points;
 }
 
+/* Per output element of an op that elementwise kernels compute: the
+ * flops column of ir/emit.def (copies, conversions and creation ops,
+ * which share those kernels, count 0 there). */
+static const struct {
+    bool listed;
+    unsigned char per_element;
+} expr_flops[OP_COUNT] = {
+#define EXPR(op, builder, round, flops) [OP_##op] = {true, flops},
+#include "ir/emit.def"
+};
+
 int64_t flops_value(const Value *v) {
     if (v->dead || v->is_view || (op_info(v->op)->flags & OPF_LEAF) || !touches_float(v)) return 0;
     int64_t out = value_numel(v);
@@ -96,30 +107,17 @@ int64_t flops_value(const Value *v) {
         return sat_mul(ls, sat_add(sat_mul(2, sat_add(last_dim(x), v->shape[v->ndim - 1])), 5));
     }
     case OP_EINSUM: return sat_mul(einsum_points(v), v->nin > 1 ? 2 * (v->nin - 1) : 1);
-    case OP_GELU: return sat_mul(out, 8);
-    case OP_SILU: return sat_mul(out, 4);
-    /* Activations: 1 per arithmetic or transcendental step (their min,
-     * max and branch selects are free); hardtanh and relu6, clamps, count
-     * the elementwise 1 as clamp and relu do. */
-    case OP_HARDSWISH: return sat_mul(out, 3);   /* + 3, *, / 6 */
-    case OP_HARDSIGMOID: return sat_mul(out, 2); /* + 3, / 6 */
-    case OP_LEAKY_RELU: return out;              /* * slope */
-    case OP_ELU: return sat_mul(out, 3);         /* exp, - 1, * alpha */
-    case OP_SOFTPLUS: return sat_mul(out, 4);    /* * beta, exp, log1p, / beta */
-    case OP_MISH: return sat_mul(out, 4);        /* exp, log1p, tanh, * */
     case OP_SOFTMAX:
     case OP_LOG_SOFTMAX: return sat_mul(out, 5);
     case OP_LAYER_NORM: return sat_mul(out, 8);
     case OP_RMS_NORM: return sat_mul(out, 5);
-    case OP_CAST: return 0;
     case OP_VAR:
     case OP_STD:
     case OP_LOGSUMEXP: return x ? sat_mul(value_numel(x), 3) : 0;
     default: break;
     }
-    unsigned f = op_info(v->op)->flags;
-    if (f & OPF_ELEMENTWISE) return out;
-    if (f & OPF_REDUCTION) return x ? value_numel(x) : 0;
+    if (expr_flops[v->op].listed) return sat_mul(out, expr_flops[v->op].per_element);
+    if (op_info(v->op)->flags & OPF_REDUCTION) return x ? value_numel(x) : 0;
     return 0;
 }
 

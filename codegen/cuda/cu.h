@@ -159,11 +159,7 @@ extern const char cu_prelude[];
 
 /* ---- kernels by kind ---- */
 void cu_k_elementwise(Cu *cu, const Value *v); /* cu_copy.c */
-void cu_k_output_copy(Cu *cu, const Value *o, int out_index);
-void cu_k_reshape_copy(Cu *cu, const Value *v);
-void cu_k_cat(Cu *cu, const Value *v);
-void cu_k_repeat(Cu *cu, const Value *v);
-void cu_k_flip(Cu *cu, const Value *v);
+void cu_k_copy(Cu *cu, const KCopy *c);        /* the copies codegen/dispatch.c describes */
 void cu_k_broadcast_into(Cu *cu, const Value *src, const Value *dst);
 void cu_k_reduce(Cu *cu, const Value *v); /* cu_reduce.c */
 void cu_k_norm(Cu *cu, const Value *v);

@@ -1,7 +1,8 @@
 /* Elementwise kernels (a fused expression tree, one thread per element)
  * and the copies that are elementwise over another layout: reshape copies,
  * cat, stack, repeat, flip, the bias broadcast of linear and the copies of
- * outputs into the caller's buffers. The layouts are the LLVM backend's
+ * outputs into the caller's buffers, which codegen/dispatch.c describes
+ * (kernel_desc.c) and cu_k_copy writes. The layouts are the LLVM backend's
  * (codegen/llvm/k_elementwise.c), from the same description. */
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,7 @@ void cu_k_elementwise(Cu *cu, const Value *v) {
 }
 
 /* A copy of the shared description: one kernel over its shape. */
-static void copy_of(Cu *cu, const KCopy *c) {
+void cu_k_copy(Cu *cu, const KCopy *c) {
     CuKern k;
     cuk_begin(cu, &k, c->what);
     if (c->through_src) {
@@ -60,44 +61,8 @@ static void copy_of(Cu *cu, const KCopy *c) {
     copy_kernel(cu, &k, c->src, false, &dst, c->shape, c->n);
 }
 
-void cu_k_output_copy(Cu *cu, const Value *o, int out_index) {
-    KCopy c;
-    kd_output_copy(cu->p, o, out_index, &c);
-    copy_of(cu, &c);
-}
-
-void cu_k_reshape_copy(Cu *cu, const Value *v) {
-    KCopy c;
-    kd_reshape_copy(cu->p, v, &c);
-    copy_of(cu, &c);
-}
-
-void cu_k_cat(Cu *cu, const Value *v) {
-    KCopy *parts = calloc((size_t)v->args[0].n + 1, sizeof *parts);
-    if (!parts) {
-        cu_fail(cu, "out of memory");
-        return;
-    }
-    int n = kd_cat(cu->p, v, parts);
-    for (int i = 0; i < n; i++)
-        copy_of(cu, &parts[i]);
-    free(parts);
-}
-
-void cu_k_repeat(Cu *cu, const Value *v) {
-    KCopy c;
-    kd_repeat(cu->p, v, &c);
-    copy_of(cu, &c);
-}
-
-void cu_k_flip(Cu *cu, const Value *v) {
-    KCopy c;
-    kd_flip(cu->p, v, &c);
-    copy_of(cu, &c);
-}
-
 void cu_k_broadcast_into(Cu *cu, const Value *src, const Value *dst_v) {
     KCopy c;
     kd_broadcast_into(cu->p, src, dst_v, &c);
-    copy_of(cu, &c);
+    cu_k_copy(cu, &c);
 }

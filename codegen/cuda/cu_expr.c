@@ -574,137 +574,29 @@ static const char *e_tensor(CuKern *k, const Value *v, const char **a, DType t) 
     }
 }
 
+/* Which builder computes each op: the EXPR column of ir/emit.def. */
 static const EmitFn emit_op[OP_COUNT] = {
-    [OP_ADD] = e_add,
-    [OP_SUB] = e_sub,
-    [OP_MUL] = e_mul,
-    [OP_DIV] = e_div,
-    [OP_POW] = e_pow,
-    [OP_REMAINDER] = e_remainder,
-    [OP_FLOOR_DIVIDE] = e_floordiv,
-    [OP_MINIMUM] = e_minimum,
-    [OP_MAXIMUM] = e_maximum,
-    [OP_EQ] = e_eq,
-    [OP_NE] = e_ne,
-    [OP_LT] = e_lt,
-    [OP_LE] = e_le,
-    [OP_GT] = e_gt,
-    [OP_GE] = e_ge,
-    [OP_LOGICAL_AND] = e_logical_and,
-    [OP_LOGICAL_OR] = e_logical_or,
-    [OP_BITWISE_AND] = e_bitwise_and,
-    [OP_BITWISE_OR] = e_bitwise_or,
-    [OP_WHERE] = e_where,
-    [OP_MASKED_FILL] = e_masked_fill,
-    [OP_CLAMP] = e_clamp,
-    [OP_CLIP] = e_clamp,
-    [OP_NEG] = e_neg,
-    [OP_ABS] = e_abs,
-    [OP_SIGN] = e_sign,
-    [OP_RELU] = e_relu,
-    [OP_FLOOR] = e_floor,
-    [OP_CEIL] = e_ceil,
-    [OP_ROUND] = e_round,
-    [OP_TRUNC] = e_trunc,
-    [OP_SQUARE] = e_square,
-    [OP_EXP] = e_exp,
-    [OP_LOG] = e_log,
-    [OP_LOG1P] = e_log1p,
-    [OP_EXPM1] = e_expm1,
-    [OP_SQRT] = e_sqrt,
-    [OP_RSQRT] = e_rsqrt,
-    [OP_RECIPROCAL] = e_reciprocal,
-    [OP_SIN] = e_sin,
-    [OP_COS] = e_cos,
-    [OP_TAN] = e_tan,
-    [OP_ASIN] = e_asin,
-    [OP_ACOS] = e_acos,
-    [OP_ATAN] = e_atan,
-    [OP_SINH] = e_sinh,
-    [OP_COSH] = e_cosh,
-    [OP_ASINH] = e_asinh,
-    [OP_ACOSH] = e_acosh,
-    [OP_ATANH] = e_atanh,
-    [OP_TANH] = e_tanh,
-    [OP_SIGMOID] = e_sigmoid,
-    [OP_ERF] = e_erf,
-    [OP_GELU] = e_gelu,
-    [OP_SILU] = e_silu,
-    [OP_HARDSWISH] = e_hardswish,
-    [OP_HARDSIGMOID] = e_hardsigmoid,
-    [OP_LEAKY_RELU] = e_leaky_relu,
-    [OP_ELU] = e_elu,
-    [OP_SOFTPLUS] = e_softplus,
-    [OP_MISH] = e_mish,
-    [OP_HARDTANH] = e_hardtanh,
-    [OP_RELU6] = e_relu6,
-    [OP_LOGICAL_NOT] = e_logical_not,
-    [OP_BITWISE_NOT] = e_bitwise_not,
-    [OP_CAST] = e_cast,
-    [OP_TO] = e_cast,
-    [OP_CLONE] = e_cast,
-    [OP_COPY] = e_cast,
-    [OP_CONTIGUOUS] = e_cast,
-    [OP_ZEROS] = e_fill,
-    [OP_ONES] = e_fill,
-    [OP_FULL] = e_fill,
-    [OP_ZEROS_LIKE] = e_fill,
-    [OP_ONES_LIKE] = e_fill,
-    [OP_FULL_LIKE] = e_fill,
-    [OP_ARANGE] = e_arange,
-    [OP_EYE] = e_eye,
-    [OP_TENSOR] = e_tensor,
-    [OP_TRIL] = e_tri,
-    [OP_TRIU] = e_tri,
-    [OP_DROPOUT_APPLY] = e_dropout_apply,
+#define EXPR(op, builder, round, flops) [OP_##op] = e_##builder,
+#include "ir/emit.def"
 };
 
 /* Whether v's f16/bf16 result is already a value of the 16-bit type, so
- * that rounding it again would change nothing: conversions and literals
- * (cu_convert and cu_const round them), and selections among operands or
- * exact functions of one (neg, abs, floor, ...) when every data operand
- * has v's dtype. */
+ * that rounding it again would change nothing (the round column of
+ * ir/emit.def): conversions and literals (cu_convert and cu_const round
+ * them), and selections among operands or exact functions of one (neg,
+ * abs, floor, ...) when every data operand has v's dtype. */
+enum { EMIT_ROUNDED, EMIT_EXACT, EMIT_EXACT_SAME };
+static const unsigned char round_rule[OP_COUNT] = {
+#define EXPR(op, builder, round, flops) [OP_##op] = round,
+#include "ir/emit.def"
+};
 static bool exact_op(CuKern *k, const Value *v, DType t) {
-    switch (v->op) {
-    case OP_CAST:
-    case OP_TO:
-    case OP_CLONE:
-    case OP_COPY:
-    case OP_CONTIGUOUS:
-    case OP_ZEROS:
-    case OP_ONES:
-    case OP_FULL:
-    case OP_ZEROS_LIKE:
-    case OP_ONES_LIKE:
-    case OP_FULL_LIKE:
-    case OP_ARANGE:
-    case OP_EYE:
-    case OP_TENSOR:
-    case OP_TRIL:
-    case OP_TRIU: return true;
-    case OP_MINIMUM:
-    case OP_MAXIMUM:
-    case OP_WHERE:
-    case OP_MASKED_FILL:
-    case OP_CLAMP:
-    case OP_CLIP:
-    case OP_HARDTANH:
-    case OP_RELU6:
-    case OP_NEG:
-    case OP_ABS:
-    case OP_SIGN:
-    case OP_RELU:
-    case OP_FLOOR:
-    case OP_CEIL:
-    case OP_ROUND:
-    case OP_TRUNC:
-        for (int i = 0; i < v->nin; i++) {
-            DType d = in_dt(k, v, i);
-            if (d != t && d != DT_BOOL) return false;
-        }
-        return true;
-    default: return false;
+    if (round_rule[v->op] != EMIT_EXACT_SAME) return round_rule[v->op] == EMIT_EXACT;
+    for (int i = 0; i < v->nin; i++) {
+        DType d = in_dt(k, v, i);
+        if (d != t && d != DT_BOOL) return false;
     }
+    return true;
 }
 
 static bool reads_operands(const Value *v) {

@@ -22,54 +22,12 @@
 #include "codegen/cuda/cu_matmul_src.h"
 #include "codegen/cuda/cu_nvrtc.h"
 
-static void emit_kernel(Cu *cu, const Kernel *kn) {
-    const Value *v = kn->root;
-    if (kn->out_copy >= 0) {
-        cu_k_output_copy(cu, v, kn->out_copy);
-        return;
-    }
-    if (fusion_is_expression(v)) {
-        cu_k_elementwise(cu, v);
-        return;
-    }
-    if (op_info(v->op)->flags & OPF_CONV) {
-        cu_k_conv(cu, v);
-        return;
-    }
-    if (op_info(v->op)->flags & OPF_REDUCTION) {
-        cu_k_reduce(cu, v);
-        return;
-    }
-    switch (v->op) {
-    case OP_RESHAPE:
-    case OP_FLATTEN:
-    case OP_VIEW:
-    case OP_UNFLATTEN: cu_k_reshape_copy(cu, v); return;
-    case OP_CAT:
-    case OP_CONCAT:
-    case OP_STACK: cu_k_cat(cu, v); return;
-    case OP_REPEAT: cu_k_repeat(cu, v); return;
-    case OP_FLIP: cu_k_flip(cu, v); return;
-    case OP_SOFTMAX:
-    case OP_LOG_SOFTMAX:
-    case OP_LAYER_NORM:
-    case OP_RMS_NORM: cu_k_norm(cu, v); return;
-    case OP_GATHER:
-    case OP_INDEX_SELECT:
-    case OP_EMBEDDING:
-    case OP_INDEX: cu_k_gather(cu, v); return;
-    case OP_MATMUL:
-    case OP_MM:
-    case OP_BMM:
-    case OP_MV:
-    case OP_OUTER:
-    case OP_LINEAR: cu_k_matmul(cu, v); return;
-    case OP_EINSUM: cu_k_einsum(cu, v); return;
-    case OP_SDPA: cu_k_attention(cu, v); return;
-    case OP_QMATMUL: cu_k_qmatmul(cu, v); return;
-    default: cu_fail(cu, "internal: no CUDA code generator for op '%s'", op_display_name(v));
-    }
-}
+/* The CUDA side of the backend interface (codegen/backend.h). */
+#define CG_BE_T Cu
+#define CG_BE_FN(kind) cu_k_##kind
+#define CG_BE_FAIL cu_fail
+#define CG_BE_NAME "CUDA "
+#include "codegen/backend_impl.h"
 
 /* Writes the C string literal of s. */
 static void c_string(Sb *b, const char *s) {
@@ -257,8 +215,9 @@ int cg_cuda_emit(const CgProgram *p, const CudaOptions *o, char **decl, char *er
     cu.p = p;
     cu.a = &a;
     cu.smem_max = smem_max;
+    const CgBackend be = cg_backend_of(&cu, p);
     for (int i = 0; i < p->kp->nkernels && !cu.fail; i++)
-        emit_kernel(&cu, &p->kp->kernels[i]);
+        cg_emit_kernel(&be, &p->kp->kernels[i]);
     /* tg_matmul's program only where there are products. */
     bool products = false;
     for (int i = 0; i < cu.nsteps; i++)

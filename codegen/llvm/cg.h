@@ -157,11 +157,7 @@ LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v);
 void k_elementwise(Cg *cg, const Value *v);
 void k_copy_into(Cg *cg, const Value *src, const Value *dst_owner, int64_t dst_offset,
                  const int64_t *dst_strides, const int64_t *shape, int n);
-void k_output_copy(Cg *cg, const Value *o, int out_index);
-void k_reshape_copy(Cg *cg, const Value *v);
-void k_cat(Cg *cg, const Value *v);
-void k_repeat(Cg *cg, const Value *v);
-void k_flip(Cg *cg, const Value *v);
+void k_copy(Cg *cg, const KCopy *c); /* the copies codegen/dispatch.c describes */
 void k_reduce(Cg *cg, const Value *v);
 /* k_reduce_cols.c: a reduction over leading dims (kd_reduction_by_columns);
  * false, having emitted nothing, when v is not one. */

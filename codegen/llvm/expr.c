@@ -330,22 +330,16 @@ FROUND(trunc, "llvm.trunc")
 static LLVMValueRef e_square(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     return e_mul(k, v, (LLVMValueRef[]){a[0], a[0]}, t);
 }
-static LLVMValueRef e_exp(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
-    (void)v;
-    return cg_exp(CG, a[0], t);
-}
-static LLVMValueRef e_log(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
-    (void)v;
-    return cg_log(CG, a[0], t);
-}
-static LLVMValueRef e_tanh(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
-    (void)v;
-    return cg_tanh(CG, a[0], t);
-}
-static LLVMValueRef e_erf(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
-    (void)v;
-    return cg_erf(CG, a[0], t);
-}
+/* exp, log, tanh, erf: codegen/llvm/math.c's, inline in f32. */
+#define MATH(name)                                                                                 \
+    static LLVMValueRef e_##name(Kern *k, const Value *v, LLVMValueRef *a, DType t) {              \
+        (void)v;                                                                                   \
+        return cg_##name(CG, a[0], t);                                                             \
+    }
+MATH(exp)
+MATH(log)
+MATH(tanh)
+MATH(erf)
 #define LIBM(name, fn)                                                                             \
     static LLVMValueRef e_##name(Kern *k, const Value *v, LLVMValueRef *a, DType t) {              \
         (void)v;                                                                                   \
@@ -617,89 +611,10 @@ static LLVMValueRef e_dropout_apply(Kern *k, const Value *v, LLVMValueRef *a, DT
     return LLVMBuildFMul(B, a[0], noise, "");
 }
 
+/* Which builder computes each op: the EXPR column of ir/emit.def. */
 static const EmitFn emit_op[OP_COUNT] = {
-    [OP_ADD] = e_add,
-    [OP_SUB] = e_sub,
-    [OP_MUL] = e_mul,
-    [OP_DIV] = e_div,
-    [OP_POW] = e_pow,
-    [OP_REMAINDER] = e_remainder,
-    [OP_FLOOR_DIVIDE] = e_floordiv,
-    [OP_MINIMUM] = e_minimum,
-    [OP_MAXIMUM] = e_maximum,
-    [OP_EQ] = e_eq,
-    [OP_NE] = e_ne,
-    [OP_LT] = e_lt,
-    [OP_LE] = e_le,
-    [OP_GT] = e_gt,
-    [OP_GE] = e_ge,
-    [OP_LOGICAL_AND] = e_logical_and,
-    [OP_LOGICAL_OR] = e_logical_or,
-    [OP_BITWISE_AND] = e_bitwise_and,
-    [OP_BITWISE_OR] = e_bitwise_or,
-    [OP_WHERE] = e_where,
-    [OP_MASKED_FILL] = e_masked_fill,
-    [OP_CLAMP] = e_clamp,
-    [OP_CLIP] = e_clamp,
-    [OP_NEG] = e_neg,
-    [OP_ABS] = e_abs,
-    [OP_SIGN] = e_sign,
-    [OP_RELU] = e_relu,
-    [OP_FLOOR] = e_floor,
-    [OP_CEIL] = e_ceil,
-    [OP_ROUND] = e_round,
-    [OP_TRUNC] = e_trunc,
-    [OP_SQUARE] = e_square,
-    [OP_EXP] = e_exp,
-    [OP_LOG] = e_log,
-    [OP_LOG1P] = e_log1p,
-    [OP_EXPM1] = e_expm1,
-    [OP_SQRT] = e_sqrt,
-    [OP_RSQRT] = e_rsqrt,
-    [OP_RECIPROCAL] = e_reciprocal,
-    [OP_SIN] = e_sin,
-    [OP_COS] = e_cos,
-    [OP_TAN] = e_tan,
-    [OP_ASIN] = e_asin,
-    [OP_ACOS] = e_acos,
-    [OP_ATAN] = e_atan,
-    [OP_SINH] = e_sinh,
-    [OP_COSH] = e_cosh,
-    [OP_ASINH] = e_asinh,
-    [OP_ACOSH] = e_acosh,
-    [OP_ATANH] = e_atanh,
-    [OP_TANH] = e_tanh,
-    [OP_SIGMOID] = e_sigmoid,
-    [OP_ERF] = e_erf,
-    [OP_GELU] = e_gelu,
-    [OP_SILU] = e_silu,
-    [OP_HARDSWISH] = e_hardswish,
-    [OP_HARDSIGMOID] = e_hardsigmoid,
-    [OP_LEAKY_RELU] = e_leaky_relu,
-    [OP_ELU] = e_elu,
-    [OP_SOFTPLUS] = e_softplus,
-    [OP_MISH] = e_mish,
-    [OP_HARDTANH] = e_hardtanh,
-    [OP_RELU6] = e_relu6,
-    [OP_LOGICAL_NOT] = e_logical_not,
-    [OP_BITWISE_NOT] = e_bitwise_not,
-    [OP_CAST] = e_cast,
-    [OP_TO] = e_cast,
-    [OP_CLONE] = e_cast,
-    [OP_COPY] = e_cast,
-    [OP_CONTIGUOUS] = e_cast,
-    [OP_ZEROS] = e_fill,
-    [OP_ONES] = e_fill,
-    [OP_FULL] = e_fill,
-    [OP_ZEROS_LIKE] = e_fill,
-    [OP_ONES_LIKE] = e_fill,
-    [OP_FULL_LIKE] = e_fill,
-    [OP_ARANGE] = e_arange,
-    [OP_EYE] = e_eye,
-    [OP_TENSOR] = e_tensor,
-    [OP_TRIL] = e_tri,
-    [OP_TRIU] = e_tri,
-    [OP_DROPOUT_APPLY] = e_dropout_apply,
+#define EXPR(op, builder, round, flops) [OP_##op] = e_##builder,
+#include "ir/emit.def"
 };
 
 static bool reads_operands(const Value *v) {

@@ -1,6 +1,7 @@
 /* Elementwise kernels (a fused expression tree, one loop nest) and the
  * copies that are elementwise over another layout: reshape copies, cat,
- * stack, repeat, flip and the copies of outputs into the caller's buffers. */
+ * stack, repeat, flip and the copies of outputs into the caller's buffers,
+ * which codegen/dispatch.c describes (kernel_desc.c) and k_copy writes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,7 +85,7 @@ void k_elementwise(Cg *cg, const Value *v) {
 }
 
 /* A copy of the shared description: one kernel over its shape. */
-static void copy_of(Cg *cg, const KCopy *c) {
+void k_copy(Cg *cg, const KCopy *c) {
     Kern k;
     kern_begin(cg, &k, c->what);
     if (c->through_src) {
@@ -95,44 +96,8 @@ static void copy_of(Cg *cg, const KCopy *c) {
     copy_kernel(cg, &k, c->src, false, &dst, c->shape, c->n, false);
 }
 
-void k_output_copy(Cg *cg, const Value *o, int out_index) {
-    KCopy c;
-    kd_output_copy(cg->p, o, out_index, &c);
-    copy_of(cg, &c);
-}
-
-void k_reshape_copy(Cg *cg, const Value *v) {
-    KCopy c;
-    kd_reshape_copy(cg->p, v, &c);
-    copy_of(cg, &c);
-}
-
-void k_cat(Cg *cg, const Value *v) {
-    KCopy *parts = calloc((size_t)v->args[0].n + 1, sizeof *parts);
-    if (!parts) {
-        cg_fail(cg, "out of memory");
-        return;
-    }
-    int n = kd_cat(cg->p, v, parts);
-    for (int i = 0; i < n; i++)
-        copy_of(cg, &parts[i]);
-    free(parts);
-}
-
-void k_repeat(Cg *cg, const Value *v) {
-    KCopy c;
-    kd_repeat(cg->p, v, &c);
-    copy_of(cg, &c);
-}
-
-void k_flip(Cg *cg, const Value *v) {
-    KCopy c;
-    kd_flip(cg->p, v, &c);
-    copy_of(cg, &c);
-}
-
 void k_broadcast_into(Cg *cg, const Value *src, const Value *dst_v) {
     KCopy c;
     kd_broadcast_into(cg->p, src, dst_v, &c);
-    copy_of(cg, &c);
+    k_copy(cg, &c);
 }

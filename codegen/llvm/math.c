@@ -149,19 +149,14 @@ static LLVMValueRef erf_f32(Cg *cg, LLVMValueRef x0) {
     return LLVMBuildFDiv(B, p, q, "");
 }
 
-LLVMValueRef cg_exp(Cg *cg, LLVMValueRef x, DType t) {
-    if (t == DT_F64) return cg_call(cg, "exp", cg->t_f64, &x, 1);
-    return exp_f32(cg, x);
-}
-LLVMValueRef cg_log(Cg *cg, LLVMValueRef x, DType t) {
-    if (t == DT_F64) return cg_call(cg, "log", cg->t_f64, &x, 1);
-    return log_f32(cg, x);
-}
-LLVMValueRef cg_tanh(Cg *cg, LLVMValueRef x, DType t) {
-    if (t == DT_F64) return cg_call(cg, "tanh", cg->t_f64, &x, 1);
-    return tanh_f32(cg, x);
-}
-LLVMValueRef cg_erf(Cg *cg, LLVMValueRef x, DType t) {
-    if (t == DT_F64) return cg_call(cg, "erf", cg->t_f64, &x, 1);
-    return erf_f32(cg, x);
-}
+/* f64 calls libm; f32 (and f16/bf16, computed in f32) inlines the
+ * polynomial above. */
+#define MATH_FN(name)                                                                              \
+    LLVMValueRef cg_##name(Cg *cg, LLVMValueRef x, DType t) {                                      \
+        if (t == DT_F64) return cg_call(cg, #name, cg->t_f64, &x, 1);                              \
+        return name##_f32(cg, x);                                                                  \
+    }
+MATH_FN(exp)
+MATH_FN(log)
+MATH_FN(tanh)
+MATH_FN(erf)

@@ -16,55 +16,12 @@
 
 LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v);
 
-static void emit_kernel(Cg *cg, const Kernel *kn) {
-    const Value *v = kn->root;
-    if (kn->out_copy >= 0) {
-        k_output_copy(cg, v, kn->out_copy);
-        return;
-    }
-    if (fusion_is_expression(v)) {
-        k_elementwise(cg, v);
-        return;
-    }
-    unsigned f = op_info(v->op)->flags;
-    if (f & OPF_REDUCTION) {
-        k_reduce(cg, v);
-        return;
-    }
-    switch (v->op) {
-    case OP_RESHAPE:
-    case OP_FLATTEN:
-    case OP_VIEW:
-    case OP_UNFLATTEN: k_reshape_copy(cg, v); return;
-    case OP_CAT:
-    case OP_CONCAT:
-    case OP_STACK: k_cat(cg, v); return;
-    case OP_REPEAT: k_repeat(cg, v); return;
-    case OP_FLIP: k_flip(cg, v); return;
-    case OP_SOFTMAX:
-    case OP_LOG_SOFTMAX:
-    case OP_LAYER_NORM:
-    case OP_RMS_NORM: k_norm(cg, v); return;
-    case OP_GATHER:
-    case OP_INDEX_SELECT:
-    case OP_EMBEDDING:
-    case OP_INDEX: k_gather(cg, v); return;
-    case OP_MATMUL:
-    case OP_MM:
-    case OP_BMM:
-    case OP_MV:
-    case OP_OUTER:
-    case OP_LINEAR: k_matmul(cg, v); return;
-    case OP_EINSUM: k_einsum(cg, v); return;
-    case OP_QMATMUL: k_qmatmul(cg, v); return;
-    case OP_SDPA: k_attention(cg, v); return;
-    case OP_CONV1D:
-    case OP_CONV2D:
-    case OP_CONV_TRANSPOSE1D:
-    case OP_CONV_TRANSPOSE2D: k_conv(cg, v); return;
-    default: cg_fail(cg, "internal: no code generator for op '%s'", op_display_name(v));
-    }
-}
+/* The LLVM side of the backend interface (codegen/backend.h). */
+#define CG_BE_T Cg
+#define CG_BE_FN(kind) k_##kind
+#define CG_BE_FAIL cg_fail
+#define CG_BE_NAME ""
+#include "codegen/backend_impl.h"
 
 /* The forward function runs the steps in parts of at most FWD_PART_STEPS,
  * each a function of its own that forward calls in order: a part fills
@@ -294,9 +251,10 @@ bool cg_llvm_emit(const CgProgram *p, const CgOptions *o, char *err, size_t nerr
     free(sym);
     LLVMAppendBasicBlockInContext(cg.ctx, cg.fwd_top, "entry");
     fwd_part_begin(&cg);
+    const CgBackend be = cg_backend_of(&cg, p);
     for (int i = 0; i < p->kp->nkernels && !cg.fail; i++) {
         prof_mark(&cg, i);
-        emit_kernel(&cg, &p->kp->kernels[i]);
+        cg_emit_kernel(&be, &p->kp->kernels[i]);
     }
     prof_mark(&cg, p->kp->nkernels);
     cg_share_finish(&cg);
