@@ -6,7 +6,6 @@
 #include "driver/driver.h"
 #include "driver/weights_range.h"
 #include "frontend/onnx/onnx_import.h"
-#include "passes/f16_range.h"
 #include "tgcrt.h"
 
 static int usage_error(const char *cmd, const char *usage_line, const char *fmt, const char *arg) {
@@ -250,10 +249,11 @@ Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file) {
     Graph *g =
         tgc_frontend_train(a, d, file, o->dims, o->ndims, &pol, o->has_train ? &o->train : NULL);
     if (!g) return NULL;
-    /* Where the policy chose f16 for a value that can overflow it. */
+    /* Where the policy chose f16 for a value that can overflow it
+     * (pipeline_warn, passes/pipeline.c). */
     RtSafetensors *st = NULL;
     if (o->weights && rt_st_open(o->weights, &st, NULL) != TGCRT_OK) st = NULL;
-    f16_overflow_warn(g, d, st ? weights_range : NULL, st);
+    pipeline_warn(g, d, st ? weights_range : NULL, st);
     rt_st_close(st);
     if (o->quant_bits) {
         bool any = false;

@@ -24,6 +24,10 @@ bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const Train
     return true;
 }
 
+int pipeline_warn(const Graph *g, Diag *d, ParamRangeFn range, void *ctx) {
+    return f16_overflow_warn(g, d, range, ctx);
+}
+
 /* After `tgc show`'s view, in the code generators' planning: rewrites that
  * change which ops run but not what the graph computes, then the plan. */
 void pipeline_plan(Arena *a, Graph *g, AttnScratchFn attn_scratch, bool channels_last,

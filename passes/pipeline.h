@@ -1,5 +1,6 @@
 /* The whole pipeline from a front end's checked graph to the memory plan:
- * pipeline_prepare (the passes up to `tgc show`'s view), then pipeline_plan
+ * pipeline_prepare (the passes up to `tgc show`'s view), pipeline_warn
+ * (with the weights' ranges, where the driver has them), then pipeline_plan
  * (the rewrites, fusion, schedule and memory plan the code generators
  * emit). passes/pipeline.c lists every step in order. */
 #ifndef TGC_PIPELINE_H
@@ -7,6 +8,7 @@
 #include <stddef.h>
 
 #include "ir/ir.h"
+#include "passes/f16_range.h"
 #include "passes/fusion.h"
 #include "passes/memplan.h"
 #include "passes/precision.h"
@@ -18,6 +20,12 @@
 /* With train set (a training build), the gradients and the optimizer's update
  * (passes/train.h) join the graph first. */
 bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const TrainSpec *train);
+
+/* After pipeline_prepare, where the weights are known (the driver's
+ * load_graph; range NULL: none): the checks that only warn, the values the
+ * precision policy put in f16 that can overflow it (passes/f16_range.h).
+ * Returns the number of warnings; changes nothing in g. */
+int pipeline_warn(const Graph *g, Diag *d, ParamRangeFn range, void *ctx);
 
 void pass_insert_casts(Graph *g, Diag *d);
 void pass_broadcast(Graph *g, Diag *d);
