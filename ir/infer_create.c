@@ -85,18 +85,20 @@ bool infer_tensor(InferCtx *c, Value *v) {
     return true;
 }
 
-bool infer_fill_like(InferCtx *c, Value *v) {
+/* x's shape, and the dtype argument dtype_arg or else x's dtype. */
+static bool like_input(Value *v, int dtype_arg) {
     Value *x = IN0(v);
-    (void)c;
     set_shape(v, x->shape, x->ndim);
-    v->dtype = dtype_or(ARG(v, 1), x->dtype);
+    v->dtype = dtype_or(ARG(v, dtype_arg), x->dtype);
     return true;
 }
 
-bool infer_full_like(InferCtx *c, Value *v) {
-    Value *x = IN0(v);
+bool infer_fill_like(InferCtx *c, Value *v) {
     (void)c;
-    set_shape(v, x->shape, x->ndim);
-    v->dtype = dtype_or(ARG(v, 2), x->dtype);
-    return true;
+    return like_input(v, 1);
+}
+
+bool infer_full_like(InferCtx *c, Value *v) {
+    (void)c;
+    return like_input(v, 2);
 }

@@ -331,13 +331,20 @@ static Value *bias_grad(IrB *b, Value *gy, int channel_dim) {
     return n ? irb_reduce(b, OP_SUM, gy, dims, n) : gy;
 }
 
+/* A convolution's geometry, and its input and output gradient with the
+ * batch dimension an unbatched call leaves out. */
+static void conv_operands(IrB *b, Value *v, Value *gy, ConvGeom *g, Value **xb, Value **gb) {
+    conv_geometry(v, g);
+    *xb = batched(b, IN0(v), g->batched);
+    *gb = batched(b, gy, g->batched);
+}
+
 bool vjp_conv(VjpCtx *c, Value *v, Value *gy, Value **gx) {
     IrB *b = &c->b;
     ConvGeom g;
-    conv_geometry(v, &g);
+    Value *x = IN0(v), *w = v->args[1].t, *xb, *gb;
+    conv_operands(b, v, gy, &g, &xb, &gb);
     int nd = g.nd;
-    Value *x = IN0(v), *w = v->args[1].t;
-    Value *xb = batched(b, x, g.batched), *gb = batched(b, gy, g.batched);
     /* Unequal padding ('same' with an even kernel): pad x itself. */
     int64_t pad[2] = {g.pad_l[0], g.pad_l[1]};
     bool uneven = g.pad_l[0] != g.pad_r[0] || g.pad_l[1] != g.pad_r[1];
@@ -372,15 +379,13 @@ bool vjp_conv(VjpCtx *c, Value *v, Value *gy, Value **gx) {
 bool vjp_conv_transpose(VjpCtx *c, Value *v, Value *gy, Value **gx) {
     IrB *b = &c->b;
     ConvGeom g;
-    conv_geometry(v, &g);
-    int nd = g.nd;
-    Value *x = IN0(v), *w = v->args[1].t;
-    Value *xb = batched(b, x, g.batched), *gb = batched(b, gy, g.batched);
+    Value *x = IN0(v), *w = v->args[1].t, *xb, *gb;
+    conv_operands(b, v, gy, &g, &xb, &gb);
     if (vjp_needs(c, v, 0) && gb)
         vjp_set(c, v, 0, gx,
-                reshape_like(b, conv(b, nd, gb, w, g.stride, g.pad_l, g.dilation, g.groups), x));
+                reshape_like(b, conv(b, g.nd, gb, w, g.stride, g.pad_l, g.dilation, g.groups), x));
     if (vjp_needs(c, v, 1) && xb && gb)
-        vjp_set(c, v, 1, gx, weight_grad(b, nd, gb, xb, &g, g.pad_l));
+        vjp_set(c, v, 1, gx, weight_grad(b, g.nd, gb, xb, &g, g.pad_l));
     if (vjp_needs(c, v, 2) && gb) vjp_set(c, v, 2, gx, bias_grad(b, gb, 1));
     return true;
 }
