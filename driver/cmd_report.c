@@ -333,6 +333,22 @@ static bool measure_accuracy(Report *r, const ReportOpts *ro, const Options *o, 
     return ok;
 }
 
+/* A whole number from lo to hi for flag (what: "a run count"), into
+ * *out; false after saying what was expected. */
+static bool count_arg(const char *flag, const char *s, const char *what, long lo, long hi,
+                      int *out) {
+    char *end;
+    errno = 0;
+    long n = strtol(s, &end, 10);
+    if (errno || end == s || *end || n < lo || n > hi) {
+        fprintf(stderr, "tgc report: error: %s %s: expected %s from %ld to %ld\n", flag, s, what,
+                lo, hi);
+        return false;
+    }
+    *out = (int)n;
+    return true;
+}
+
 static int run(const ReportOpts *ro, const Options *o) {
     Precision prec;
     Target target;
@@ -376,38 +392,20 @@ static int run(const ReportOpts *ro, const Options *o) {
         arena_free(&a);
         return 1;
     }
-    int runs = 0;
-    if (ro->accuracy) {
-        char *end;
-        errno = 0;
-        long n = strtol(ro->accuracy, &end, 10);
-        if (errno || end == ro->accuracy || *end || n < 1 || n > 10000) {
-            fprintf(stderr,
-                    "tgc report: error: --accuracy %s: expected a run count from 1 to 10000\n",
-                    ro->accuracy);
-            arena_free(&a);
-            return 1;
-        }
-        runs = (int)n;
+    int runs = 0, threads = 0;
+    if (ro->accuracy && !count_arg("--accuracy", ro->accuracy, "a run count", 1, 10000, &runs)) {
+        arena_free(&a);
+        return 1;
     }
     if (ro->weights && !runs) {
         fprintf(stderr, "tgc report: error: --weights is only used by --accuracy N\n");
         arena_free(&a);
         return 1;
     }
-    int threads = 0;
-    if (ro->threads) {
-        char *end;
-        errno = 0;
-        long n = strtol(ro->threads, &end, 10);
-        if (errno || end == ro->threads || *end || n < 0 || n > TGCRT_MAX_THREADS) {
-            fprintf(stderr,
-                    "tgc report: error: --threads %s: expected a thread count from 0 to %d\n",
-                    ro->threads, TGCRT_MAX_THREADS);
-            arena_free(&a);
-            return 1;
-        }
-        threads = (int)n;
+    if (ro->threads &&
+        !count_arg("--threads", ro->threads, "a thread count", 0, TGCRT_MAX_THREADS, &threads)) {
+        arena_free(&a);
+        return 1;
     }
     int shard, zero;
     if (report_train_shard_args(ro->shard, ro->zero, o->has_train, &shard, &zero)) {
