@@ -84,29 +84,6 @@ size_t rt_attention_scratch_bytes(const RtAttnDesc *d) {
     return (size_t)(g.nslots * g.slot_floats) * sizeof(float);
 }
 
-static float load_f(const char *p, int64_t t) {
-    uint16_t h;
-    switch (t) {
-    case RT_F32: {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    case RT_BF16: memcpy(&h, p, 2); return rt_bf16_to_f32(h);
-    default: memcpy(&h, p, 2); return rt_f16_to_f32(h);
-    }
-}
-
-static void store_f(char *p, int64_t t, float x) {
-    uint16_t h;
-    switch (t) {
-    case RT_F32: memcpy(p, &x, 4); return;
-    case RT_BF16: h = rt_f32_to_bf16(x); break;
-    default: h = rt_f32_to_f16(x); break;
-    }
-    memcpy(p, &h, 2);
-}
-
 /* rows x cols elements at base (element strides rs, cs) as dense f32 rows
  * of ld floats. */
 static void load_block(const char *base, int64_t t, int64_t rs, int64_t cs, int64_t rows,
@@ -120,7 +97,7 @@ static void load_block(const char *base, int64_t t, int64_t rs, int64_t cs, int6
             continue;
         }
         for (int64_t c = 0; c < cols; c++)
-            o[c] = load_f(row + (size_t)(c * cs) * es, t);
+            o[c] = rt_load_f(row + (size_t)(c * cs) * es, t);
     }
 }
 
@@ -232,7 +209,7 @@ static float row_update(const Ctx *c, float *row, int64_t bn, int64_t gi, int64_
     } else if (d->mask_kind == 2) {
         size_t es = d->dtype == RT_F32 ? 4 : 2;
         for (int64_t j = 0; j < bn; j++)
-            row[j] += load_f(mrow + (size_t)((j0 + j) * d->m_cs) * es, d->dtype);
+            row[j] += rt_load_f(mrow + (size_t)((j0 + j) * d->m_cs) * es, d->dtype);
     }
     if (d->causal)
         for (int64_t j = gi - j0 + 1 < 0 ? 0 : gi - j0 + 1; j < bn; j++)
@@ -307,7 +284,7 @@ static void run_task(const Ctx *c, int64_t b, int64_t i0, float *ws) {
         char *orow = c->out + (size_t)(oo + (i0 + i) * d->o_rs) * es;
         float inv = 1.0f / sum[i]; /* all keys masked: 0 * inf = NaN, as PyTorch */
         for (int64_t x = 0; x < ev; x++)
-            store_f(orow + (size_t)(x * d->o_cs) * es, d->dtype, acc[i * ev + x] * inv);
+            rt_store_f(orow + (size_t)(x * d->o_cs) * es, (RtDType)d->dtype, acc[i * ev + x] * inv);
     }
 }
 
@@ -333,7 +310,8 @@ static void zero_out(const RtAttnDesc *d, const Geo *g, char *out) {
         }
         for (int64_t i = 0; i < d->l; i++)
             for (int64_t x = 0; x < d->ev; x++)
-                store_f(out + (size_t)(oo + i * d->o_rs + x * d->o_cs) * es, d->dtype, 0.0f);
+                rt_store_f(out + (size_t)(oo + i * d->o_rs + x * d->o_cs) * es, (RtDType)d->dtype,
+                           0.0f);
     }
 }
 

@@ -80,6 +80,22 @@ double rt_conv_post_eltwise(const RtConvPost *p, double x) {
     return x;
 }
 
+/* The input row (dim 0) or column (dim 1) that output position o reads
+ * through kernel tap k, into *i; false when there is none (padding, or a
+ * transposed convolution's stride skipping it). */
+static bool input_at(const RtConvDesc *d, int dim, int64_t o, int64_t k, int64_t *i) {
+    if (!d->transposed) {
+        *i = o * d->stride[dim] - d->pad_l[dim] + k * d->dilation[dim];
+    } else {
+        /* Gather form of the transposed convolution: input row i feeds
+         * output row i * stride - pad + k * dilation. */
+        int64_t r = o + d->pad_l[dim] - k * d->dilation[dim];
+        if (r < 0 || r % d->stride[dim]) return false;
+        *i = r / d->stride[dim];
+    }
+    return *i >= 0 && *i < d->in[dim];
+}
+
 void rt_conv_direct(const RtConvDesc *d, void **bufs, const double *scale, const double *shift) {
     RtDType t = (RtDType)d->dtype;
     const char *x = rt_conv_ptr(bufs, d->src), *w = rt_conv_ptr(bufs, d->weight);
@@ -97,27 +113,10 @@ void rt_conv_direct(const RtConvDesc *d, void **bufs, const double *scale, const
                         int64_t c = g * icg + ic;
                         for (int64_t kh = 0; kh < K0; kh++) {
                             int64_t ih;
-                            if (!d->transposed) {
-                                ih = oh * d->stride[0] - d->pad_l[0] + kh * d->dilation[0];
-                            } else {
-                                /* Gather form of the transposed convolution:
-                                 * input row ih feeds output row ih * stride -
-                                 * pad + kh * dilation. */
-                                int64_t r = oh + d->pad_l[0] - kh * d->dilation[0];
-                                if (r < 0 || r % d->stride[0]) continue;
-                                ih = r / d->stride[0];
-                            }
-                            if (ih < 0 || ih >= d->in[0]) continue;
+                            if (!input_at(d, 0, oh, kh, &ih)) continue;
                             for (int64_t kw = 0; kw < K1; kw++) {
                                 int64_t iw;
-                                if (!d->transposed) {
-                                    iw = ow * d->stride[1] - d->pad_l[1] + kw * d->dilation[1];
-                                } else {
-                                    int64_t r = ow + d->pad_l[1] - kw * d->dilation[1];
-                                    if (r < 0 || r % d->stride[1]) continue;
-                                    iw = r / d->stride[1];
-                                }
-                                if (iw < 0 || iw >= d->in[1]) continue;
+                                if (!input_at(d, 1, ow, kw, &iw)) continue;
                                 /* conv weight [cout][cin/g][kh][kw];
                                  * conv_transpose [cin][cout/g][kh][kw]. */
                                 int64_t wi = d->transposed ? ((c * ocg + ol) * K0 + kh) * K1 + kw

@@ -7,12 +7,8 @@
 
 #include "cuda_dnn.h"
 
-#define SYM(name)                                                                                  \
-    { #name, offsetof(CuDnn, name) }
-static const struct {
-    const char *name;
-    size_t offset;
-} symbols[] = {
+#define SYM(name) RT_DL_SYM(CuDnn, name)
+static const RtDlSym symbols[] = {
     SYM(cudnnGetVersion),
     SYM(cudnnGetErrorString),
     SYM(cudnnCreate),
@@ -86,16 +82,13 @@ bool rt_cuda_dnn_load(CuDnn *d, char *why, size_t cap) {
         snprintf(why, cap, "%s", e ? e : "cannot be loaded");
         return false;
     }
-    for (size_t i = 0; i < NSYMBOLS; i++) {
-        void *f = dlsym(h, symbols[i].name);
-        if (!f) {
-            snprintf(why, cap, "%s has no function %s", name, symbols[i].name);
-            /* Not dlclose'd: like cuBLAS, cuDNN keeps CUDA runtime state that
-             * must not be unloaded from a running process. */
-            memset(d, 0, sizeof *d);
-            return false;
-        }
-        memcpy((char *)d + symbols[i].offset, &f, sizeof f); /* POSIX: same representation */
+    const char *missing = rt_dl_resolve(h, symbols, NSYMBOLS, d);
+    if (missing) {
+        snprintf(why, cap, "%s has no function %s", name, missing);
+        /* Not dlclose'd: like cuBLAS, cuDNN keeps CUDA runtime state that
+         * must not be unloaded from a running process. */
+        memset(d, 0, sizeof *d);
+        return false;
     }
     size_t v = d->cudnnGetVersion();
     if (v < 90000 || v >= 100000) {

@@ -18,12 +18,8 @@ static CuDriver table;
 static bool loaded;   /* every symbol resolved */
 static char why[512]; /* when not: the message, written once by load() */
 
-#define SYM(name)                                                                                  \
-    { #name, offsetof(CuDriver, name) }
-static const struct {
-    const char *name;
-    size_t offset;
-} symbols[] = {
+#define SYM(name) RT_DL_SYM(CuDriver, name)
+static const RtDlSym symbols[] = {
     SYM(cuGetErrorName),
     SYM(cuGetErrorString),
     SYM(cuInit),
@@ -78,20 +74,26 @@ static void load(void) {
                  e && !strncmp(e, lib, strlen(lib)) ? "" : ": ", e ? e : "unknown error");
         return;
     }
-    for (size_t i = 0; i < sizeof symbols / sizeof *symbols; i++) {
-        void *f = dlsym(h, symbols[i].name);
-        if (!f) {
-            snprintf(why, sizeof why,
-                     "the CUDA driver (%s) has no function %s: it is older than this program "
-                     "needs (CUDA 11.4 or later); update the NVIDIA driver",
-                     lib, symbols[i].name);
-            return; /* the library stays loaded: harmless, and dlclose of libcuda is not */
-        }
-        /* POSIX guarantees that a function pointer and void * have the same
-         * representation; memcpy avoids an object-to-function cast. */
-        memcpy((char *)&table + symbols[i].offset, &f, sizeof f);
+    const char *missing = rt_dl_resolve(h, symbols, sizeof symbols / sizeof *symbols, &table);
+    if (missing) {
+        snprintf(why, sizeof why,
+                 "the CUDA driver (%s) has no function %s: it is older than this program "
+                 "needs (CUDA 11.4 or later); update the NVIDIA driver",
+                 lib, missing);
+        return; /* the library stays loaded: harmless, and dlclose of libcuda is not */
     }
     loaded = true;
+}
+
+const char *rt_dl_resolve(void *h, const RtDlSym *syms, size_t n, void *table) {
+    for (size_t i = 0; i < n; i++) {
+        void *f = dlsym(h, syms[i].name);
+        if (!f) return syms[i].name;
+        /* POSIX guarantees that a function pointer and void * have the same
+         * representation; memcpy avoids an object-to-function cast. */
+        memcpy((char *)table + syms[i].offset, &f, sizeof f);
+    }
+    return NULL;
 }
 
 const CuDriver *rt_cuda_driver(RtError *err) {

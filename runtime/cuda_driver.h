@@ -102,6 +102,18 @@ typedef struct CuDriver {
  * error is TGCRT_ERR_DEVICE with a message saying why and what to do. */
 const CuDriver *rt_cuda_driver(RtError *err);
 
+/* A table of functions loaded with dlsym (CuDriver here, CuDnn in
+ * cuda_dnn.h): each symbol's name and its member's offset in the table. */
+typedef struct RtDlSym {
+    const char *name;
+    size_t offset;
+} RtDlSym;
+#define RT_DL_SYM(table, name)                                                                     \
+    { #name, offsetof(table, name) }
+/* Resolves the n symbols of syms in the dlopen'd h into table: NULL, or
+ * the name of the first one h lacks (the members before it are set). */
+const char *rt_dl_resolve(void *h, const RtDlSym *syms, size_t n, void *table);
+
 /* r as "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" (cuGetErrorName and
  * cuGetErrorString), into buf; returns buf. cu may be NULL. */
 const char *rt_cuda_result_str(const CuDriver *cu, CUresult r, char *buf, size_t cap);

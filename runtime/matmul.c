@@ -71,29 +71,6 @@ static bool mul_size(int64_t a, int64_t b, size_t es, size_t *out) {
 
 /* ---- element access ---- */
 
-static int64_t load_int(const char *p, RtDType t) {
-    switch (t) {
-    case RT_BOOL:
-    case RT_U8: return *(const uint8_t *)p;
-    case RT_I8: return *(const int8_t *)p;
-    case RT_I16: {
-        int16_t v;
-        memcpy(&v, p, 2);
-        return v;
-    }
-    case RT_I32: {
-        int32_t v;
-        memcpy(&v, p, 4);
-        return v;
-    }
-    default: {
-        int64_t v;
-        memcpy(&v, p, 8);
-        return v;
-    }
-    }
-}
-
 /* Wraps like C and torch: the low bits of the 64-bit sum. */
 static void store_int(char *p, RtDType t, uint64_t v) {
     switch (t) {
@@ -143,9 +120,9 @@ static void loop_rows(void *ctx, int64_t i0, int64_t i1, int thread) {
                     acc += rt_load_float(ap, j->t, 0) * rt_load_float(bp, j->t, 0);
                 rt_store_float(cp, j->t, 0, acc);
             } else {
-                uint64_t acc = j->acc ? (uint64_t)load_int(cp, j->t) : 0;
+                uint64_t acc = j->acc ? (uint64_t)rt_load_int(cp, j->t, 0) : 0;
                 for (int64_t k = 0; k < j->k; k++, ap += as, bp += bs)
-                    acc += (uint64_t)load_int(ap, j->t) * (uint64_t)load_int(bp, j->t);
+                    acc += (uint64_t)rt_load_int(ap, j->t, 0) * (uint64_t)rt_load_int(bp, j->t, 0);
                 store_int(cp, j->t, acc);
             }
         }

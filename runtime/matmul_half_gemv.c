@@ -113,25 +113,17 @@ dot_body(int64_t k, const int mr, const bool f16, const float *x, const uint16_t
         out[r] = rt_avx2_hsum8(acc[r]);
 }
 
-#define HG_DOT_CASES(F16)                                                                          \
-    switch (mr) {                                                                                  \
-    case 1: dot_body(k, 1, F16, x, col, out); break;                                               \
-    case 2: dot_body(k, 2, F16, x, col, out); break;                                               \
-    case 3: dot_body(k, 3, F16, x, col, out); break;                                               \
-    case 4: dot_body(k, 4, F16, x, col, out); break;                                               \
-    case 5: dot_body(k, 5, F16, x, col, out); break;                                               \
-    case 6: dot_body(k, 6, F16, x, col, out); break;                                               \
-    case 7: dot_body(k, 7, F16, x, col, out); break;                                               \
-    default: dot_body(k, 8, F16, x, col, out); break;                                              \
-    }
-
 HG_TARGET static void dot_rows(int64_t k, int mr, bool f16, const float *x, const uint16_t *col,
                                float *out) {
+#define ROWS_F16(R) dot_body(k, R, true, x, col, out)
+#define ROWS_BF16(R) dot_body(k, R, false, x, col, out)
     if (f16) {
-        HG_DOT_CASES(true)
+        RT_ROWS_SWITCH(mr, ROWS_F16)
     } else {
-        HG_DOT_CASES(false)
+        RT_ROWS_SWITCH(mr, ROWS_BF16)
     }
+#undef ROWS_F16
+#undef ROWS_BF16
 }
 
 /* Columns [n0, n1): each column is read once from memory, then from L1

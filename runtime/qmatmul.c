@@ -73,26 +73,6 @@ static int64_t row_offset(const RtQMatmulDesc *d, int64_t r, const int64_t *bs, 
     return off;
 }
 
-static float load_f(const char *p, RtDType t) {
-    uint16_t h;
-    float f;
-    switch (t) {
-    case RT_F32: memcpy(&f, p, 4); return f;
-    case RT_F16: memcpy(&h, p, 2); return rt_f16_to_f32(h);
-    default: memcpy(&h, p, 2); return rt_bf16_to_f32(h);
-    }
-}
-
-static void store_f(char *p, RtDType t, float f) {
-    uint16_t h;
-    switch (t) {
-    case RT_F32: memcpy(p, &f, 4); return;
-    case RT_F16: h = rt_f32_to_f16(f); break;
-    default: h = rt_f32_to_bf16(f); break;
-    }
-    memcpy(p, &h, 2);
-}
-
 static int8_t q_at(const QmShape *s, const void *q, int64_t n, int64_t k) {
     const uint8_t *row = (const uint8_t *)q + n * s->kbytes;
     if (s->d->bits == 8) return (int8_t)row[k];
@@ -194,16 +174,9 @@ QM_AVX512 static void dot_rows_avx512(const QmShape *s, int mr, const float *x, 
                                       const float *scales, int64_t n, float *out) {
     const uint8_t *row = (const uint8_t *)q + n * s->kbytes;
     const float *sc = scales + n * s->ngroups;
-    switch (mr) {
-    case 1: dot_rows_body(s, 1, x, row, sc, out); break;
-    case 2: dot_rows_body(s, 2, x, row, sc, out); break;
-    case 3: dot_rows_body(s, 3, x, row, sc, out); break;
-    case 4: dot_rows_body(s, 4, x, row, sc, out); break;
-    case 5: dot_rows_body(s, 5, x, row, sc, out); break;
-    case 6: dot_rows_body(s, 6, x, row, sc, out); break;
-    case 7: dot_rows_body(s, 7, x, row, sc, out); break;
-    default: dot_rows_body(s, 8, x, row, sc, out); break;
-    }
+#define ROWS(R) dot_rows_body(s, R, x, row, sc, out)
+    RT_ROWS_SWITCH(mr, ROWS)
+#undef ROWS
 }
 
 QM_AVX512 static void dequant_row_avx512(const QmShape *s, const void *q, const float *scales,
@@ -313,16 +286,9 @@ QM_AVX2 static void dot_rows_avx2(const QmShape *s, int mr, const float *x, cons
                                   const float *scales, int64_t n, float *out) {
     const uint8_t *row = (const uint8_t *)q + n * s->kbytes;
     const float *sc = scales + n * s->ngroups;
-    switch (mr) {
-    case 1: dot_rows_body2(s, 1, x, row, sc, out); break;
-    case 2: dot_rows_body2(s, 2, x, row, sc, out); break;
-    case 3: dot_rows_body2(s, 3, x, row, sc, out); break;
-    case 4: dot_rows_body2(s, 4, x, row, sc, out); break;
-    case 5: dot_rows_body2(s, 5, x, row, sc, out); break;
-    case 6: dot_rows_body2(s, 6, x, row, sc, out); break;
-    case 7: dot_rows_body2(s, 7, x, row, sc, out); break;
-    default: dot_rows_body2(s, 8, x, row, sc, out); break;
-    }
+#define ROWS(R) dot_rows_body2(s, R, x, row, sc, out)
+    RT_ROWS_SWITCH(mr, ROWS)
+#undef ROWS
 }
 
 QM_AVX2 static void dequant_row_avx2(const QmShape *s, const void *q, const float *scales,
@@ -404,7 +370,7 @@ static void gemv_range(void *ctx, int64_t n0, int64_t n1, int thread) {
             j->dot(j->s, mr, j->x + r0 * d->k, j->q, j->scales, n, out);
             for (int r = 0; r < mr; r++) {
                 char *p = j->y + (ptrdiff_t)((yo[r] + n * d->y_cs) * (int64_t)es);
-                store_f(p, yt, d->accumulate ? load_f(p, yt) + out[r] : out[r]);
+                rt_store_f(p, yt, d->accumulate ? rt_load_f(p, yt) + out[r] : out[r]);
             }
         }
     }
@@ -491,7 +457,7 @@ static bool run_sgemm(const QmShape *s, const float *x, const void *q, const flo
             for (int64_t jn = 0; jn < cnt; jn++) {
                 char *p = (char *)y + (ptrdiff_t)((yo + (n0 + jn) * d->y_cs) * (int64_t)es);
                 float v = yb[r * cnt + jn];
-                store_f(p, yt, d->accumulate ? load_f(p, yt) + v : v);
+                rt_store_f(p, yt, d->accumulate ? rt_load_f(p, yt) + v : v);
             }
         }
     }
@@ -514,12 +480,12 @@ static void run_scalar(const QmShape *s, const void *x, const void *q, const flo
             float acc = 0;
             for (int64_t kk = 0; kk < d->k; kk++) {
                 float w = (float)q_at(s, q, n, kk) * sc[kk / s->group];
-                acc +=
-                    load_f((const char *)x + (ptrdiff_t)((xo + kk * d->x_cs) * (int64_t)xes), xt) *
-                    w;
+                acc += rt_load_f((const char *)x + (ptrdiff_t)((xo + kk * d->x_cs) * (int64_t)xes),
+                                 xt) *
+                       w;
             }
             char *p = (char *)y + (ptrdiff_t)((yo + n * d->y_cs) * (int64_t)yes);
-            store_f(p, yt, d->accumulate ? load_f(p, yt) + acc : acc);
+            rt_store_f(p, yt, d->accumulate ? rt_load_f(p, yt) + acc : acc);
         }
     }
 }
@@ -543,7 +509,7 @@ static void gather_x(const QmShape *s, const void *x, float *dst) {
             continue;
         ptrdiff_t step = (ptrdiff_t)(d->x_cs * (int64_t)es);
         for (int64_t kk = 0; kk < k; kk++, src += step)
-            out[kk] = load_f(src, xt);
+            out[kk] = rt_load_f(src, xt);
     }
 }
 

@@ -21,4 +21,19 @@ RT_AVX2_TARGET static inline float rt_avx2_hsum8(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
+
+/* Runs BODY(R) with R the constant mr (1 to 8; 8 for more): the kernels'
+ * always_inline bodies are specialized per row count, so their row loops
+ * unroll whole and the accumulators stay in registers. */
+#define RT_ROWS_SWITCH(mr, BODY)                                                                   \
+    switch (mr) {                                                                                  \
+    case 1: BODY(1); break;                                                                        \
+    case 2: BODY(2); break;                                                                        \
+    case 3: BODY(3); break;                                                                        \
+    case 4: BODY(4); break;                                                                        \
+    case 5: BODY(5); break;                                                                        \
+    case 6: BODY(6); break;                                                                        \
+    case 7: BODY(7); break;                                                                        \
+    default: BODY(8); break;                                                                       \
+    }
 #endif

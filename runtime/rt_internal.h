@@ -3,6 +3,8 @@
  * interface, not installed, not included by generated code. */
 #ifndef TGCRT_INTERNAL_H
 #define TGCRT_INTERNAL_H
+#include <string.h> /* memcpy: rt_load_int */
+
 #include "tgcrt.h"
 
 /* Output `out` of a training program is an update that its kernel writes
@@ -48,7 +50,44 @@ void rt_st_release(const RtSafetensors *st, const void *p, size_t n);
  * that pair together is refused. */
 RtStatus rt_train_save_pair(RtContext *c, const char *wpath, const char *spath);
 
-/* rt_load_float: declared in tgcrt.h. */
+/* One f32, f16 or bf16 element at p as a float, and a float stored at p
+ * rounded to nearest even (16-bit patterns for f16/bf16): the half-width
+ * kernels' element access (attention.c, qmatmul.c). t is one of the three;
+ * inline, since their inner loops call it. */
+static inline float rt_load_f(const char *p, RtDType t) {
+    uint16_t h;
+    float f;
+    switch (t) {
+    case RT_F32: memcpy(&f, p, 4); return f;
+    case RT_F16: memcpy(&h, p, 2); return rt_f16_to_f32(h);
+    default: memcpy(&h, p, 2); return rt_bf16_to_f32(h);
+    }
+}
+static inline void rt_store_f(char *p, RtDType t, float f) {
+    uint16_t h;
+    switch (t) {
+    case RT_F32: memcpy(p, &f, 4); return;
+    case RT_F16: h = rt_f32_to_f16(f); break;
+    default: h = rt_f32_to_bf16(f); break;
+    }
+    memcpy(p, &h, 2);
+}
+/* rt_load_float: declared in tgcrt_abi.h. Element i of an integer or bool
+ * array (u8, i8, i16, i32, i64, bool) as an int64, exact; inline, since
+ * the integer matrix product's inner loop calls it. */
+static inline int64_t rt_load_int(const void *p, RtDType t, size_t i) {
+    const char *b = (const char *)p;
+    int16_t v16;
+    int32_t v32;
+    int64_t v64;
+    switch (t) {
+    case RT_I8: return ((const int8_t *)p)[i];
+    case RT_I16: memcpy(&v16, b + i * 2, 2); return v16;
+    case RT_I32: memcpy(&v32, b + i * 4, 4); return v32;
+    case RT_I64: memcpy(&v64, b + i * 8, 8); return v64;
+    default: return ((const uint8_t *)p)[i]; /* u8, bool */
+    }
+}
 /* Stores v as element i of a floating array: f64 exactly, f32 rounded,
  * f16/bf16 through f32 (as torch converts a double). */
 void rt_store_float(void *p, RtDType t, size_t i, double v);

@@ -49,26 +49,7 @@ static const char *rule_text(StateRule r) {
 /* Element i of data (dtype t) as a double; integers exactly up to 2^53. */
 static double load_value(const void *data, RtDType t, size_t i) {
     if (rt_dtype_is_float(t)) return rt_load_float(data, t, i);
-    const char *b = (const char *)data + i * rt_dtype_size(t);
-    switch (t) {
-    case RT_I64: {
-        int64_t v;
-        memcpy(&v, b, 8);
-        return (double)v;
-    }
-    case RT_I32: {
-        int32_t v;
-        memcpy(&v, b, 4);
-        return v;
-    }
-    case RT_I16: {
-        int16_t v;
-        memcpy(&v, b, 2);
-        return v;
-    }
-    case RT_I8: return *(const int8_t *)b;
-    default: return *(const uint8_t *)b; /* u8, bool */
-    }
+    return (double)rt_load_int(data, t, i);
 }
 
 static bool obeys(StateRule r, double v) {
