@@ -340,29 +340,33 @@ static Ast *parse_unary_inner(Parser *P) {
     return parse_power(P);
 }
 
-/* term := unary (('*' | '/' | '@' | '%' | '//') unary)* */
-static Ast *parse_term(Parser *P) {
-    Ast *l = parse_unary(P);
+/* One level of left-associative binary operators: sub (op sub)*, with op
+ * one of ops (ended by TK_EOF). */
+static Ast *parse_left(Parser *P, Ast *(*sub)(Parser *), const TokKind *ops) {
+    Ast *l = sub(P);
     while (l) {
         TokKind k = peek(P)->kind;
-        if (k != TK_STAR && k != TK_SLASH && k != TK_AT && k != TK_PERCENT && k != TK_FLOORDIV)
-            break;
+        int i = 0;
+        while (ops[i] != TK_EOF && ops[i] != k)
+            i++;
+        if (ops[i] == TK_EOF) break;
         Token *op = next(P);
-        Ast *r = parse_unary(P);
+        Ast *r = sub(P);
         l = r ? binary(P, k, l, r, op->loc) : NULL;
     }
     return l;
 }
 
+/* term := unary (('*' | '/' | '@' | '%' | '//') unary)* */
+static Ast *parse_term(Parser *P) {
+    static const TokKind ops[] = {TK_STAR, TK_SLASH, TK_AT, TK_PERCENT, TK_FLOORDIV, TK_EOF};
+    return parse_left(P, parse_unary, ops);
+}
+
 /* sum := term (('+' | '-') term)* */
 static Ast *parse_sum(Parser *P) {
-    Ast *l = parse_term(P);
-    while (l && (at(P, TK_PLUS) || at(P, TK_MINUS))) {
-        Token *op = next(P);
-        Ast *r = parse_term(P);
-        l = r ? binary(P, op->kind, l, r, op->loc) : NULL;
-    }
-    return l;
+    static const TokKind ops[] = {TK_PLUS, TK_MINUS, TK_EOF};
+    return parse_left(P, parse_term, ops);
 }
 
 static bool is_cmp(TokKind k) {
@@ -387,23 +391,13 @@ static Ast *parse_comparison(Parser *P) {
 
 /* conj := comparison ('&' comparison)* ;  expr := conj ('|' conj)* */
 static Ast *parse_conj(Parser *P) {
-    Ast *l = parse_comparison(P);
-    while (l && at(P, TK_AMP)) {
-        Token *op = next(P);
-        Ast *r = parse_comparison(P);
-        l = r ? binary(P, TK_AMP, l, r, op->loc) : NULL;
-    }
-    return l;
+    static const TokKind ops[] = {TK_AMP, TK_EOF};
+    return parse_left(P, parse_comparison, ops);
 }
 
 static Ast *parse_expr(Parser *P) {
-    Ast *l = parse_conj(P);
-    while (l && at(P, TK_PIPE)) {
-        Token *op = next(P);
-        Ast *r = parse_conj(P);
-        l = r ? binary(P, TK_PIPE, l, r, op->loc) : NULL;
-    }
-    return l;
+    static const TokKind ops[] = {TK_PIPE, TK_EOF};
+    return parse_left(P, parse_conj, ops);
 }
 
 /* type := NAME '[' [expr (',' expr)*] ']' */
