@@ -623,17 +623,8 @@ static bool stage(Build *s) {
     const OnnxImport *onnx = &s->onnx;
     if (b->o.onnx_out && !b->weights && onnx->nparams) {
         snprintf(s->oweights, sizeof s->oweights, "%s/onnx_weights.safetensors", s->tmp);
-        StBlob *blobs = calloc((size_t)onnx->nparams, sizeof *blobs);
+        StBlob *blobs = st_blobs_of_onnx(onnx);
         bool ok = blobs != NULL;
-        for (int k = 0; ok && k < onnx->nparams; k++) {
-            const OnnxParam *op = &onnx->params[k];
-            blobs[k] = (StBlob){.name = op->name,
-                                .dtype = (RtDType)op->dtype,
-                                .ndim = op->ndim,
-                                .data = op->data,
-                                .nbytes = op->nbytes};
-            memcpy(blobs[k].shape, op->shape, sizeof(int64_t) * (size_t)op->ndim);
-        }
         ok = ok && st_write(b->cmd, s->oweights, blobs, onnx->nparams);
         free(blobs);
         if (!ok) return false;

@@ -134,17 +134,8 @@ int cmd_import(int argc, char **argv) {
     ioset_write(&io, "-o", out);
     ioset_write(&io, "--weights-out", wout);
     if (!ioset_check(&io)) goto done;
-    StBlob *blobs = calloc((size_t)im.nparams + 1, sizeof *blobs);
+    StBlob *blobs = st_blobs_of_onnx(&im);
     if (!blobs) goto done;
-    for (int k = 0; k < im.nparams; k++) {
-        const OnnxParam *p = &im.params[k];
-        blobs[k] = (StBlob){.name = p->name,
-                            .dtype = (RtDType)p->dtype,
-                            .ndim = p->ndim,
-                            .data = p->data,
-                            .nbytes = p->nbytes};
-        memcpy(blobs[k].shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
-    }
     bool ok =
         write_text(out, im.text, (size_t)im.len) && st_write("import", wout, blobs, im.nparams);
     free(blobs);

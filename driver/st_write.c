@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend/onnx/onnx_import.h"
+
 bool st_write(const char *cmd, const char *out, const StBlob *b, int nb) {
     RtStTensorOut *t = calloc((size_t)(nb > 0 ? nb : 0) + 1, sizeof *t);
     if (!t) {
@@ -27,4 +29,18 @@ bool st_write(const char *cmd, const char *out, const StBlob *b, int nb) {
     free(t);
     if (s) fprintf(stderr, "tgc %s: error: %s\n", cmd, err.msg);
     return s == TGCRT_OK;
+}
+
+StBlob *st_blobs_of_onnx(const OnnxImport *im) {
+    StBlob *blobs = calloc((size_t)im->nparams + 1, sizeof *blobs);
+    for (int k = 0; blobs && k < im->nparams; k++) {
+        const OnnxParam *p = &im->params[k];
+        blobs[k] = (StBlob){.name = p->name,
+                            .dtype = (RtDType)p->dtype,
+                            .ndim = p->ndim,
+                            .data = p->data,
+                            .nbytes = p->nbytes};
+        memcpy(blobs[k].shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
+    }
+    return blobs;
 }
