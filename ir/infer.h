@@ -11,7 +11,7 @@
     X(infer_unsqueeze) X(infer_expand) X(infer_expand_as) X(infer_narrow) X(infer_select) \
     X(infer_chunk) X(infer_split) X(infer_diagonal) X(infer_to) X(infer_dropout) X(infer_cat) \
     X(infer_stack) X(infer_gather) X(infer_index_select) X(infer_embedding) X(infer_repeat) \
-    X(infer_flip) X(infer_tri) X(infer_add_sub) X(infer_arith) X(infer_div) X(infer_compare) \
+    X(infer_flip) X(infer_tri) X(infer_add_sub) X(infer_arith) X(infer_div) X(infer_xlogy) X(infer_compare) \
     X(infer_bitwise) X(infer_where) X(infer_masked_fill) X(infer_clamp) \
     X(infer_unary_keep_nobool) X(infer_unary_keep) X(infer_square) X(infer_unary_float) \
     X(infer_gelu) X(infer_float_only) X(infer_clip_activation) X(infer_logical_not) X(infer_bitwise_not) \

@@ -101,6 +101,14 @@ bool infer_div(InferCtx *c, Value *v) {
     return true;
 }
 
+/* torch.xlogy computes in floating point: integer and bool operands give
+ * the default float dtype, as true division. */
+bool infer_xlogy(InferCtx *c, Value *v) {
+    if (!binary(c, v)) return false;
+    if (!dtype_is_float(v->dtype)) v->dtype = DT_F32;
+    return true;
+}
+
 bool infer_compare(InferCtx *c, Value *v) {
     if (!binary(c, v)) return false;
     v->dtype = DT_BOOL;

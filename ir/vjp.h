@@ -28,7 +28,7 @@ typedef struct VjpCtx {
     /* vjp_copies.c */ \
     X(vjp_cat) X(vjp_stack) X(vjp_repeat) X(vjp_gather) X(vjp_index_select) X(vjp_embedding) \
     /* vjp_elementwise.c */ \
-    X(vjp_add_sub) X(vjp_mul) X(vjp_div) X(vjp_pow) X(vjp_remainder) X(vjp_min_max) \
+    X(vjp_add_sub) X(vjp_mul) X(vjp_div) X(vjp_xlogy) X(vjp_pow) X(vjp_remainder) X(vjp_min_max) \
     X(vjp_where) X(vjp_masked_fill) X(vjp_clamp) X(vjp_unary) X(vjp_zero) \
     /* vjp_reduce.c */ \
     X(vjp_sum_mean) X(vjp_prod) X(vjp_amax) X(vjp_var_std) X(vjp_logsumexp) \

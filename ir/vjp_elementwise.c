@@ -71,6 +71,18 @@ bool vjp_div(VjpCtx *c, Value *v, Value *gy, Value **gx) {
     return true;
 }
 
+/* derivatives.yaml: self: xlogy(grad, other).masked_fill((self == 0) &
+ * (other <= 0), 0); other: grad * self / other. */
+bool vjp_xlogy(VjpCtx *c, Value *v, Value *gy, Value **gx) {
+    Value *x = IN0(v), *y = v->args[1].t;
+    if (vjp_needs(c, v, 0)) {
+        Value *zero = B(c, OP_LOGICAL_AND, B(c, OP_EQ, x, S(c, 0)), B(c, OP_LE, y, S(c, 0)));
+        vjp_set(c, v, 0, gx, where(c, zero, S(c, 0), B(c, OP_XLOGY, gy, y)));
+    }
+    if (vjp_needs(c, v, 1)) vjp_set(c, v, 1, gx, B(c, OP_DIV, mul(c, gy, x), y));
+    return true;
+}
+
 /* A number literal (weak) computes in the dtype of the tensor it meets, so
  * arithmetic on literals alone (exponent - 1, log(base)) is folded here:
  * as a node it would compute in f32 whatever the gradient's dtype. */

@@ -212,6 +212,13 @@ static const char *e_minimum(CuKern *k, const Value *v, const char **a, DType t)
     (void)v;
     return minmax(k, a, t, false);
 }
+/* x * log(y); 0 where x == 0, NaN where y is NaN (ATen's xlogy). */
+static const char *e_xlogy(CuKern *k, const Value *v, const char **a, DType t) {
+    (void)v;
+    const char *p = fmul(k, t, a[0], fn1(k, t, "log", a[1]));
+    const char *r = sel(k, cu_str(CU, "%s == 0", P(k, a[0])), fc(k, t, 0), p);
+    return sel(k, cu_str(CU, "isnan(%s)", a[1]), a[1], r);
+}
 /* Comparisons: C's float == < <= > >= are ordered (false with a NaN) and
  * != unordered, the CPU backend's OEQ, OLT, ..., UNE; u8 and bool promote
  * to int without changing sign, so < compares them unsigned. */

@@ -205,6 +205,14 @@ static LLVMValueRef e_minimum(Kern *k, const Value *v, LLVMValueRef *a, DType t)
     (void)v;
     return minmax(k, a, t, false);
 }
+/* x * log(y); 0 where x == 0, NaN where y is NaN (ATen's xlogy). */
+static LLVMValueRef e_xlogy(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
+    (void)v;
+    LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a[0]));
+    LLVMValueRef p = LLVMBuildFMul(B, a[0], cg_log(CG, a[1], t), "");
+    LLVMValueRef r = sel(k, fcmp(k, LLVMRealOEQ, a[0], z), z, p);
+    return sel(k, isnan_(k, a[1]), a[1], r);
+}
 static LLVMValueRef cmp(Kern *k, const Value *v, LLVMValueRef *a, LLVMRealPredicate fp,
                         LLVMIntPredicate sp, LLVMIntPredicate up) {
     DType t = in_dt(k, v, 0);

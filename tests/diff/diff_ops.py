@@ -78,6 +78,8 @@ w5 = pow(p, e)
 w6 = p.pow(3)
 w7 = p ** 1.5
 w8 = p ** -1
+w9 = xlogy(e, p)
+w10 = xlogy(p, e)
 """, {"p": "pos", "e": "ints:0:3"}, "transcendental", set()),
 
     ("unary_basic", """
@@ -774,6 +776,10 @@ n35 = mish(x)
 n36 = hardtanh(x)
 n37 = relu6(x)
 n38 = softplus(x, beta = 2, threshold = 1)
+n39 = xlogy(x, y)
+n40 = xlogy(y, x)
+n41 = xlogy(x * 0, y)
+n42 = xlogy(zeros_like(x), x)
 """
 
 

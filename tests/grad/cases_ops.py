@@ -79,6 +79,11 @@ op("div_scalar_num", """
 param b : {dt}[m, n]
 y = 2.0 / b
 """, dict(m=M, n=N), {"b": "nz"})
+op("xlogy", """
+param a : {dt}[m, n]
+param b : {dt}[n]
+y = xlogy(a, b) + xlogy(a.T.T * 0.5, 3.0)
+""", dict(m=M, n=N), {"b": "pos"})
 op("pow_tensor", """
 param a : {dt}[m, n]
 param e : {dt}[n]
