@@ -349,267 +349,393 @@ static void concrete(Ox *x, int64_t total, OxDim *d, int n, int64_t *shape) {
     }
 }
 
+/* ---- one function per op ------------------------------------------------ *
+ * Each takes the node's inputs (in[0] present; its constant, `a`, known
+ * unless the op folds from dims alone) and returns the folded constant, or
+ * NULL to leave the node to its .tg mapping. */
+
+typedef OxConst *(*FoldFn)(Ox *x, const char *op, OxVal **in, int nin);
+
+static OxConst *fold_shape(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op, (void)nin;
+    int nd = in[0]->ndim;
+    int64_t s = ox_attr_i(x, "start", 0), e = ox_attr_i(x, "end", nd);
+    s = s < 0 ? s + nd : s, e = e < 0 ? e + nd : e;
+    s = s < 0 ? 0 : s > nd ? nd : s, e = e < s ? s : e > nd ? nd : e;
+    int64_t len = e - s;
+    OxConst *r = like(x, DT_I64, 1, &len);
+    for (int64_t k = 0; k < len; k++)
+        set_dim(x, r, k, in[0]->dim[s + k]);
+    return r;
+}
+
+static OxConst *fold_size(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op, (void)nin;
+    OxDim t = ox_dim_c(1);
+    for (int k = 0; k < in[0]->ndim; k++)
+        t = ox_dim_op(x, '*', t, in[0]->dim[k]);
+    OxConst *r = like(x, DT_I64, 0, NULL);
+    set_dim(x, r, 0, t);
+    return r;
+}
+
+static OxConst *fold_identity(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)x, (void)op, (void)nin;
+    return in[0]->c;
+}
+
+static OxConst *fold_binary(Ox *x, const char *op, OxVal **in, int nin) {
+    if (nin < 2 || !in[1]) return NULL;
+    return binary(x, op, in[0]->c, in[1]->c);
+}
+
+/* Max and Min of any number of inputs. */
+static OxConst *fold_extreme(Ox *x, const char *op, OxVal **in, int nin) {
+    OxConst *r = in[0]->c;
+    for (int k = 1; k < nin; k++)
+        r = binary(x, op, r, in[k]->c);
+    return r;
+}
+
+static OxConst *fold_unary(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)nin;
+    OxConst *a = in[0]->c, *r = like(x, a->dt, a->ndim, a->shape);
+    for (int64_t k = 0; k < a->n; k++) {
+        if (dtype_is_float(a->dt)) {
+            double v = a->f[k];
+            v = op[0] == 'N'   ? -v
+                : op[0] == 'A' ? fabs(v)
+                : op[0] == 'S' ? sqrt(v)
+                : op[0] == 'F' ? floor(v)
+                : op[0] == 'C' ? ceil(v)
+                : op[0] == 'R' ? 1 / v
+                : op[0] == 'E' ? exp(v)
+                               : log(v);
+            r->f[k] = round_to(a->dt, v);
+        } else if (op[0] == 'N' && op[1] == 'e') {
+            set_dim(x, r, k,
+                    ox_dim_op(x, '-', ox_dim_c(0), (OxDim){a->i[k], a->sym ? a->sym[k] : NULL}));
+        } else if (op[0] == 'N') {
+            r->i[k] = !a->i[k];
+        } else if (op[0] == 'A') {
+            r->i[k] = a->i[k] < 0 ? -a->i[k] : a->i[k];
+        } else {
+            return NULL;
+        }
+    }
+    return r;
+}
+
+static OxConst *fold_cast(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op, (void)nin;
+    return cast(x, in[0]->c, ox_dtype(x, (int)ox_attr_i(x, "to", 0), "Cast's 'to'"));
+}
+
+static OxConst *fold_squeeze(Ox *x, const char *op, OxVal **in, int nin) {
+    OxConst *a = in[0]->c;
+    int64_t axes[OX_MAX_DIMS];
+    int na = 0;
+    if (nin > 1 && in[1]) {
+        na = ints_of(x, in[1], axes, OX_MAX_DIMS, "axes");
+    } else {
+        const int64_t *at = ox_attr_ints(x, "axes", &na);
+        if (na > OX_MAX_DIMS) ox_fail(x, "too many axes");
+        for (int k = 0; k < na; k++)
+            axes[k] = at[k];
+    }
+    int64_t shape[OX_MAX_DIMS];
+    int nd = 0;
+    if (op[0] == 'U') {
+        int rank = a->ndim + na;
+        if (rank > OX_MAX_DIMS) ox_fail(x, "too many dimensions");
+        bool ins[OX_MAX_DIMS] = {0};
+        for (int k = 0; k < na; k++)
+            ins[ox_axis(x, axes[k], rank)] = true;
+        for (int d = 0, s = 0; d < rank; d++)
+            shape[nd++] = ins[d] ? 1 : a->shape[s++];
+    } else {
+        bool drop[OX_MAX_DIMS] = {0};
+        for (int k = 0; k < na; k++)
+            drop[ox_axis(x, axes[k], a->ndim)] = true;
+        for (int d = 0; d < a->ndim; d++)
+            if (!(na ? drop[d] : a->shape[d] == 1)) shape[nd++] = a->shape[d];
+    }
+    return reshaped(x, a, nd, shape);
+}
+
+static OxConst *fold_reshape(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op;
+    OxConst *a = in[0]->c;
+    OxDim in_d[OX_MAX_DIMS], d[OX_MAX_DIMS];
+    for (int k = 0; k < a->ndim; k++)
+        in_d[k] = ox_dim_c(a->shape[k]);
+    if (nin < 2 || !in[1]) return NULL;
+    int nd = reshape_dims(x, in_d, a->ndim, in[1]->c, d);
+    int64_t shape[OX_MAX_DIMS];
+    concrete(x, a->n, d, nd, shape);
+    return reshaped(x, a, nd, shape);
+}
+
+static OxConst *fold_flatten(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op, (void)nin;
+    OxConst *a = in[0]->c;
+    int ax = (int)ox_attr_i(x, "axis", 1);
+    ax = ax < 0 ? ax + a->ndim : ax;
+    if (ax < 0 || ax > a->ndim) ox_fail(x, "axis %d is out of range", ax);
+    int64_t s[2] = {1, 1};
+    for (int k = 0; k < a->ndim; k++)
+        s[k >= ax] *= a->shape[k];
+    return reshaped(x, a, 2, s);
+}
+
+static OxConst *fold_transpose(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op, (void)nin;
+    OxConst *a = in[0]->c;
+    int np;
+    const int64_t *p = ox_attr_ints(x, "perm", &np);
+    int64_t perm[OX_MAX_DIMS];
+    if (p && np != a->ndim) ox_fail(x, "perm has %d values for a tensor of rank %d", np, a->ndim);
+    for (int k = 0; k < a->ndim; k++) {
+        perm[k] = p ? p[k] : a->ndim - 1 - k;
+        if (perm[k] < 0 || perm[k] >= a->ndim) ox_fail(x, "perm value out of range");
+    }
+    return transpose(x, a, perm);
+}
+
+static OxConst *fold_concat(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op;
+    OxConst *a = in[0]->c;
+    int ax = ox_axis(x, ox_attr_i(x, "axis", 0), a->ndim);
+    int64_t shape[OX_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[ax] = 0;
+    for (int k = 0; k < nin; k++) {
+        if (!in[k] || in[k]->c->ndim != a->ndim) ox_fail(x, "Concat of tensors of different ranks");
+        for (int d = 0; d < a->ndim; d++)
+            if (d != ax && in[k]->c->shape[d] != a->shape[d])
+                ox_fail(x, "Concat of mismatched shapes");
+        shape[ax] += in[k]->c->shape[ax];
+    }
+    OxConst *r = like(x, a->dt, a->ndim, shape);
+    int64_t outer = 1, inner = 1, off = 0;
+    for (int d = 0; d < ax; d++)
+        outer *= shape[d];
+    for (int d = ax + 1; d < a->ndim; d++)
+        inner *= shape[d];
+    for (int k = 0; k < nin; k++) {
+        OxConst *c = in[k]->c;
+        int64_t len = c->shape[ax] * inner;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t j = 0; j < len; j++)
+                copy_el(x, r, o * shape[ax] * inner + off + j, c, o * len + j);
+        off += len;
+    }
+    return r;
+}
+
+static OxConst *fold_gather(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op;
+    OxConst *a = in[0]->c;
+    if (nin < 2 || !in[1] || dtype_is_float(in[1]->c->dt)) return NULL;
+    return gather(x, a, in[1]->c, ox_axis(x, ox_attr_i(x, "axis", 0), a->ndim));
+}
+
+static OxConst *fold_slice(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op;
+    if (nin < 3) return NULL;
+    return slice(x, in[0]->c, in, nin);
+}
+
+static OxConst *fold_where(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op;
+    if (nin < 3) return NULL;
+    OxConst *a = in[0]->c, *cs[3] = {a, in[1]->c, in[2]->c};
+    int64_t shape[OX_MAX_DIMS];
+    int nd = bshape(x, cs, 3, shape);
+    OxConst *r = like(x, cs[1]->dt, nd, shape);
+    for (int64_t k = 0; k < r->n; k++) {
+        bool c = a->i ? a->i[bidx(shape, nd, k, a->shape, a->ndim)]
+                      : a->f[bidx(shape, nd, k, a->shape, a->ndim)] != 0;
+        OxConst *s = cs[c ? 1 : 2];
+        copy_el(x, r, k, s, bidx(shape, nd, k, s->shape, s->ndim));
+    }
+    return r;
+}
+
+static OxConst *fold_constant_of_shape(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op, (void)nin;
+    OxConst *a = in[0]->c;
+    int64_t shape[OX_MAX_DIMS];
+    if (a->ndim != 1 || a->n > OX_MAX_DIMS) ox_fail(x, "the shape input must be 1-d");
+    for (int k = 0; k < a->n; k++)
+        if ((shape[k] = a->i[k]) < 0) ox_fail(x, "a negative size in the shape input");
+    const Onnx__AttributeProto *v = ox_attr(x, "value");
+    OxConst *fill = v ? ox_tensor_const(x, v->t, "attribute 'value'") : NULL;
+    if (fill && fill->n != 1) ox_fail(x, "attribute 'value' must hold one element");
+    OxConst *r = like(x, fill ? fill->dt : DT_F32, (int)a->n, shape);
+    double fv = fill ? ox_const_get(x, fill, 0) : 0;
+    for (int64_t k = 0; k < r->n; k++)
+        if (r->f)
+            r->f[k] = fv;
+        else
+            r->i[k] = ox_f2i(x, fv);
+    return r;
+}
+
+static OxConst *fold_range(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op;
+    if (nin < 3) return NULL;
+    OxConst *a = in[0]->c;
+    double s = ox_const_get(x, a, 0), l = ox_const_get(x, in[1]->c, 0),
+           dl = ox_const_get(x, in[2]->c, 0);
+    if (dl == 0) ox_fail(x, "Range with a delta of 0");
+    double cnt = ceil((l - s) / dl);
+    if (cnt > (double)((int64_t)1 << 28)) ox_fail(x, "Range of %g elements: too large", cnt);
+    int64_t len = cnt > 0 ? (int64_t)cnt : 0;
+    OxConst *r = like(x, a->dt, 1, &len);
+    for (int64_t k = 0; k < len; k++)
+        if (r->f)
+            r->f[k] = round_to(a->dt, s + (double)k * dl);
+        else
+            r->i[k] = (int64_t)((uint64_t)ox_f2i(x, s) + (uint64_t)k * (uint64_t)ox_f2i(x, dl));
+    return r;
+}
+
+static OxConst *fold_expand(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op;
+    OxConst *a = in[0]->c;
+    if (nin < 2 || in[1]->c->ndim != 1 || in[1]->c->n > OX_MAX_DIMS) return NULL;
+    OxConst *tc = in[1]->c;
+    OxConst t = {.dt = DT_I64, .ndim = (int)tc->n, .n = 1};
+    for (int k = 0; k < tc->n; k++)
+        t.shape[k] = tc->i[k];
+    OxConst *cs[2] = {a, &t};
+    int64_t shape[OX_MAX_DIMS];
+    int nd = bshape(x, cs, 2, shape);
+    OxConst *r = like(x, a->dt, nd, shape);
+    for (int64_t k = 0; k < r->n; k++)
+        copy_el(x, r, k, a, bidx(shape, nd, k, a->shape, a->ndim));
+    return r;
+}
+
+static OxConst *fold_scatter_nd(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op;
+    if (nin < 3 || ox_attr_s(x, "reduction", "none")[0] != 'n') return NULL;
+    OxConst *a = in[0]->c, *idx = in[1]->c, *upd = in[2]->c;
+    OxConst *r = like(x, a->dt, a->ndim, a->shape);
+    for (int64_t k = 0; k < a->n; k++)
+        copy_el(x, r, k, a, k);
+    int q = idx->ndim, kd = q ? (int)idx->shape[q - 1] : 0;
+    if (q < 1 || kd > a->ndim) ox_fail(x, "ScatterND indices of a wrong shape");
+    int64_t cnt = kd ? idx->n / kd : 0, inner = 1;
+    for (int d = kd; d < a->ndim; d++)
+        inner *= a->shape[d];
+    if (upd->n != cnt * inner) ox_fail(x, "ScatterND updates of a wrong size");
+    for (int64_t j = 0; j < cnt; j++) {
+        int64_t off = 0;
+        for (int d = 0; d < kd; d++) {
+            int64_t i = idx->i[j * kd + d];
+            i = i < 0 ? i + a->shape[d] : i;
+            if (i < 0 || i >= a->shape[d]) ox_fail(x, "ScatterND index out of range");
+            off = off * a->shape[d] + i;
+        }
+        for (int64_t q2 = 0; q2 < inner; q2++)
+            copy_el(x, r, off * inner + q2, upd, j * inner + q2);
+    }
+    return r;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+enum {
+    /* Folded from the input's dims alone: needs the input, not its data. */
+    FOLD_DIMS = 1,
+    /* A symbolic value in any input decides the result's shape, which would
+     * follow -D: the node stays an op. */
+    FOLD_SYM_SHAPE = 2,
+    /* The same for symbolic bounds or shapes in the inputs after the data
+     * (the data then becomes a param). */
+    FOLD_SYM_BOUNDS = 4,
+};
+
+static const struct {
+    const char *op;
+    FoldFn fn;
+    unsigned flags;
+    int optional; /* the first input that may be missing; 0: none may */
+} folds[] = {
+    {"Shape", fold_shape, FOLD_DIMS, 0},
+    {"Size", fold_size, FOLD_DIMS, 0},
+    {"Identity", fold_identity, 0, 0},
+    {"Dropout", fold_identity, 0, 0},
+    {"Add", fold_binary, 0, 0},
+    {"Sub", fold_binary, 0, 0},
+    {"Mul", fold_binary, 0, 0},
+    {"Div", fold_binary, 0, 0},
+    {"Mod", fold_binary, 0, 0},
+    {"Pow", fold_binary, 0, 0},
+    {"Equal", fold_binary, 0, 0},
+    {"Less", fold_binary, 0, 0},
+    {"Greater", fold_binary, 0, 0},
+    {"LessOrEqual", fold_binary, 0, 0},
+    {"GreaterOrEqual", fold_binary, 0, 0},
+    {"And", fold_binary, 0, 0},
+    {"Or", fold_binary, 0, 0},
+    {"Xor", fold_binary, 0, 0},
+    {"Max", fold_extreme, 0, 0},
+    {"Min", fold_extreme, 0, 0},
+    {"Neg", fold_unary, 0, 0},
+    {"Abs", fold_unary, 0, 0},
+    {"Sqrt", fold_unary, 0, 0},
+    {"Not", fold_unary, 0, 0},
+    {"Floor", fold_unary, 0, 0},
+    {"Ceil", fold_unary, 0, 0},
+    {"Reciprocal", fold_unary, 0, 0},
+    {"Exp", fold_unary, 0, 0},
+    {"Log", fold_unary, 0, 0},
+    {"Cast", fold_cast, 0, 0},
+    {"Unsqueeze", fold_squeeze, 0, 1},
+    {"Squeeze", fold_squeeze, 0, 1},
+    {"Reshape", fold_reshape, FOLD_SYM_BOUNDS, 0},
+    {"Flatten", fold_flatten, 0, 0},
+    {"Transpose", fold_transpose, 0, 0},
+    {"Concat", fold_concat, 0, 0},
+    {"Gather", fold_gather, 0, 0},
+    {"Slice", fold_slice, FOLD_SYM_BOUNDS, 3},
+    {"Where", fold_where, 0, 0},
+    {"Expand", fold_expand, FOLD_SYM_SHAPE, 0},
+    {"ConstantOfShape", fold_constant_of_shape, FOLD_SYM_SHAPE, 0},
+    {"Range", fold_range, FOLD_SYM_SHAPE, 0},
+    {"ScatterND", fold_scatter_nd, 0, 0},
+};
+
 bool ox_fold(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin) {
     const char *op = n->op_type;
     OxVal *out = ox_val(x, n->output[0]);
-    OxConst *a = nin > 0 && in[0] ? in[0]->c : NULL, *r = NULL;
-    if ((!strcmp(op, "Shape") || !strcmp(op, "Size")) && (nin < 1 || !in[0]))
-        ox_fail(x, "%s needs an input", op);
-    /* Missing inputs: only Slice's axes/steps and (Un)Squeeze's axes are
-     * optional here; anything else is left to the op's mapping to report. */
-    bool sq = !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze");
+    int f = -1;
+    for (int k = 0; k < (int)(sizeof folds / sizeof folds[0]) && f < 0; k++)
+        if (!strcmp(op, folds[k].op)) f = k;
+    unsigned flags = f >= 0 ? folds[f].flags : 0;
+    int optional = f >= 0 && folds[f].optional ? folds[f].optional : nin;
+    if ((flags & FOLD_DIMS) && (nin < 1 || !in[0])) ox_fail(x, "%s needs an input", op);
+    /* Missing inputs: only those the table marks optional; anything else
+     * is left to the op's mapping to report. */
     for (int k = 0; k < nin; k++)
-        if (!in[k] && !(sq && k >= 1) && !(!strcmp(op, "Slice") && k >= 3)) return false;
-    if (!strcmp(op, "Shape")) {
-        int nd = in[0]->ndim;
-        int64_t s = ox_attr_i(x, "start", 0), e = ox_attr_i(x, "end", nd);
-        s = s < 0 ? s + nd : s, e = e < 0 ? e + nd : e;
-        s = s < 0 ? 0 : s > nd ? nd : s, e = e < s ? s : e > nd ? nd : e;
-        int64_t len = e - s;
-        r = like(x, DT_I64, 1, &len);
-        for (int64_t k = 0; k < len; k++)
-            set_dim(x, r, k, in[0]->dim[s + k]);
-    } else if (!strcmp(op, "Size")) {
-        OxDim t = ox_dim_c(1);
-        for (int k = 0; k < in[0]->ndim; k++)
-            t = ox_dim_op(x, '*', t, in[0]->dim[k]);
-        r = like(x, DT_I64, 0, NULL);
-        set_dim(x, r, 0, t);
-    }
-    if (r) goto done;
-    for (int k = 0; k < nin; k++) {
-        if (in[k] && !in[k]->c) return false;
-        if (in[k]) ox_const_values(x, in[k]->c);
-    }
-    if (!a) return false;
-    /* A slice or reshape of data by symbolic bounds: the result's shape
-     * follows -D, so it stays an op (the data becomes a param). */
-    if (!strcmp(op, "Slice") || !strcmp(op, "Reshape"))
-        for (int k = 1; k < nin; k++)
-            if (in[k] && has_sym(in[k]->c)) return false;
-    if (!strcmp(op, "Identity") || !strcmp(op, "Dropout")) {
-        r = a;
-    } else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") ||
-               !strcmp(op, "Div") || !strcmp(op, "Mod") || !strcmp(op, "Pow") ||
-               !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater") ||
-               !strcmp(op, "LessOrEqual") || !strcmp(op, "GreaterOrEqual") || !strcmp(op, "And") ||
-               !strcmp(op, "Or") || !strcmp(op, "Xor")) {
-        if (nin < 2 || !in[1]) return false;
-        r = binary(x, op, a, in[1]->c);
-    } else if ((!strcmp(op, "Max") || !strcmp(op, "Min")) && nin >= 1) {
-        r = a;
-        for (int k = 1; k < nin; k++)
-            r = binary(x, op, r, in[k]->c);
-    } else if (!strcmp(op, "Neg") || !strcmp(op, "Abs") || !strcmp(op, "Sqrt") ||
-               !strcmp(op, "Not") || !strcmp(op, "Floor") || !strcmp(op, "Ceil") ||
-               !strcmp(op, "Reciprocal") || !strcmp(op, "Exp") || !strcmp(op, "Log")) {
-        r = like(x, a->dt, a->ndim, a->shape);
-        for (int64_t k = 0; k < a->n; k++) {
-            if (dtype_is_float(a->dt)) {
-                double v = a->f[k];
-                v = op[0] == 'N'   ? -v
-                    : op[0] == 'A' ? fabs(v)
-                    : op[0] == 'S' ? sqrt(v)
-                    : op[0] == 'F' ? floor(v)
-                    : op[0] == 'C' ? ceil(v)
-                    : op[0] == 'R' ? 1 / v
-                    : op[0] == 'E' ? exp(v)
-                                   : log(v);
-                r->f[k] = round_to(a->dt, v);
-            } else if (op[0] == 'N' && op[1] == 'e') {
-                set_dim(
-                    x, r, k,
-                    ox_dim_op(x, '-', ox_dim_c(0), (OxDim){a->i[k], a->sym ? a->sym[k] : NULL}));
-            } else if (op[0] == 'N') {
-                r->i[k] = !a->i[k];
-            } else if (op[0] == 'A') {
-                r->i[k] = a->i[k] < 0 ? -a->i[k] : a->i[k];
-            } else {
-                return false;
-            }
-        }
-    } else if (!strcmp(op, "Cast")) {
-        r = cast(x, a, ox_dtype(x, (int)ox_attr_i(x, "to", 0), "Cast's 'to'"));
-    } else if (!strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze")) {
-        int64_t axes[OX_MAX_DIMS];
-        int na = 0;
-        if (nin > 1 && in[1]) {
-            na = ints_of(x, in[1], axes, OX_MAX_DIMS, "axes");
-        } else {
-            const int64_t *at = ox_attr_ints(x, "axes", &na);
-            if (na > OX_MAX_DIMS) ox_fail(x, "too many axes");
-            for (int k = 0; k < na; k++)
-                axes[k] = at[k];
-        }
-        int64_t shape[OX_MAX_DIMS];
-        int nd = 0;
-        if (op[0] == 'U') {
-            int rank = a->ndim + na;
-            if (rank > OX_MAX_DIMS) ox_fail(x, "too many dimensions");
-            bool ins[OX_MAX_DIMS] = {0};
-            for (int k = 0; k < na; k++)
-                ins[ox_axis(x, axes[k], rank)] = true;
-            for (int d = 0, s = 0; d < rank; d++)
-                shape[nd++] = ins[d] ? 1 : a->shape[s++];
-        } else {
-            bool drop[OX_MAX_DIMS] = {0};
-            for (int k = 0; k < na; k++)
-                drop[ox_axis(x, axes[k], a->ndim)] = true;
-            for (int d = 0; d < a->ndim; d++)
-                if (!(na ? drop[d] : a->shape[d] == 1)) shape[nd++] = a->shape[d];
-        }
-        r = reshaped(x, a, nd, shape);
-    } else if (!strcmp(op, "Reshape")) {
-        OxDim in_d[OX_MAX_DIMS], d[OX_MAX_DIMS];
-        for (int k = 0; k < a->ndim; k++)
-            in_d[k] = ox_dim_c(a->shape[k]);
-        if (nin < 2 || !in[1]) return false;
-        int nd = reshape_dims(x, in_d, a->ndim, in[1]->c, d);
-        int64_t shape[OX_MAX_DIMS];
-        concrete(x, a->n, d, nd, shape);
-        r = reshaped(x, a, nd, shape);
-    } else if (!strcmp(op, "Flatten")) {
-        int ax = (int)ox_attr_i(x, "axis", 1);
-        ax = ax < 0 ? ax + a->ndim : ax;
-        if (ax < 0 || ax > a->ndim) ox_fail(x, "axis %d is out of range", ax);
-        int64_t s[2] = {1, 1};
-        for (int k = 0; k < a->ndim; k++)
-            s[k >= ax] *= a->shape[k];
-        r = reshaped(x, a, 2, s);
-    } else if (!strcmp(op, "Transpose")) {
-        int np;
-        const int64_t *p = ox_attr_ints(x, "perm", &np);
-        int64_t perm[OX_MAX_DIMS];
-        if (p && np != a->ndim)
-            ox_fail(x, "perm has %d values for a tensor of rank %d", np, a->ndim);
-        for (int k = 0; k < a->ndim; k++) {
-            perm[k] = p ? p[k] : a->ndim - 1 - k;
-            if (perm[k] < 0 || perm[k] >= a->ndim) ox_fail(x, "perm value out of range");
-        }
-        r = transpose(x, a, perm);
-    } else if (!strcmp(op, "Concat")) {
-        int ax = ox_axis(x, ox_attr_i(x, "axis", 0), a->ndim);
-        int64_t shape[OX_MAX_DIMS];
-        memcpy(shape, a->shape, sizeof shape);
-        shape[ax] = 0;
-        for (int k = 0; k < nin; k++) {
-            if (!in[k] || in[k]->c->ndim != a->ndim)
-                ox_fail(x, "Concat of tensors of different ranks");
-            for (int d = 0; d < a->ndim; d++)
-                if (d != ax && in[k]->c->shape[d] != a->shape[d])
-                    ox_fail(x, "Concat of mismatched shapes");
-            shape[ax] += in[k]->c->shape[ax];
-        }
-        r = like(x, a->dt, a->ndim, shape);
-        int64_t outer = 1, inner = 1, off = 0;
-        for (int d = 0; d < ax; d++)
-            outer *= shape[d];
-        for (int d = ax + 1; d < a->ndim; d++)
-            inner *= shape[d];
-        for (int k = 0; k < nin; k++) {
-            OxConst *c = in[k]->c;
-            int64_t len = c->shape[ax] * inner;
-            for (int64_t o = 0; o < outer; o++)
-                for (int64_t j = 0; j < len; j++)
-                    copy_el(x, r, o * shape[ax] * inner + off + j, c, o * len + j);
-            off += len;
-        }
-    } else if (!strcmp(op, "Gather")) {
-        if (nin < 2 || !in[1] || dtype_is_float(in[1]->c->dt)) return false;
-        r = gather(x, a, in[1]->c, ox_axis(x, ox_attr_i(x, "axis", 0), a->ndim));
-    } else if (!strcmp(op, "Slice")) {
-        if (nin < 3) return false;
-        r = slice(x, a, in, nin);
-    } else if (!strcmp(op, "Where")) {
-        if (nin < 3) return false;
-        OxConst *cs[3] = {a, in[1]->c, in[2]->c};
-        int64_t shape[OX_MAX_DIMS];
-        int nd = bshape(x, cs, 3, shape);
-        r = like(x, cs[1]->dt, nd, shape);
-        for (int64_t k = 0; k < r->n; k++) {
-            bool c = a->i ? a->i[bidx(shape, nd, k, a->shape, a->ndim)]
-                          : a->f[bidx(shape, nd, k, a->shape, a->ndim)] != 0;
-            OxConst *s = cs[c ? 1 : 2];
-            copy_el(x, r, k, s, bidx(shape, nd, k, s->shape, s->ndim));
-        }
-    } else if (!strcmp(op, "Expand") || !strcmp(op, "ConstantOfShape") || !strcmp(op, "Range") ||
-               !strcmp(op, "Tile")) {
-        /* Their result's shape comes from values: symbolic ones stay ops. */
-        for (int k = 0; k < nin; k++)
-            if (in[k] && has_sym(in[k]->c)) return false;
-        if (op[0] == 'C') {
-            int64_t shape[OX_MAX_DIMS];
-            if (a->ndim != 1 || a->n > OX_MAX_DIMS) ox_fail(x, "the shape input must be 1-d");
-            for (int k = 0; k < a->n; k++)
-                if ((shape[k] = a->i[k]) < 0) ox_fail(x, "a negative size in the shape input");
-            const Onnx__AttributeProto *v = ox_attr(x, "value");
-            OxConst *fill = v ? ox_tensor_const(x, v->t, "attribute 'value'") : NULL;
-            if (fill && fill->n != 1) ox_fail(x, "attribute 'value' must hold one element");
-            r = like(x, fill ? fill->dt : DT_F32, (int)a->n, shape);
-            double fv = fill ? ox_const_get(x, fill, 0) : 0;
-            for (int64_t k = 0; k < r->n; k++)
-                if (r->f)
-                    r->f[k] = fv;
-                else
-                    r->i[k] = ox_f2i(x, fv);
-        } else if (op[0] == 'R') {
-            if (nin < 3) return false;
-            double s = ox_const_get(x, a, 0), l = ox_const_get(x, in[1]->c, 0),
-                   dl = ox_const_get(x, in[2]->c, 0);
-            if (dl == 0) ox_fail(x, "Range with a delta of 0");
-            double cnt = ceil((l - s) / dl);
-            if (cnt > (double)((int64_t)1 << 28))
-                ox_fail(x, "Range of %g elements: too large", cnt);
-            int64_t len = cnt > 0 ? (int64_t)cnt : 0;
-            r = like(x, a->dt, 1, &len);
-            for (int64_t k = 0; k < len; k++)
-                if (r->f)
-                    r->f[k] = round_to(a->dt, s + (double)k * dl);
-                else
-                    r->i[k] =
-                        (int64_t)((uint64_t)ox_f2i(x, s) + (uint64_t)k * (uint64_t)ox_f2i(x, dl));
-        } else if (op[0] == 'E') {
-            if (nin < 2 || in[1]->c->ndim != 1 || in[1]->c->n > OX_MAX_DIMS) return false;
-            OxConst *tc = in[1]->c;
-            OxConst t = {.dt = DT_I64, .ndim = (int)tc->n, .n = 1};
-            for (int k = 0; k < tc->n; k++)
-                t.shape[k] = tc->i[k];
-            OxConst *cs[2] = {a, &t};
-            int64_t shape[OX_MAX_DIMS];
-            int nd = bshape(x, cs, 2, shape);
-            r = like(x, a->dt, nd, shape);
-            for (int64_t k = 0; k < r->n; k++)
-                copy_el(x, r, k, a, bidx(shape, nd, k, a->shape, a->ndim));
-        } else {
-            return false;
-        }
-    } else if (!strcmp(op, "ScatterND")) {
-        if (nin < 3 || ox_attr_s(x, "reduction", "none")[0] != 'n') return false;
-        OxConst *idx = in[1]->c, *upd = in[2]->c;
-        r = like(x, a->dt, a->ndim, a->shape);
-        for (int64_t k = 0; k < a->n; k++)
-            copy_el(x, r, k, a, k);
-        int q = idx->ndim, kd = q ? (int)idx->shape[q - 1] : 0;
-        if (q < 1 || kd > a->ndim) ox_fail(x, "ScatterND indices of a wrong shape");
-        int64_t cnt = kd ? idx->n / kd : 0, inner = 1;
-        for (int d = kd; d < a->ndim; d++)
-            inner *= a->shape[d];
-        if (upd->n != cnt * inner) ox_fail(x, "ScatterND updates of a wrong size");
-        for (int64_t j = 0; j < cnt; j++) {
-            int64_t off = 0;
-            for (int d = 0; d < kd; d++) {
-                int64_t i = idx->i[j * kd + d];
-                i = i < 0 ? i + a->shape[d] : i;
-                if (i < 0 || i >= a->shape[d]) ox_fail(x, "ScatterND index out of range");
-                off = off * a->shape[d] + i;
-            }
-            for (int64_t q2 = 0; q2 < inner; q2++)
-                copy_el(x, r, off * inner + q2, upd, j * inner + q2);
-        }
+        if (!in[k] && k < optional) return false;
+    OxConst *r = NULL;
+    if (flags & FOLD_DIMS) {
+        r = folds[f].fn(x, op, in, nin);
     } else {
-        return false;
+        for (int k = 0; k < nin; k++) {
+            if (in[k] && !in[k]->c) return false;
+            if (in[k]) ox_const_values(x, in[k]->c);
+        }
+        if (nin < 1 || !in[0]) return false;
+        for (int k = (flags & FOLD_SYM_SHAPE) ? 0 : 1; k < nin; k++)
+            if ((flags & (FOLD_SYM_SHAPE | FOLD_SYM_BOUNDS)) && in[k] && has_sym(in[k]->c))
+                return false;
+        if (f < 0 || !(r = folds[f].fn(x, op, in, nin))) return false;
     }
-done:
     out->c = r;
     out->dt = r->dt;
     out->ndim = r->ndim;
