@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda_blas.h"
+#include "rt_internal.h"
 
 #define SYM(name, required)                                                                        \
     { #name, offsetof(CuBlas, name), required }
@@ -82,9 +83,11 @@ RtStatus rt_cuda_gemm_run(const CuBlas *bl, cublasHandle_t h, const RtCudaGemmPl
     const void *alpha = dbl ? (const void *)&d[1] : (const void *)&f[1];
     const void *beta = dbl ? (const void *)&d[p->beta_one] : (const void *)&f[p->beta_one];
 
-    int64_t idx[RT_MATMUL_MAX_BATCH] = {0}, oa = 0, ob = 0, oc = 0;
-    for (;;) {
-        void *pa = at(a, oa, p->elem), *pb = at(b, ob, p->elem), *pc = at(c, oc, p->elem);
+    int64_t idx[RT_MATMUL_MAX_BATCH] = {0}, off[3] = {0, 0, 0};
+    const int64_t *const ostrides[3] = {p->outer_a, p->outer_b, p->outer_c};
+    do {
+        void *pa = at(a, off[0], p->elem), *pb = at(b, off[1], p->elem);
+        void *pc = at(c, off[2], p->elem);
         const void *A = p->swap ? pb : pa, *B = p->swap ? pa : pb;
         cublasStatus_t s;
         if (p->batch > 1) {
@@ -99,14 +102,6 @@ RtStatus rt_cuda_gemm_run(const CuBlas *bl, cublasHandle_t h, const RtCudaGemmPl
                                  p->compute, CUBLAS_GEMM_DEFAULT);
             if (s) return blas_error(bl, "cublasGemmEx", s, err);
         }
-        int j = p->nouter - 1;
-        for (; j >= 0; j--) {
-            oa += p->outer_a[j], ob += p->outer_b[j], oc += p->outer_c[j];
-            if (++idx[j] < p->outer[j]) break;
-            oa -= p->outer_a[j] * p->outer[j], ob -= p->outer_b[j] * p->outer[j];
-            oc -= p->outer_c[j] * p->outer[j];
-            idx[j] = 0;
-        }
-        if (j < 0) return TGCRT_OK;
-    }
+    } while (rt_batch_next(p->nouter, p->outer, ostrides, idx, off));
+    return TGCRT_OK;
 }

@@ -42,27 +42,28 @@ static bool colmajor(int64_t r, int64_t c, int64_t rs, int64_t cs, int *op, int 
 
 /* The operands' layouts for an m x n result: C^T = B^T A^T when C's rows
  * are contiguous (the usual row-major case), else C = A B when its columns
- * are. C itself cannot be transposed, so it must map to op N. */
-static bool layout(const RtMatmulDesc *d, int64_t m, RtCudaGemmPlan *p) {
-    int64_t n = d->n, k = d->k;
+ * are. C itself cannot be transposed, so it must map to op N. place()
+ * tries one: Z (r x c) = X (r x k) Y (k x c), each given by its (row,
+ * column) strides. */
+static bool place(int64_t r, int64_t c, int64_t k, const int64_t x[2], const int64_t y[2],
+                  const int64_t z[2], RtCudaGemmPlan *p) {
     int opc;
-    if (colmajor(n, k, d->b_cs, d->b_rs, &p->transa, &p->lda) &&
-        colmajor(k, m, d->a_cs, d->a_rs, &p->transb, &p->ldb) &&
-        colmajor(n, m, d->c_cs, d->c_rs, &opc, &p->ldc) && opc == CUBLAS_OP_N) {
-        p->swap = true;
-        p->m = (int)n;
-        p->n = (int)m;
-        return true;
-    }
-    if (colmajor(m, k, d->a_rs, d->a_cs, &p->transa, &p->lda) &&
-        colmajor(k, n, d->b_rs, d->b_cs, &p->transb, &p->ldb) &&
-        colmajor(m, n, d->c_rs, d->c_cs, &opc, &p->ldc) && opc == CUBLAS_OP_N) {
-        p->swap = false;
-        p->m = (int)m;
-        p->n = (int)n;
-        return true;
-    }
-    return false;
+    if (!colmajor(r, k, x[0], x[1], &p->transa, &p->lda) ||
+        !colmajor(k, c, y[0], y[1], &p->transb, &p->ldb) ||
+        !colmajor(r, c, z[0], z[1], &opc, &p->ldc) || opc != CUBLAS_OP_N)
+        return false;
+    p->m = (int)r;
+    p->n = (int)c;
+    return true;
+}
+
+static bool layout(const RtMatmulDesc *d, int64_t m, RtCudaGemmPlan *p) {
+    /* Each operand's (row, column) strides, and those of its transpose. */
+    const int64_t a[2] = {d->a_rs, d->a_cs}, b[2] = {d->b_rs, d->b_cs}, c[2] = {d->c_rs, d->c_cs};
+    const int64_t at[2] = {d->a_cs, d->a_rs}, bt[2] = {d->b_cs, d->b_rs};
+    const int64_t ct[2] = {d->c_cs, d->c_rs};
+    p->swap = place(d->n, m, d->k, bt, at, ct, p);
+    return p->swap || place(m, d->n, d->k, a, b, c, p);
 }
 
 /* One attempt: with fold_m, trailing batch dimensions over which B is

@@ -528,22 +528,14 @@ void rt_matmul(const RtMatmulDesc *d, const void *a, const void *b, void *c, RtP
     }
 
     Scratch s = {{0}, {0}, {0}};
-    int64_t idx[RT_MATMUL_MAX_BATCH] = {0}, oa = 0, ob = 0, oc = 0;
-    for (;;) {
-        Mat A = {at(a, oa, es), d->a_rs, d->a_cs};
-        Mat B = {at(b, ob, es), d->b_rs, d->b_cs};
-        Mat C = {at(c, oc, es), d->c_rs, d->c_cs};
+    int64_t idx[RT_MATMUL_MAX_BATCH] = {0}, off[3] = {0, 0, 0};
+    const int64_t *const bstrides[3] = {d->a_bs, d->b_bs, d->c_bs};
+    do {
+        Mat A = {at(a, off[0], es), d->a_rs, d->a_cs};
+        Mat B = {at(b, off[1], es), d->b_rs, d->b_cs};
+        Mat C = {at(c, off[2], es), d->c_rs, d->c_cs};
         matmul_one(t, m, d->n, d->k, acc, A, B, C, &s, pool);
-        int j = nb - 1;
-        for (; j >= 0; j--) {
-            oa += d->a_bs[j], ob += d->b_bs[j], oc += d->c_bs[j];
-            if (++idx[j] < d->batch[j]) break;
-            oa -= d->a_bs[j] * d->batch[j], ob -= d->b_bs[j] * d->batch[j];
-            oc -= d->c_bs[j] * d->batch[j];
-            idx[j] = 0;
-        }
-        if (j < 0) break;
-    }
+    } while (rt_batch_next(nb, d->batch, bstrides, idx, off));
     rt_aligned_free(s.a.p);
     rt_aligned_free(s.b.p);
     rt_aligned_free(s.c.p);

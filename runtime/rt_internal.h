@@ -72,6 +72,23 @@ static inline void rt_store_f(char *p, RtDType t, float f) {
     }
     memcpy(p, &h, 2);
 }
+/* Steps idx, an index over n batch dimensions of sizes dims (the last
+ * fastest), to the next one, moving each of three operands' element
+ * offsets off[o] by its batch strides strides[o]; false (offsets back at
+ * 0) after the last. The loop of rt_matmul and of a CUDA product's
+ * host-looped batch dimensions. */
+static inline bool rt_batch_next(int n, const int64_t *dims, const int64_t *const strides[3],
+                                 int64_t *idx, int64_t off[3]) {
+    for (int j = n - 1; j >= 0; j--) {
+        for (int o = 0; o < 3; o++)
+            off[o] += strides[o][j];
+        if (++idx[j] < dims[j]) return true;
+        for (int o = 0; o < 3; o++)
+            off[o] -= strides[o][j] * dims[j];
+        idx[j] = 0;
+    }
+    return false;
+}
 /* rt_load_float: declared in tgcrt_abi.h. Element i of an integer or bool
  * array (u8, i8, i16, i32, i64, bool) as an int64, exact; inline, since
  * the integer matrix product's inner loop calls it. */
