@@ -1,4 +1,4 @@
-/* Scaled dot-product attention for generated code (see tgcrt.h), computed
+/* Scaled dot-product attention for generated code (see tgcrt_abi.h), computed
  * flash-attention style (Dao et al., "FlashAttention", 2022) so that the
  * [l, s] scores are never stored whole:
  *

@@ -200,7 +200,7 @@ static int parse_args(Args *a, int argc, char **argv) {
             rc = set_count(a, f, v, &a->bench_set, &a->bench, 0, MAX_BENCH,
                            "--bench %s: expected a run count from 0 to 1000000000");
         } else if (!strcmp(f, "--threads")) {
-            /* The limit is rt_pool_create's, stated once in tgcrt.h. */
+            /* The limit is rt_pool_create's, stated once in tgcrt_abi.h. */
             char what[80];
             snprintf(what, sizeof what, "--threads %%s: expected a thread count from 0 to %d",
                      TGCRT_MAX_THREADS);

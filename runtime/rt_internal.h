@@ -120,7 +120,7 @@ void rt_convert_float_par(RtPool *pool, const void *src, RtDType st, void *dst, 
 enum { RT_FILL_RANDOM_INPUT = 100 }; /* --random-inputs: randn / [0, 10) / 0-1 */
 /* Fills elements [0, numel) of dst (dtype dt) with initialiser `kind`
  * (an RtInitKind or RT_FILL_RANDOM_INPUT) for tensor `name`, on the pool. */
-/* rt_fill: declared in tgcrt.h. */
+/* rt_fill: declared in tgcrt_abi.h. */
 /* The AVX-512 BF16 GEMM (matmul_bf16.c): C (+)= A @ B on bf16 operands,
  * f32 accumulation, C in ct (bf16 or f32) rounded once; false when the CPU
  * lacks AVX-512 BF16 or memory is short (the caller falls back). */
