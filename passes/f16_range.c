@@ -97,25 +97,19 @@ static Origin origin_of(const Analysis *A, const Value *v, Range r) {
     return ORIGIN_NONE;
 }
 
-/* Ops through which a non-f16 overflow travels on to a later cast. */
+/* Ops through which a non-f16 overflow travels on to a later cast: views,
+ * identities, and these. */
+static const bool carrying[OP_COUNT] = {
+    [OP_CAT] = true,         [OP_CONCAT] = true,       [OP_STACK] = true,  [OP_WHERE] = true,
+    [OP_MASKED_FILL] = true, [OP_AMAX] = true,         [OP_AMIN] = true,   [OP_TRIL] = true,
+    [OP_TRIU] = true,        [OP_EMBEDDING] = true,    [OP_SLICE] = true,  [OP_INDEX] = true,
+    [OP_GATHER] = true,      [OP_INDEX_SELECT] = true, [OP_REPEAT] = true, [OP_FLIP] = true,
+    [OP_CAST] = true,        [OP_TO] = true,
+};
+
 static bool carries(const Value *v) {
-    switch (v->op) {
-    case OP_CAT:
-    case OP_CONCAT:
-    case OP_STACK:
-    case OP_WHERE:
-    case OP_MASKED_FILL:
-    case OP_AMAX:
-    case OP_AMIN:
-    case OP_TRIL:
-    case OP_TRIU:
-    case OP_EMBEDDING: return true;
-    default:
-        return (op_info(v->op)->flags & (OPF_VIEW | OPF_MAYBE_VIEW)) || f16r_is_identity(v) ||
-               v->op == OP_SLICE || v->op == OP_INDEX || v->op == OP_GATHER ||
-               v->op == OP_INDEX_SELECT || v->op == OP_REPEAT || v->op == OP_FLIP ||
-               v->op == OP_CAST || v->op == OP_TO;
-    }
+    return (v->op >= 0 && v->op < OP_COUNT && carrying[v->op]) ||
+           (op_info(v->op)->flags & (OPF_VIEW | OPF_MAYBE_VIEW)) || f16r_is_identity(v);
 }
 
 static const Value *carried_src(const Analysis *A, const Value *v) {

@@ -128,17 +128,9 @@ double f16r_einsum_depth(const Value *v) {
 /* Ops that give their operand's values unchanged (same numbers, another
  * place or layout). */
 bool f16r_is_identity(const Value *v) {
-    switch (v->op) {
-    case OP_ALIAS:
-    case OP_COPY:
-    case OP_CONTIGUOUS:
-    case OP_DETACH:
-    case OP_DROPOUT:
-    case OP_CLONE: return true;
-    case OP_CAST:
-    case OP_TO: return dtype_is_float(v->dtype);
-    default: return false;
-    }
+    if (v->op == OP_CAST || v->op == OP_TO) return dtype_is_float(v->dtype);
+    return v->op == OP_ALIAS || v->op == OP_COPY || v->op == OP_CONTIGUOUS || v->op == OP_DETACH ||
+           v->op == OP_DROPOUT || v->op == OP_CLONE;
 }
 
 double f16r_data_count(const Arg *d) {
