@@ -258,12 +258,18 @@ bool infer_expand_as(InferCtx *c, Value *v) {
     return expand_to(c, v, o->shape, o->ndim, v->loc);
 }
 
+/* Normalises the dim argument d of an op whose input must have a dim:
+ * false after scalar_msg (a 0-dim input) or the range error. */
+static bool dim_of_nonscalar(InferCtx *c, Value *v, Arg *d, const char *scalar_msg) {
+    const Value *x = IN0(v);
+    if (x->ndim == 0) return infer_error(c, v->loc, "%s", scalar_msg);
+    return norm_dim(c, d->loc, &d->i, x->ndim);
+}
+
 bool infer_narrow(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *d = ARG(v, 1), *s = ARG(v, 2), *l = ARG(v, 3);
-    if (x->ndim == 0)
-        return infer_error(c, v->loc, "narrow() cannot be applied to a 0-dim tensor.");
-    if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
+    if (!dim_of_nonscalar(c, v, d, "narrow() cannot be applied to a 0-dim tensor.")) return false;
     int64_t size = x->shape[d->i];
     if (s->i < -size || s->i > size)
         return infer_error(
@@ -282,9 +288,7 @@ bool infer_narrow(InferCtx *c, Value *v) {
 bool infer_select(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *d = ARG(v, 1), *ix = ARG(v, 2);
-    if (x->ndim == 0)
-        return infer_error(c, v->loc, "select() cannot be applied to a 0-dim tensor.");
-    if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
+    if (!dim_of_nonscalar(c, v, d, "select() cannot be applied to a 0-dim tensor.")) return false;
     int64_t size = x->shape[d->i];
     if (ix->i < -size || ix->i >= size)
         return infer_error(c, ix->loc,
@@ -303,8 +307,7 @@ bool infer_select(InferCtx *c, Value *v) {
 bool infer_slice(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *d = ARG(v, 1), *s = ARG(v, 2), *e = ARG(v, 3), *st = ARG(v, 4);
-    if (x->ndim == 0) return infer_error(c, v->loc, "cannot slice a 0-dim tensor");
-    if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
+    if (!dim_of_nonscalar(c, v, d, "cannot slice a 0-dim tensor")) return false;
     if (st->i <= 0)
         return infer_error(c, st->loc, "slice step must be positive, found %lld", (long long)st->i);
     if (st->i > ((int64_t)1 << 32))
@@ -388,9 +391,7 @@ bool infer_chunk(InferCtx *c, Value *v) {
 bool infer_split(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *s = ARG(v, 1), *d = ARG(v, 2);
-    if (x->ndim == 0)
-        return infer_error(c, v->loc, "split expects at least a 1-dimensional tensor");
-    if (!norm_dim(c, d->loc, &d->i, x->ndim)) return false;
+    if (!dim_of_nonscalar(c, v, d, "split expects at least a 1-dimensional tensor")) return false;
     int64_t size = x->shape[d->i];
     if (s->kind == ARG_INT) {
         if (s->i < 0)
