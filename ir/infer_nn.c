@@ -37,14 +37,29 @@ static bool keep_shape(Value *v) {
     return true;
 }
 
-bool infer_batch_norm(InferCtx *c, Value *v) {
+/* A norm's input: floating, with at least min_rank dims (layout names
+ * them in the message). */
+static bool norm_input(InferCtx *c, Value *v, const char *op, int min_rank, const char *layout) {
     const Value *x = IN0(v);
     if (!float_input(c, v)) return false;
-    if (x->ndim < 2)
+    if (x->ndim < min_rank)
         return infer_error(c, v->args[0].loc,
-                           "batch_norm: expected an input of at least 2 dimensions (N, C, ...), "
-                           "found %s",
-                           shape_str(c->g->arena, x->shape, x->ndim));
+                           "%s: expected an input of at least %d dimensions (%s), found %s", op,
+                           min_rank, layout, shape_str(c->g->arena, x->shape, x->ndim));
+    return true;
+}
+
+/* batch_norm's and instance_norm's arguments 1-4: running_mean,
+ * running_var, weight, bias, each absent or of ch elements. */
+static bool stat_params(InferCtx *c, Value *v, int64_t ch) {
+    return channel_param(c, v, 1, ch, "running_mean") &&
+           channel_param(c, v, 2, ch, "running_var") && channel_param(c, v, 3, ch, "weight") &&
+           channel_param(c, v, 4, ch, "bias");
+}
+
+bool infer_batch_norm(InferCtx *c, Value *v) {
+    const Value *x = IN0(v);
+    if (!norm_input(c, v, "batch_norm", 2, "N, C, ...")) return false;
     /* training=true normalises with the batch's statistics and, in a
      * training build, updates the running ones (passes/train_mode.c);
      * without running statistics it has nothing else to use. */
@@ -69,9 +84,7 @@ bool infer_batch_norm(InferCtx *c, Value *v) {
                            "batch_norm: expected more than 1 value per channel when training, "
                            "found input shape %s",
                            shape_str(c->g->arena, x->shape, x->ndim));
-    if (!channel_param(c, v, 1, ch, "running_mean") || !channel_param(c, v, 2, ch, "running_var") ||
-        !channel_param(c, v, 3, ch, "weight") || !channel_param(c, v, 4, ch, "bias"))
-        return false;
+    if (!stat_params(c, v, ch)) return false;
     if (!(ARG(v, 7)->f >= 0))
         return infer_error(c, ARG(v, 7)->loc, "batch_norm: eps must be non-negative");
     return keep_shape(v);
@@ -79,12 +92,7 @@ bool infer_batch_norm(InferCtx *c, Value *v) {
 
 bool infer_group_norm(InferCtx *c, Value *v) {
     const Value *x = IN0(v);
-    if (!float_input(c, v)) return false;
-    if (x->ndim < 2)
-        return infer_error(c, v->args[0].loc,
-                           "group_norm: expected an input of at least 2 dimensions (N, C, ...), "
-                           "found %s",
-                           shape_str(c->g->arena, x->shape, x->ndim));
+    if (!norm_input(c, v, "group_norm", 2, "N, C, ...")) return false;
     int64_t g = ARG(v, 1)->i, ch = x->shape[1];
     if (g <= 0 || ch % g)
         return infer_error(c, ARG(v, 1)->loc,
@@ -97,20 +105,13 @@ bool infer_group_norm(InferCtx *c, Value *v) {
 
 bool infer_instance_norm(InferCtx *c, Value *v) {
     const Value *x = IN0(v);
-    if (!float_input(c, v)) return false;
-    if (x->ndim < 3)
-        return infer_error(c, v->args[0].loc,
-                           "instance_norm: expected an input of at least 3 dimensions (N, C, "
-                           "spatial...), found %s",
-                           shape_str(c->g->arena, x->shape, x->ndim));
+    if (!norm_input(c, v, "instance_norm", 3, "N, C, spatial...")) return false;
     int64_t ch = x->shape[1];
     if (!ARG(v, 5)->i && (ARG(v, 1)->kind != ARG_TENSOR || ARG(v, 2)->kind != ARG_TENSOR))
         return infer_error(c, ARG(v, 5)->loc,
                            "Expected running_mean and running_var to be defined when "
                            "use_input_stats is false");
-    if (!channel_param(c, v, 1, ch, "running_mean") || !channel_param(c, v, 2, ch, "running_var") ||
-        !channel_param(c, v, 3, ch, "weight") || !channel_param(c, v, 4, ch, "bias"))
-        return false;
+    if (!stat_params(c, v, ch)) return false;
     return keep_shape(v);
 }
 
