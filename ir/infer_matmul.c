@@ -62,13 +62,19 @@ bool infer_matmul(InferCtx *c, Value *v) {
     return true;
 }
 
+/* mm's and bmm's operands: both of `rank` dims (what0 and what1 open the
+ * message for each), and of one dtype. */
+static bool ranked_operands(InferCtx *c, Value *v, int rank, const char *what0, const char *what1) {
+    Value *a = ARG(v, 0)->t, *b = ARG(v, 1)->t;
+    if (a->ndim != rank) return infer_error(c, ARG(v, 0)->loc, "%s, found %d dims", what0, a->ndim);
+    if (b->ndim != rank) return infer_error(c, ARG(v, 1)->loc, "%s, found %d dims", what1, b->ndim);
+    return same_dtype(c, v, a, b);
+}
+
 bool infer_mm(InferCtx *c, Value *v) {
     Value *a = ARG(v, 0)->t, *b = ARG(v, 1)->t;
-    if (a->ndim != 2)
-        return infer_error(c, ARG(v, 0)->loc, "mm: self must be a matrix, found %d dims", a->ndim);
-    if (b->ndim != 2)
-        return infer_error(c, ARG(v, 1)->loc, "mm: mat2 must be a matrix, found %d dims", b->ndim);
-    if (!same_dtype(c, v, a, b)) return false;
+    if (!ranked_operands(c, v, 2, "mm: self must be a matrix", "mm: mat2 must be a matrix"))
+        return false;
     if (a->shape[1] != b->shape[0]) return inner_error(c, v, a, b, a->shape[1], b->shape[0]);
     int64_t s[2] = {a->shape[0], b->shape[1]};
     set_shape(v, s, 2);
@@ -77,11 +83,8 @@ bool infer_mm(InferCtx *c, Value *v) {
 
 bool infer_bmm(InferCtx *c, Value *v) {
     Value *a = ARG(v, 0)->t, *b = ARG(v, 1)->t;
-    if (a->ndim != 3)
-        return infer_error(c, ARG(v, 0)->loc, "batch1 must be a 3D tensor, found %d dims", a->ndim);
-    if (b->ndim != 3)
-        return infer_error(c, ARG(v, 1)->loc, "batch2 must be a 3D tensor, found %d dims", b->ndim);
-    if (!same_dtype(c, v, a, b)) return false;
+    if (!ranked_operands(c, v, 3, "batch1 must be a 3D tensor", "batch2 must be a 3D tensor"))
+        return false;
     if (a->shape[0] != b->shape[0])
         return infer_error(c, v->loc, "bmm: batch sizes differ: %s and %s",
                            shape_str(c->g->arena, a->shape, 3),
