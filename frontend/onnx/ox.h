@@ -9,7 +9,7 @@
  *                networks, ox_ops_index.c index and layout ops and TopK,
  *                ox_ops_math.c elementwise functions and CumSum, ox_ops_quant.c
  *                quantization, ox_scatter.c the scatters and GatherND;
- *                ox_rnn.c the recurrent layers,
+ *                ox_rnn.c the recurrent layers, ox_gridsample.c GridSample,
  *                ox_pool.c, ox_conv3d.c, ox_resize.c the windows and resizes
  *                torch's functions do not take), ox_fuse.c the fused patterns
  *   onnx_import.c  the driver of all of these.
@@ -193,6 +193,9 @@ const char *ox_scalar(Ox *x, OxVal *v);
 OxVal *ox_val(Ox *x, const char *name);     /* NULL when absent */
 OxVal *ox_val_new(Ox *x, const char *name); /* fails on a duplicate */
 void ox_set_shape(OxVal *v, DType dt, int ndim, const OxDim *d);
+/* ox_bind, then ox_set_shape: an op's output with its dtype and dims;
+ * true, an op mapping's "handled". */
+bool ox_bind_shaped(Ox *x, OxVal *out, const char *expr, DType dt, int ndim, const OxDim *d);
 
 /* ox_ops.c / ox_ops_nn.c: the mapping of one node; false when op_type is
  * not one of theirs. */
@@ -201,6 +204,8 @@ bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_rnn.c: RNN, GRU and LSTM, unrolled over the sequence; their outputs
  * are all optional, the first included (out[k] NULL when omitted). */
 bool ox_op_rnn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_gridsample.c: GridSample (2-d) as one gather per interpolation tap. */
+bool ox_op_gridsample(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_index.c: GatherElements, DepthToSpace, SpaceToDepth, OneHot, Hardmax */
 bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* A conv's or pool's window over the spatial dims of [N, C, ...]. */

@@ -81,6 +81,7 @@ static const struct {
     {"GlobalMaxPool", 1, 1, 1, 1, NONE},
     {"Greater", 2, 2, 1, 1, BCAST},
     {"GreaterOrEqual", 2, 2, 1, 1, NONE},
+    {"GridSample", 2, 2, 1, 1, "align_corners mode padding_mode"},
     {"GRU", 3, 6, 1, 2,
      "activation_alpha activation_beta activations clip direction hidden_size layout "
      "linear_before_reset"},

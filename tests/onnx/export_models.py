@@ -2,8 +2,9 @@
 """Exports the ONNX suite's models with torch.onnx.export (PyTorch 1.13,
 torchvision 0.14): one model of each torchvision classification family, a
 segmentation model, nn.TransformerEncoder / nn.TransformerDecoder, a
-GPT-style language model and a stack of nn.LSTM, nn.GRU and nn.RNN, each at
-opset 17 and at opset 13.
+GPT-style language model, a stack of nn.LSTM, nn.GRU and nn.RNN, and
+F.grid_sample in each of its modes, each at opset 17 and at opset 13 (16 for
+grid_sample, which has no earlier export).
 
 Every model is built under torch.manual_seed(0) with its own initialisation,
 then `randomize` perturbs what initialisation leaves trivial (see there), in
@@ -224,6 +225,19 @@ class Recurrent(nn.Module):
         return y, torch.cat([hn, cn, hg, hr], 0).transpose(0, 1)
 
 
+class GridSample(nn.Module):
+    """F.grid_sample in every mode (bilinear, nearest, bicubic), padding mode
+    (zeros, border, reflection) and align_corners, stacked: ONNX's GridSample
+    (opset 16), with a grid reaching past [-1, 1] so that every padding
+    mode matters."""
+
+    def forward(self, x, grid):
+        g = grid * 0.9
+        return torch.stack([nn.functional.grid_sample(x, g, mode=m, padding_mode=p, align_corners=a)
+                            for m in ("bilinear", "nearest", "bicubic")
+                            for p in ("zeros", "border", "reflection") for a in (False, True)], 1)
+
+
 def img(size, batch=1):
     return [("x", (batch, 3, size, size), "image")]
 
@@ -260,11 +274,20 @@ MODELS = {
     "gpt": (gpt, [("ids", (2, 16), "ids:101")], [("ids", (2, 16), "ids:101")], ["logits"], None),
     "recurrent": (lambda full: Recurrent(), [("x", (2, 9, 16), "seq")], [("x", (2, 9, 16), "seq")],
                   ["y", "h"], "batch"),
+    "grid_sample": (lambda full: GridSample(), [("x", (2, 3, 5, 7), "seq"), ("grid", (2, 4, 6, 2), "seq")],
+                    [("x", (2, 3, 5, 7), "seq"), ("grid", (2, 4, 6, 2), "seq")], ["y"], "batch"),
 }
 NEEDS_TORCHVISION = [n for n in MODELS
-                     if n not in ("transformer_encoder", "transformer_decoder", "gpt", "recurrent")]
+                     if n not in ("transformer_encoder", "transformer_decoder", "gpt", "recurrent",
+                                  "grid_sample")]
 EXTERNAL_DATA = "resnet18"   # also saved with its initializers in an external data file
 DYNAMIC_BATCH = 8            # where the batch axis is dynamic: also run at this batch
+MIN_OPSET = {"grid_sample": 16}  # torch exports it from opset 16 on: lower opsets are skipped
+
+
+def model_opsets(name, opsets):
+    """The opsets of `opsets` that NAME exports at."""
+    return [o for o in opsets if o >= MIN_OPSET.get(name, 0)]
 
 
 def randomize(model, spec, seed=0):
@@ -345,7 +368,8 @@ def cached(out, name, full=False, opsets=OPSETS):
             meta = json.load(f)
     except (OSError, ValueError):
         return None
-    if meta.get("key") != cache_key(name, full) or not set(opsets) <= set(meta.get("opsets", ())):
+    if (meta.get("key") != cache_key(name, full)
+            or not set(model_opsets(name, opsets)) <= set(meta.get("opsets", ()))):
         return None
     return meta
 
@@ -362,6 +386,7 @@ def save_outputs(d, names, outs):
 def export(out, name, full=False, opsets=OPSETS):
     """Exports NAME into OUT/NAME (see the header); returns its meta."""
     import onnx
+    opsets = model_opsets(name, opsets)
     build, small, big, outputs, dyn = MODELS[name]
     spec = big if full else small
     d = os.path.join(out, name)

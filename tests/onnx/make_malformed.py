@@ -416,12 +416,12 @@ def cases():
         helper.make_node("NonZero", ["img_in"], ["nz"], name="nonzero_a"),
         helper.make_node("MaxPool", ["img_in"], ["mp"], name="mp_bogus", kernel_shape=[2, 2], bogus=1),
         helper.make_node("Reshape", ["img_in", "shape_in"], ["rs"], name="reshape_rt"),
-        helper.make_node("GridSample", ["img_in", "grid_in"], ["gs"], name="grid_a"),
+        helper.make_node("TfIdfVectorizer", ["img_in", "grid_in"], ["gs"], name="tfidf_a"),
     ]
     add("five_problems",
         model(five, x4 + [vi("shape_in", [2], TensorProto.INT64), vi("grid_in", [1, 4, 4, 2])],
               [vi(o, None) for o in ("tk_v", "tk2_v", "nz", "mp", "rs", "gs")], [i64("k_c", [2])]),
-        ["det_a", "det_b", "nonzero_a", "'bogus'", "reshape_rt", "shape_in", "grid_a",
+        ["det_a", "det_b", "nonzero_a", "'bogus'", "reshape_rt", "shape_in", "tfidf_a",
          "5 distinct problems in 6 nodes"],
         "five distinct unsupported nodes (Det twice): every one named, counted", expect_all=True)
     add("pad_mode_symmetric",
@@ -649,6 +649,14 @@ def cases():
                  [vi("seq_sym", ["T", 2, 4])], [vi("yh", [1, 2, 2])],
                  [f32("rnn_w2", [1, 2, 4]), f32("rnn_r2", [1, 2, 2])]),
         ["rnn_sym", "sequence length"], "an RNN over a sequence whose length is a symbolic dim", expect_all=True)
+    add("gridsample_bad_mode",
+        one_node(helper.make_node("GridSample", ["img_in", "gs_grid"], ["y"], name="gs_mode", mode="area"),
+                 x4 + [vi("gs_grid", [1, 4, 4, 2])], [vi("y", [1, 3, 4, 4])]),
+        ["gs_mode", "area"], "a GridSample whose mode is area", expect_all=True)
+    add("gridsample_grid_shape",
+        one_node(helper.make_node("GridSample", ["img_in", "gs_grid3"], ["y"], name="gs_grid"),
+                 x4 + [vi("gs_grid3", [1, 4, 4, 3])], [vi("y", [1, 3, 4, 4])]),
+        ["gs_grid", "grid has shape"], "a GridSample whose grid's last dim is 3", expect_all=True)
     return out
 
 

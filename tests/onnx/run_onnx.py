@@ -423,6 +423,9 @@ def sampled_opsets(cache, meta, opsets, seen, all_opsets):
     top = max(opsets)
     run, skipped = [], []
     for o in opsets:
+        if o not in meta["opsets"]:  # the model has no export at o (export_models.MIN_OPSET)
+            skipped.append(o)
+            continue
         if o != top and not all_opsets and not meta["dynamic"]:
             forms = operator_forms(os.path.join(cache, meta["name"], "opset%d.onnx" % o))
             new = forms - seen.setdefault(o, set())
