@@ -124,25 +124,20 @@ static bool convert_arg(Builder *B, const char *opname, const ParamSpec *p, cons
             return true;
         }
         return param_error(B, e, opname, p, "true or false");
-    case PT_STR:
-        if (e->kind == EV_STR) {
-            out->kind = ARG_STR;
-            out->s = e->s;
-            return true;
-        }
-        return param_error(B, e, opname, p, "a string");
     case PT_DTYPE:
         if (e->kind == EV_DTYPE) {
             *out = arg_dtype(e->dt, e->loc);
             return true;
         }
         return param_error(B, e, opname, p, "a dtype such as f32");
-    case PT_PAD:
+    case PT_STR:
+    case PT_PAD: /* a string, or ints as PT_INTS takes them */
         if (e->kind == EV_STR) {
             out->kind = ARG_STR;
             out->s = e->s;
             return true;
         }
+        if (p->type == PT_STR) return param_error(B, e, opname, p, "a string");
         if (e->kind != EV_INT && e->kind != EV_LIST)
             return param_error(B, e, opname, p, "an integer, a list of integers or a string");
         /* fall through */
