@@ -70,10 +70,12 @@ static void check_versions(Ox *x) {
      * what the backend suite's PyTorch cases were exported at; the older
      * forms of each op are rewritten at import (ox_upgrade.c). The
      * backend suite and PyTorch's exports test 6 to 17; 18 to 21 are read
-     * with a warning. */
-    if (opset < 6 || opset > 21)
+     * with a warning. Opsets 1 to 5 are read node by node: a node whose
+     * operator did not change between its opset and 6 is read as at 6
+     * (ox_versions.c), any other is refused (import_node). */
+    if (opset < 1 || opset > 21)
         ox_fail(x,
-                "opset %lld is not supported (6 to 21 are; export with "
+                "opset %lld is not supported (1 to 21 are; export with "
                 "torch.onnx.export(..., opset_version=17))",
                 (long long)opset);
     x->opset = (int)opset;
@@ -308,6 +310,15 @@ static void import_node(Ox *x, int k) {
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
         ox_fail(x, "operators of domain '%s' are not supported (only the default ONNX domain)",
                 n->domain);
+    if (x->opset < 6) {
+        int v6 = ox_version_at_6(n->op_type);
+        if (!v6) ox_fail(x, "%s is not an operator of opset %d", n->op_type, x->opset);
+        if (x->opset < v6)
+            ox_fail(x,
+                    "%s changed between opset %d and opset 6, and tgc reads the forms of opset 6 "
+                    "on (re-export with torch.onnx.export(..., opset_version=17))",
+                    n->op_type, x->opset);
+    }
     if (n->n_input > 64 || n->n_output > 64)
         ox_fail(x, "%zu inputs and %zu outputs: at most 64 of each are supported", n->n_input,
                 n->n_output);

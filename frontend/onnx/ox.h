@@ -204,6 +204,9 @@ bool ox_op_nn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_rnn.c: RNN, GRU and LSTM, unrolled over the sequence; their outputs
  * are all optional, the first included (out[k] NULL when omitted). */
 bool ox_op_rnn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_versions.c (generated): the version of op's schema active at opset 6,
+ * 0 when op does not exist there. */
+int ox_version_at_6(const char *op);
 /* ox_gridsample.c: GridSample (2-d) as one gather per interpolation tap. */
 bool ox_op_gridsample(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_index.c: GatherElements, DepthToSpace, SpaceToDepth, OneHot, Hardmax */

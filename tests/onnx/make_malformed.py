@@ -153,7 +153,9 @@ def cases():
     add("no_graph", m, ["no_graph.onnx"], "a model with no graph")
 
     # ---- versions -----------------------------------------------------------
-    add("opset_5", base(opset=5), ["5"], "default-domain opset 5 (below 6)")
+    add("opset_5", base(opset=5), ["5", "relu_a", "Relu changed"],
+        "default-domain opset 5: Relu (and Gemm) changed at 6 (Relu v1's consumed_inputs)", expect_all=True)
+    add("opset_0", base(opset=0), ["opset 0 is not supported"], "default-domain opset 0")
     add("opset_99", base(opset=99), ["99"], "default-domain opset 99 (in the future)")
     add("ir_version_99", base(ir=99), ["99"], "IR version 99")
     # The version is an int64: one past int's range must be reported as
