@@ -73,9 +73,7 @@ static bool binary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
         e = arena_printf(x->a, "%s %s %s", a, t[k].infix, b);
     else
         e = arena_printf(x->a, "%s(%s, %s)", t[k].fn, a, b);
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], dt, nd, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, dt, nd, d);
 }
 
 static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -195,9 +193,7 @@ static bool variadic(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out
         e = fn[0] == '+' ? arena_printf(x->a, "%s + %s", e, b)
                          : arena_printf(x->a, "%s(%s, %s)", fn, e, b);
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, nd, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, nd, d);
 }
 
 /* Reshape's target: 0 copies the input's dim, -1 stays -1 in the text
@@ -274,9 +270,7 @@ static bool transpose(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **ou
         e = arena_printf(x->a, "%s.transpose(%d, %d)", src, a, b);
     else
         e = arena_printf(x->a, "%s.permute(%s)", src, ints_text(x, perm, r));
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, r, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, r, d);
 }
 
 static int axes_of(Ox *x, OxVal **in, int nin, int64_t *axes) {
@@ -337,9 +331,7 @@ static bool squeeze(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
             : nl    ? arena_printf(x->a, "%s.squeeze(%s)", e, ints_text(x, list, nl))
                     : e;
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, nd, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, nd, d);
 }
 
 /* Slice as Python indexing: x[:, 0:64, ::2]. */
@@ -401,9 +393,7 @@ static bool slice(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
             s = arena_printf(x->a, "%s%s%s", s, k ? ", " : "", idx[k]);
         e = arena_printf(x->a, "%s]", s);
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, r, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, r, d);
 }
 
 /* Gather's indices, ONNX's negative ones counted from the end of the
@@ -467,9 +457,7 @@ static bool gather(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
                 "Gather of a %d-d index tensor computed at run time along axis %d is not supported",
                 iv->ndim, a);
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, nd, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, nd, d);
 }
 
 static bool concat(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -485,9 +473,7 @@ static bool concat(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
         d[a] = ox_dim_op(x, '+', d[a], in[k]->dim[a]);
         e = arena_printf(x->a, "%s, %s", e, ox_ref(x, in[k], false));
     }
-    ox_bind(x, out[0], arena_printf(x->a, "%s], dim=%d)", e, a));
-    ox_set_shape(out[0], in[0]->dt, r, d);
-    return true;
+    return ox_bind_shaped(x, out[0], arena_printf(x->a, "%s], dim=%d)", e, a), in[0]->dt, r, d);
 }
 
 static bool split(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -772,9 +758,7 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     } else {
         return false;
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], dt, nd, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, dt, nd, d);
 }
 
 bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {

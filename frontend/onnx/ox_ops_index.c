@@ -126,9 +126,7 @@ static bool hardmax(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
         x->a, "(argmax(%s, dim=%d, keepdim=true) == reshape(arange(0, %s, 1), %s)).to(%s)", src, a,
         ox_dim_text(x, len), ox_dims_text(x, ad, rr), dtype_name(in[0]->dt));
     if (rr != r) e = arena_printf(x->a, "reshape(%s, %s)", e, ox_dims_text(x, in[0]->dim, r));
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, r, in[0]->dim);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, r, in[0]->dim);
 }
 
 /* ReverseSequence: a gather along the time axis of the index

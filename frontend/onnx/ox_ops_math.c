@@ -82,9 +82,7 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         dt = DT_BOOL;
         e = arena_printf(x->a, "%s != %s", r, r);
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], dt, v->ndim, v->dim);
-    return true;
+    return ox_bind_shaped(x, out[0], e, dt, v->ndim, v->dim);
 }
 
 /* Mean: the broadcast sum of the inputs over their count. */
@@ -112,9 +110,7 @@ static bool mean(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         out[0]->tg = ox_ref(x, in[0], false); /* an alias: no statement */
         return true;
     }
-    ox_bind(x, out[0], s);
-    ox_set_shape(out[0], in[0]->dt, nd, d);
-    return true;
+    return ox_bind_shaped(x, out[0], s, in[0]->dt, nd, d);
 }
 
 /* An [n] arange laid along dim `at` of a rank-r tensor (1 elsewhere). */
@@ -188,9 +184,7 @@ static bool cumsum(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
             e = arena_printf(x->a, "where((%s == %d) | (%s == %d), %s, %s)", ar, a, ar, a - r,
                              cumsum_at(x, v, a, excl, rev), e);
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], v->dt, r, v->dim);
-    return true;
+    return ox_bind_shaped(x, out[0], e, v->dt, r, v->dim);
 }
 
 bool ox_op_math(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {

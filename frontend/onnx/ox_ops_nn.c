@@ -224,9 +224,7 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                              (long long)(full[i] - crop_end[i]));
         e = arena_printf(x->a, "%s]", e);
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, ns + 2, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, ns + 2, d);
 }
 
 static bool pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -277,9 +275,7 @@ static bool pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     }
     if (ceil_mode) e = arena_printf(x->a, "%s, ceil_mode=true", e);
     if (!mx && pad && !cip) e = arena_printf(x->a, "%s, count_include_pad=false", e);
-    ox_bind(x, out[0], arena_printf(x->a, "%s)", e));
-    ox_set_shape(out[0], in[0]->dt, w.ns + 2, d);
-    return true;
+    return ox_bind_shaped(x, out[0], arena_printf(x->a, "%s)", e), in[0]->dt, w.ns + 2, d);
 }
 
 static bool global_pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -300,9 +296,7 @@ static bool global_pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **
             dims = arena_printf(x->a, "%s%s%d", dims, k > 2 ? ", " : "", k);
         e = arena_printf(x->a, "%s(%s, dim=%s], keepdim=true)", avg ? "mean" : "amax", src, dims);
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, r, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, r, d);
 }
 
 static bool norm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -381,9 +375,7 @@ static bool flatten(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
     const char *e = a == 1 && r >= 2
                         ? arena_printf(x->a, "flatten(%s, 1)", src)
                         : arena_printf(x->a, "reshape(%s, [%s, -1])", src, ox_dim_text(x, d[0]));
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, 2, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, 2, d);
 }
 
 static bool gemm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -448,9 +440,7 @@ static bool gemm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
             e = s;
         }
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], A->dt, nd, d);
-    return true;
+    return ox_bind_shaped(x, out[0], e, A->dt, nd, d);
 }
 
 static bool softmax(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -475,9 +465,7 @@ static bool softmax(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
                              ox_dim_text(x, p), ox_dims_text(x, in[0]->dim, r));
         }
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, r, in[0]->dim);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, r, in[0]->dim);
 }
 
 static bool reduce(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -523,9 +511,7 @@ static bool reduce(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     }
     if (!na && !arg) {
         if (ox_attr_i(x, "noop_with_empty_axes", 0)) {
-            ox_bind(x, out[0], ox_ref(x, in[0], false));
-            ox_set_shape(out[0], in[0]->dt, r, in[0]->dim);
-            return true;
+            return ox_bind_shaped(x, out[0], ox_ref(x, in[0], false), in[0]->dt, r, in[0]->dim);
         }
         for (int i = 0; i < r; i++)
             axes[na++] = i;
@@ -550,9 +536,8 @@ static bool reduce(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
         arena_printf(x->a, "%s(%s, dim=%s%s)", t[k][1], src, dims, keep ? ", keepdim=true" : "");
     if (last) e = arena_printf(x->a, "%s - %s", ox_dim_text(x, in[0]->dim[axes[0]]), e);
     if (last) e = arena_printf(x->a, "(%s - 1)", e);
-    ox_bind(x, out[0], arena_printf(x->a, t[k][3], e));
-    ox_set_shape(out[0], arg ? DT_I64 : in[0]->dt, nd, d);
-    return true;
+    return ox_bind_shaped(x, out[0], arena_printf(x->a, t[k][3], e), arg ? DT_I64 : in[0]->dt, nd,
+                          d);
 }
 
 static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
@@ -697,9 +682,7 @@ static bool clip(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     } else {
         return false;
     }
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], in[0]->dt, in[0]->ndim, in[0]->dim);
-    return true;
+    return ox_bind_shaped(x, out[0], e, in[0]->dt, in[0]->ndim, in[0]->dim);
 }
 
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: torch's nll_loss

@@ -89,7 +89,5 @@ bool ox_op_quant(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         ox_fail(x, "the zero point is %s, the input %s", dtype_name(zp->dt), dtype_name(v->dt));
     const char *fx = arena_printf(x->a, "%s.to(%s)", src, dtype_name(sc->dt));
     if (z) fx = arena_printf(x->a, "(%s - %s.to(%s))", fx, z, dtype_name(sc->dt));
-    ox_bind(x, out[0], arena_printf(x->a, "%s * %s", fx, s));
-    ox_set_shape(out[0], sc->dt, r, v->dim);
-    return true;
+    return ox_bind_shaped(x, out[0], arena_printf(x->a, "%s * %s", fx, s), sc->dt, r, v->dim);
 }

@@ -238,9 +238,9 @@ static bool scatter_gather_nd(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, Ox
     const char *d2 = arena_printf(x->a, "reshape(%s, [%lld, %lld])", ox_ref(x, d, false),
                                   (long long)blocks, (long long)rest);
     const char *e = scatter(x, d2, dd, d->dt, i2, id, u2, 2, 0, reduction(x));
-    ox_bind(x, out[0], arena_printf(x->a, "reshape(%s, %s)", e, ox_dims_text(x, d->dim, r)));
-    ox_set_shape(out[0], d->dt, r, d->dim);
-    return true;
+    return ox_bind_shaped(x, out[0],
+                          arena_printf(x->a, "reshape(%s, %s)", e, ox_dims_text(x, d->dim, r)),
+                          d->dt, r, d->dim);
 }
 
 /* MaxUnpool: zeros of the output's shape with X written at I, the
@@ -295,9 +295,7 @@ static bool max_unpool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **o
         "none");
     e = arena_printf(x->a, "reshape(%s, %s)", e, ox_dims_text(x, d, r));
     if (padded) e = arena_printf(x->a, "pad(%s, %s])", e, pads);
-    ox_bind(x, out[0], e);
-    ox_set_shape(out[0], v->dt, r, o);
-    return true;
+    return ox_bind_shaped(x, out[0], e, v->dt, r, o);
 }
 
 bool ox_op_scatter(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {

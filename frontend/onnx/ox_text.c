@@ -258,6 +258,12 @@ void ox_set_shape(OxVal *v, DType dt, int ndim, const OxDim *d) {
         v->dim[k] = d[k];
 }
 
+bool ox_bind_shaped(Ox *x, OxVal *out, const char *expr, DType dt, int ndim, const OxDim *d) {
+    ox_bind(x, out, expr);
+    ox_set_shape(out, dt, ndim, d);
+    return true;
+}
+
 static uint64_t hash(const char *s) {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++)
