@@ -453,9 +453,11 @@ static bool gather(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
         e = arena_printf(x->a, "%s[%s]", ox_ref(x, in[0], false),
                          gather_index(x, iv, in[0]->dim[a]));
     } else {
-        ox_fail(x,
-                "Gather of a %d-d index tensor computed at run time along axis %d is not supported",
-                iv->ndim, a);
+        /* any other index along a later axis: flattened, selected, and its
+         * dims put back in the axis's place */
+        e = arena_printf(x->a, "reshape(index_select(%s, %d, reshape(%s, [-1])), %s)",
+                         ox_ref(x, in[0], false), a, gather_index(x, iv, in[0]->dim[a]),
+                         ox_dims_text(x, d, nd));
     }
     return ox_bind_shaped(x, out[0], e, in[0]->dt, nd, d);
 }
