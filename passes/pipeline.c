@@ -2,7 +2,13 @@
  * from a front end's checked graph to the memory plan, in order. Each pass
  * states in its file what it requires and what it gives; the verifier runs
  * between them. The code generators add only their target's scratch to the
- * plan (codegen/interface.c). */
+ * plan (codegen/interface.c).
+ *
+ * Before it, the front end (frontend/frontend.c: parse, then build) writes
+ * the sugar ops (pools, norms, losses, repeat_interleave, f64 attention) in
+ * primitives as it builds each one, right after its inference
+ * (frontend/tg/build_args.c, ir/lower_*.h): their value ids and messages
+ * follow the source's order. */
 #include "passes/pipeline.h"
 
 bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const TrainSpec *train) {
