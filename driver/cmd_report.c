@@ -122,12 +122,7 @@ static const TrainSpec *train_spec(const Options *o) {
 }
 
 typedef struct FitCtx {
-    const SrcFile *file;
-    const Options *o;
-    Precision prec;
-    Target target;
-    int64_t budget;
-    int shard, zero; /* --shard, --zero: the budget holds the per-device peak */
+    const CkptInput *in; /* the source, options and budget, as the checkpoint search's */
     int64_t failed_value;
     int evaluations;
 } FitCtx;
@@ -135,20 +130,21 @@ typedef struct FitCtx {
 /* The peak at DIM = value, from a fresh compilation and plan; -1 when the
  * graph does not compile there (messages are not printed). */
 static int64_t peak_at(FitCtx *c, const char *dim, int64_t value) {
-    DimOverride *ov = calloc((size_t)c->o->ndims + 1, sizeof *ov);
+    const CkptInput *in = c->in;
+    DimOverride *ov = calloc((size_t)in->o->ndims + 1, sizeof *ov);
     int n = 0;
-    for (int i = 0; i < c->o->ndims; i++)
-        if (strcmp(c->o->dims[i].name, dim)) ov[n++] = c->o->dims[i];
+    for (int i = 0; i < in->o->ndims; i++)
+        if (strcmp(in->o->dims[i].name, dim)) ov[n++] = in->o->dims[i];
     ov[n++] = (DimOverride){dim, value};
     Arena a = {0};
     Diag d;
     diag_init(&d, NULL);
-    PrecisionPolicy pol = options_policy(c->o);
-    Graph *g = tgc_frontend_train(&a, &d, c->file, ov, n, &pol, train_spec(c->o));
+    PrecisionPolicy pol = options_policy(in->o);
+    Graph *g = tgc_frontend_train(&a, &d, in->file, ov, n, &pol, train_spec(in->o));
     int64_t peak = -1;
     if (g && !d.errors) {
-        Report *r = report_build(&a, g, c->prec, c->target);
-        report_train_build(r, c->shard, c->zero);
+        Report *r = report_build(&a, g, in->prec, in->target);
+        report_train_build(r, in->shard, in->zero);
         peak = report_fit_bytes(r);
     } else if (!c->failed_value)
         c->failed_value = value;
@@ -181,7 +177,7 @@ static void fit_search(FitCtx *c, ReportFit *f) {
     f->cap = FIT_CAP;
     f->first_value = 1;
     p = probe(c, f->dim, 1, FIT_HOLE + 1, &at);
-    if (p < 0 || p > c->budget) {
+    if (p < 0 || p > c->in->budget) {
         f->value = 0;
         f->peak_at = -1;
         f->peak_next = p;
@@ -200,7 +196,7 @@ static void fit_search(FitCtx *c, ReportFit *f) {
         }
         p = probe(c, f->dim, hi, hi + FIT_HOLE, &at);
         if (p < 0) break;
-        if (p > c->budget) {
+        if (p > c->in->budget) {
             hi = at, hi_peak = p;
             break;
         }
@@ -209,7 +205,7 @@ static void fit_search(FitCtx *c, ReportFit *f) {
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
         p = probe(c, f->dim, mid, hi, &at);
-        if (p >= 0 && p <= c->budget)
+        if (p >= 0 && p <= c->in->budget)
             lo = at, lo_peak = p;
         else if (p >= 0 && at == mid)
             hi = mid, hi_peak = p;
@@ -438,18 +434,19 @@ static int run(const ReportOpts *ro, const Options *o) {
         }
     }
     Report *r = report_build(&a, g, prec, target);
+    /* What the checkpoint search and the --fit search compile and plan. */
+    CkptInput plan = {.file = &file,
+                      .o = o,
+                      .prec = prec,
+                      .target = target,
+                      .budget = budget,
+                      .shard = shard,
+                      .zero = zero};
     CkptResult *ck = NULL;
     if (ro->checkpoint) {
         ck = ARENA_NEW(&a, CkptResult);
-        CkptInput in = {.file = &file,
-                        .o = o,
-                        .prec = prec,
-                        .target = target,
-                        .budget = budget,
-                        .shard = shard,
-                        .zero = zero};
         report_train_build(r, shard, zero); /* the per-device peak, under --shard */
-        report_checkpoint_search(&a, &in, r, ck);
+        report_checkpoint_search(&a, &plan, r, ck);
         if (ck->n) { /* the report of the checkpointed step */
             Options *om = (Options *)o;
             om->train.recompute = ck->ids;
@@ -493,13 +490,7 @@ static int run(const ReportOpts *ro, const Options *o) {
     const char *fit_dim = ro->fit;
     if (!fit_dim && !o->json && r->has_budget && has_dim(g, "batch")) fit_dim = "batch";
     if (fit_dim) {
-        FitCtx c = {.file = &file,
-                    .o = o,
-                    .prec = prec,
-                    .target = target,
-                    .budget = budget,
-                    .shard = shard,
-                    .zero = zero};
+        FitCtx c = {.in = &plan};
         r->fit.present = true;
         r->fit.dim = fit_dim;
         fit_search(&c, &r->fit);
