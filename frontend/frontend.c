@@ -14,7 +14,7 @@ Program *tgc_frontend_parse(Arena *a, Diag *d, const SrcFile *file) {
 }
 
 Graph *tgc_frontend_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov, int nov) {
-    Graph *g = build_graph(a, d, prog, ov, nov);
+    Graph *g = build_graph(a, d, prog, ov, nov, pipeline_lower);
     return d->errors ? NULL : g;
 }
 

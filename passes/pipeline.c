@@ -4,12 +4,24 @@
  * between them. The code generators add only their target's scratch to the
  * plan (codegen/interface.c).
  *
- * Before it, the front end (frontend/frontend.c: parse, then build) writes
- * the sugar ops (pools, norms, losses, repeat_interleave, f64 attention) in
- * primitives as it builds each one, right after its inference
- * (frontend/tg/build_args.c, ir/lower_*.h): their value ids and messages
- * follow the source's order. */
+ * The first step runs inside the front end's builder (frontend/frontend.c
+ * hands it pipeline_lower), on each op right after its inference, so that
+ * value ids and messages follow the source's order. */
 #include "passes/pipeline.h"
+
+#include "ir/lower_loss.h"
+#include "ir/lower_nn.h"
+#include "ir/lower_sugar.h"
+
+/* Sugar ops in primitives: repeat_interleave, attention in f64, pools,
+ * norms, pad, interpolate and the like (ir/lower_nn.h), losses. */
+Value *pipeline_lower(InferCtx *c, Value *v) {
+    if (v->op == OP_REPEAT_INTERLEAVE && !(v = lower_repeat_interleave(c, v))) return NULL;
+    if (v->op == OP_SDPA && v->dtype == DT_F64 && !(v = lower_sdpa_f64(c, v))) return NULL;
+    if (lower_nn_applies(v->op) && !(v = lower_nn(c, v))) return NULL;
+    if (lower_loss_applies(v->op) && !(v = lower_loss(c, v))) return NULL;
+    return v;
+}
 
 bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const TrainSpec *train) {
     pass_verify(g, false);

@@ -7,12 +7,18 @@
 #define TGC_PIPELINE_H
 #include <stddef.h>
 
+#include "ir/infer.h"
 #include "ir/ir.h"
 #include "passes/f16_range.h"
 #include "passes/fusion.h"
 #include "passes/memplan.h"
 #include "passes/precision.h"
 #include "passes/train.h"
+
+/* The first step, which the front end's builder runs on each op right
+ * after its inference (frontend/tg/build.h: BuildLowerFn): the sugar ops
+ * written in primitives. */
+Value *pipeline_lower(InferCtx *c, Value *v);
 
 /* Runs every pass on a front end's graph up to (not including) fusion, the
  * precision policy pol (NULL: declared dtypes) included. Returns false when

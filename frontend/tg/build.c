@@ -421,8 +421,8 @@ static void graph_name_free(Builder *B, const Program *prog) {
 }
 
 Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *overrides,
-                   int noverrides) {
-    Builder B = {.a = a, .d = d};
+                   int noverrides, BuildLowerFn lower) {
+    Builder B = {.a = a, .d = d, .lower = lower};
     B.g = graph_new(a);
     B.ic = (InferCtx){.g = B.g, .d = d};
     B.g->name = prog->name ? prog->name : "graph";

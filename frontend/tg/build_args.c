@@ -5,9 +5,6 @@
 #include <string.h>
 
 #include "frontend/tg/build_internal.h"
-#include "ir/lower_loss.h"
-#include "ir/lower_nn.h"
-#include "ir/lower_sugar.h"
 
 bool bld_is_number(const Ev *e) {
     return e->kind == EV_INT || e->kind == EV_FLOAT || e->kind == EV_BOOL;
@@ -369,12 +366,7 @@ Ev bld_call_op(Builder *B, OpCode op, SrcLoc loc, SrcLoc name_loc, CallArgs *ca)
     if (!ok) return bld_ev_err();
     if (!value_infer(&B->ic, v)) return bld_ev_err();
     if ((info->flags & OPF_CONV) && !dense_conv_operands(B, v)) return bld_ev_err();
-    if (v->op == OP_REPEAT_INTERLEAVE && !(v = lower_repeat_interleave(&B->ic, v)))
-        return bld_ev_err();
-    if (v->op == OP_SDPA && v->dtype == DT_F64 && !(v = lower_sdpa_f64(&B->ic, v)))
-        return bld_ev_err();
-    if (lower_nn_applies(v->op) && !(v = lower_nn(&B->ic, v))) return bld_ev_err();
-    if (lower_loss_applies(v->op) && !(v = lower_loss(&B->ic, v))) return bld_ev_err();
+    if (B->lower && !(v = B->lower(&B->ic, v))) return bld_ev_err();
     return result_of(B, v);
 }
 

@@ -4,6 +4,7 @@
 #ifndef TGC_BUILD_INTERNAL_H
 #define TGC_BUILD_INTERNAL_H
 #include "frontend/tg/ast.h"
+#include "frontend/tg/build.h"
 #include "ir/infer.h"
 #include "ir/ir.h"
 #include "support/strmap.h"
@@ -51,6 +52,7 @@ typedef struct Builder {
     Diag *d;
     Graph *g;
     InferCtx ic;
+    BuildLowerFn lower; /* build.h */
     Binding *binds;
     int nbinds, cap;
     int *index; /* open-addressing hash of binding positions (+1; 0 = empty) */
