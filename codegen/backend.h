@@ -8,18 +8,19 @@
  * expression: the EXPR rows). */
 #ifndef TGC_CODEGEN_BACKEND_H
 #define TGC_CODEGEN_BACKEND_H
+#include "codegen/einsum_desc.h"
 #include "codegen/kernel_desc.h"
 
 /* Kernels each backend writes itself. */
-#define CG_BACKEND_KINDS(X)                                                                        \
-    X(elementwise) X(gather) X(reduce) X(norm) X(matmul) X(einsum) X(qmatmul) X(attention) X(conv)
-/* Copies: kernel_desc.c describes them, the backend's copy writes them. */
-#define CG_COPY_KINDS(X) X(reshape_copy) X(cat) X(repeat) X(flip)
+#define CG_BACKEND_KINDS(X) X(elementwise) X(reduce) X(norm) X(qmatmul) X(attention) X(conv)
+/* Kinds the dispatch describes (kernel_desc.c, einsum_desc.c) and writes
+ * through the backend's copy, gather, product and contraction. */
+#define CG_DESCRIBED_KINDS(X) X(reshape_copy) X(cat) X(repeat) X(flip) X(gather) X(matmul) X(einsum)
 
 typedef enum CgKernelKind {
     CGK_NONE,
 #define CGK_ENUM(kind) CGK_##kind,
-    CG_BACKEND_KINDS(CGK_ENUM) CG_COPY_KINDS(CGK_ENUM)
+    CG_BACKEND_KINDS(CGK_ENUM) CG_DESCRIBED_KINDS(CGK_ENUM)
 #undef CGK_ENUM
         CGK_COUNT
 } CgKernelKind;
@@ -31,6 +32,11 @@ typedef struct CgBackend {
     /* By kind, for the CG_BACKEND_KINDS. */
     void (*kernel[CGK_COUNT])(void *ctx, const Value *v);
     void (*copy)(void *ctx, const KCopy *c);
+    void (*gather)(void *ctx, const Value *v, KGather *gd);
+    /* c = a @ b as mm describes (c already holds a broadcast bias). */
+    void (*product)(void *ctx, const MM *mm, const Value *a, const Value *b, const Value *c);
+    /* An einsum that is no matrix product. */
+    void (*contraction)(void *ctx, KEinsum *e);
     void (*fail)(void *ctx, const char *msg);
 } CgBackend;
 

@@ -6,6 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
+double kd_num_arg(const Value *v, int i, double dflt) {
+    const Arg *a = &v->args[i];
+    if (a->kind == ARG_NUM) return a->f;
+    if (a->kind == ARG_INT || a->kind == ARG_BOOL) return (double)a->i;
+    return dflt;
+}
+
 DType kd_dt(const CgProgram *p, const Value *v) {
     return p->dt[v->order];
 }
@@ -83,6 +90,23 @@ int kd_collect_leaves(const CgProgram *p, const Value *v, const Value *ov, Acces
         if (n < max) kd_access_of(p, u, &out[n++]);
     }
     return n;
+}
+
+int kd_store_accesses(const CgProgram *p, const Value *src, bool compute, const Value *ov,
+                      Access *ov_access, Access *dst, Access leaves[KD_STORE_LEAVES],
+                      Access *acc[KD_STORE_LEAVES + 2], bool *uses_index) {
+    int nl = 0;
+    *uses_index = false;
+    if (compute)
+        nl = kd_collect_leaves(p, src, ov, leaves, KD_STORE_LEAVES, uses_index);
+    else if (src != ov)
+        kd_access_of(p, src, &leaves[nl++]);
+    int na = 0;
+    for (int i = 0; i < nl; i++)
+        acc[na++] = &leaves[i];
+    acc[na++] = dst;
+    if (ov) acc[na++] = ov_access;
+    return na;
 }
 
 void kspace_build(KSpace *k, const int64_t *shape, int n, const bool *reduced, Access **acc,

@@ -41,6 +41,8 @@ void kspace_build(KSpace *s, const int64_t *shape, int n, const bool *reduced, A
 int64_t kspace_work_inner(const KSpace *s); /* iterations of loops [1, nloops) */
 
 DType kd_dt(const CgProgram *p, const Value *v); /* storage dtype */
+/* v's argument i as a number (ints and bools too), or dflt when absent. */
+double kd_num_arg(const Value *v, int i, double dflt);
 bool kd_unsigned(DType t);
 void kd_access_of(const CgProgram *p, const Value *v, Access *a); /* v's own layout */
 void kd_access_contig(const CgProgram *p, const Value *owner, const int64_t *shape, int n,
@@ -52,6 +54,13 @@ void kd_access_right_aligned(const CgProgram *p, const Value *v, int n, Access *
  * through; literals and the override value ov are skipped). */
 int kd_collect_leaves(const CgProgram *p, const Value *v, const Value *ov, Access *out, int max,
                       bool *uses_index);
+/* The accesses of a kernel storing src into dst, in acc: src's leaves
+ * (into leaves) when computed, else src itself unless it is the override
+ * value ov; then dst; then ov's access when ov is set. Returns how many. */
+#define KD_STORE_LEAVES 64
+int kd_store_accesses(const CgProgram *p, const Value *src, bool compute, const Value *ov,
+                      Access *ov_access, Access *dst, Access leaves[KD_STORE_LEAVES],
+                      Access *acc[KD_STORE_LEAVES + 2], bool *uses_index);
 /* True when v's element expression reads its own indices (arange, eye,
  * tensor literals, tril/triu). */
 bool kd_uses_index(const Value *v);

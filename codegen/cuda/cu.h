@@ -163,12 +163,12 @@ void cu_k_copy(Cu *cu, const KCopy *c);        /* the copies codegen/dispatch.c 
 void cu_k_broadcast_into(Cu *cu, const Value *src, const Value *dst);
 void cu_k_reduce(Cu *cu, const Value *v); /* cu_reduce.c */
 void cu_k_norm(Cu *cu, const Value *v);
-void cu_k_gather(Cu *cu, const Value *v); /* cu_gather.c */
-void cu_k_matmul(Cu *cu, const Value *v); /* cu_matmul.c */
-void cu_k_einsum(Cu *cu, const Value *v); /* cu_einsum.c */
+void cu_k_gather(Cu *cu, const Value *v, KGather *gd); /* cu_gather.c */
+struct KEinsum;
+void cu_k_contraction(Cu *cu, struct KEinsum *e); /* cu_einsum.c */
 /* A product step's operand: v's buffer slot and byte offset (its view offset included). */
 void cu_operand(Cu *cu, const Value *v, int *slot, int64_t *off);
-void cu_add_matmul(Cu *cu, const MM *mm, const Value *a, const Value *b, const Value *c);
+void cu_k_product(Cu *cu, const MM *mm, const Value *a, const Value *b, const Value *c);
 void cu_k_conv(Cu *cu, const Value *v); /* cu_conv.c */
 /* Why cuDNN cannot take one of p's convolutions (a user-facing message,
  * naming the op and its line), or NULL. */

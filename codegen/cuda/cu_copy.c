@@ -10,24 +10,16 @@
 #include "codegen/cuda/cu.h"
 
 /* Stores src's elements over `shape` into dst: src computed (the kernel's
- * root, with its inlined operands), or read through the override access,
- * or read through its own layout. */
+ * root, with its inlined operands), or read through the override access
+ * (k->ov set), or read through its own layout. */
 static void copy_kernel(Cu *cu, CuKern *k, const Value *src, bool compute, Access *dst,
                         const int64_t *shape, int n) {
     const CgProgram *p = cu->p;
-    Access leaves[64];
-    Access *acc[66];
-    bool uses_index = false;
-    int nl = 0;
-    if (compute)
-        nl = kd_collect_leaves(p, src, k->ov, leaves, 64, &uses_index);
-    else if (src != k->ov)
-        kd_access_of(p, src, &leaves[nl++]);
-    int na = 0;
-    for (int i = 0; i < nl; i++)
-        acc[na++] = &leaves[i];
-    acc[na++] = dst;
-    if (k->ov) acc[na++] = &k->ov_access;
+    Access leaves[KD_STORE_LEAVES];
+    Access *acc[KD_STORE_LEAVES + 2];
+    bool uses_index;
+    int na =
+        kd_store_accesses(p, src, compute, k->ov, &k->ov_access, dst, leaves, acc, &uses_index);
     kspace_build(&k->sp, shape, n, NULL, acc, na, uses_index);
     k->uses_index = uses_index;
     cuk_elementwise_begin(k, acc, na);
@@ -53,11 +45,11 @@ void cu_k_elementwise(Cu *cu, const Value *v) {
 void cu_k_copy(Cu *cu, const KCopy *c) {
     CuKern k;
     cuk_begin(cu, &k, c->what);
+    Access dst = c->dst;
     if (c->through_src) {
         k.ov = c->src;
         k.ov_access = c->src_access;
     }
-    Access dst = c->dst;
     copy_kernel(cu, &k, c->src, false, &dst, c->shape, c->n);
 }
 

@@ -1,6 +1,6 @@
 /* einsum on the GPU, rendered from its shared description
  * (codegen/einsum_desc.h), as the CPU does: a matrix-product-shaped
- * equation of floats is one product step (cu_add_matmul, with the same
+ * equation of floats is one product step (cu_k_product, with the same
  * descriptor the CPU passes to rt_matmul); anything else is the generic
  * contraction, one thread per output element looping over the summed
  * letters, products and sum in f32 (f64 for f64, i64 for integers and
@@ -8,7 +8,7 @@
 #include "codegen/cuda/cu.h"
 #include "codegen/einsum_desc.h"
 
-static void generic(Cu *cu, KEinsum *e) {
+void cu_k_contraction(Cu *cu, KEinsum *e) {
     CuKern k;
     cuk_begin(cu, &k, "einsum");
     Access *acc[KEIN_MAXOPS + 1];
@@ -54,18 +54,4 @@ static void generic(Cu *cu, KEinsum *e) {
     }
     cuk_store(&k, &e->dst, sum, at);
     cuk_elementwise_end(&k);
-}
-
-void cu_k_einsum(Cu *cu, const Value *v) {
-    KEinsum e;
-    char err[128];
-    if (!kd_einsum(cu->p, v, &e, err, sizeof err)) {
-        cu_fail(cu, "%s", err);
-        return;
-    }
-    const Arg *ops = &v->args[1];
-    if (e.is_matmul)
-        cu_add_matmul(cu, &e.mm, ops->ts[0], ops->ts[1], v);
-    else
-        generic(cu, &e);
 }

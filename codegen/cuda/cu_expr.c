@@ -35,15 +35,6 @@ typedef const char *(*EmitFn)(CuKern *k, const Value *v, const char **a, DType t
 static DType in_dt(CuKern *k, const Value *v, int i) {
     return kd_dt(CU->p, v->in[i]);
 }
-static double num_arg(const Value *v, int i, double dflt) {
-    const Arg *a = &v->args[i];
-    if (a->kind == ARG_NUM) return a->f;
-    if (a->kind == ARG_INT || a->kind == ARG_BOOL) return (double)a->i;
-    return dflt;
-}
-static bool is_f(DType t) {
-    return dtype_is_float(t);
-}
 /* A token that needs no parentheses: an identifier or an unsigned number. */
 static bool simple(const char *s) {
     if (!*s) return false;
@@ -114,24 +105,27 @@ static const char *truthy(CuKern *k, const char *x, DType t) {
 
 /* other * alpha, the second operand of add and sub. */
 static const char *times_alpha(CuKern *k, const Value *v, const char *y, DType t) {
-    double alpha = num_arg(v, 2, 1);
+    double alpha = kd_num_arg(v, 2, 1);
     if (alpha == 1) return y;
-    return is_f(t) ? fmul(k, t, y, fc(k, t, alpha)) : iarith(k, t, y, '*', cu_const(CU, t, alpha));
+    return dtype_is_float(t) ? fmul(k, t, y, fc(k, t, alpha))
+                             : iarith(k, t, y, '*', cu_const(CU, t, alpha));
 }
 static const char *e_add(CuKern *k, const Value *v, const char **a, DType t) {
     if (t == DT_BOOL)
-        return cu_str(CU, "%s | %s", P(k, a[0]), num_arg(v, 2, 1) != 0 ? P(k, a[1]) : "false");
+        return cu_str(CU, "%s | %s", P(k, a[0]), kd_num_arg(v, 2, 1) != 0 ? P(k, a[1]) : "false");
     const char *y = times_alpha(k, v, a[1], t);
-    return is_f(t) ? cu_str(CU, "%s + %s", P(k, a[0]), P(k, y)) : iarith(k, t, a[0], '+', y);
+    return dtype_is_float(t) ? cu_str(CU, "%s + %s", P(k, a[0]), P(k, y))
+                             : iarith(k, t, a[0], '+', y);
 }
 static const char *e_sub(CuKern *k, const Value *v, const char **a, DType t) {
     const char *y = times_alpha(k, v, a[1], t);
-    return is_f(t) ? cu_str(CU, "%s - %s", P(k, a[0]), P(k, y)) : iarith(k, t, a[0], '-', y);
+    return dtype_is_float(t) ? cu_str(CU, "%s - %s", P(k, a[0]), P(k, y))
+                             : iarith(k, t, a[0], '-', y);
 }
 static const char *e_mul(CuKern *k, const Value *v, const char **a, DType t) {
     (void)v;
     if (t == DT_BOOL) return cu_str(CU, "%s & %s", P(k, a[0]), P(k, a[1]));
-    return is_f(t) ? fmul(k, t, a[0], a[1]) : iarith(k, t, a[0], '*', a[1]);
+    return dtype_is_float(t) ? fmul(k, t, a[0], a[1]) : iarith(k, t, a[0], '*', a[1]);
 }
 
 /* Integer division through the prelude's helpers: x / 0 gives 0 (PyTorch
@@ -153,7 +147,7 @@ static const char *ffloordiv(CuKern *k, const char **a, DType t) {
 static const char *e_div(CuKern *k, const Value *v, const char **a, DType t) {
     const Arg *rm = v->nargs > 2 ? &v->args[2] : NULL;
     const char *mode = rm && rm->kind == ARG_STR ? rm->s : NULL;
-    if (is_f(t)) {
+    if (dtype_is_float(t)) {
         if (mode && !strcmp(mode, "floor")) return ffloordiv(k, a, t);
         const char *q = cu_str(CU, "%s / %s", P(k, a[0]), P(k, a[1]));
         if (mode && !strcmp(mode, "trunc")) q = fn1(k, t, "trunc", q);
@@ -163,17 +157,18 @@ static const char *e_div(CuKern *k, const Value *v, const char **a, DType t) {
 }
 static const char *e_floordiv(CuKern *k, const Value *v, const char **a, DType t) {
     (void)v;
-    if (is_f(t)) return ffloordiv(k, a, t);
+    if (dtype_is_float(t)) return ffloordiv(k, a, t);
     return idiv(k, "floordiv", a, t);
 }
 static const char *e_remainder(CuKern *k, const Value *v, const char **a, DType t) {
     (void)v;
-    if (is_f(t)) return cu_str(CU, "tg_rem_%s(%s, %s)", t == DT_F64 ? "f64" : "f32", a[0], a[1]);
+    if (dtype_is_float(t))
+        return cu_str(CU, "tg_rem_%s(%s, %s)", t == DT_F64 ? "f64" : "f32", a[0], a[1]);
     return idiv(k, "rem", a, t);
 }
 static const char *e_pow(CuKern *k, const Value *v, const char **a, DType t) {
     const Value *e = v->in[1];
-    if (is_f(t)) {
+    if (dtype_is_float(t)) {
         const char *one = fc(k, t, 1);
         if (e->storage->op == OP_SCALAR) {
             /* The exponents the CPU backend writes out (exact products and
@@ -197,7 +192,7 @@ static const char *e_pow(CuKern *k, const Value *v, const char **a, DType t) {
 static const char *minmax(CuKern *k, const char **a, DType t, bool is_max) {
     if (t == DT_BOOL) return cu_str(CU, "%s %c %s", P(k, a[0]), is_max ? '|' : '&', P(k, a[1]));
     /* Floats: a NaN operand propagates (the prelude's tg_max/tg_min). */
-    if (is_f(t))
+    if (dtype_is_float(t))
         return cu_str(CU, "tg_%s_%s(%s, %s)", is_max ? "max" : "min", t == DT_F64 ? "f64" : "f32",
                       a[0], a[1]);
     /* Integers: C compares u8 and bool in int, where their values stay
@@ -284,7 +279,7 @@ static const char *clamp_to(CuKern *k, const char *x, DType t, const double *lo,
     return x;
 }
 static const char *e_clamp(CuKern *k, const Value *v, const char **a, DType t) {
-    double lo = num_arg(v, 1, 0), hi = num_arg(v, 2, 0);
+    double lo = kd_num_arg(v, 1, 0), hi = kd_num_arg(v, 2, 0);
     return clamp_to(k, a[0], t, v->args[1].kind != ARG_ABSENT ? &lo : NULL,
                     v->args[2].kind != ARG_ABSENT ? &hi : NULL);
 }
@@ -293,18 +288,18 @@ static const char *e_clamp(CuKern *k, const Value *v, const char **a, DType t) {
 
 static const char *e_neg(CuKern *k, const Value *v, const char **a, DType t) {
     (void)v;
-    return is_f(t) ? cu_str(CU, "-%s", P(k, a[0])) : iarith(k, t, "0", '-', a[0]);
+    return dtype_is_float(t) ? cu_str(CU, "-%s", P(k, a[0])) : iarith(k, t, "0", '-', a[0]);
 }
 static const char *e_abs(CuKern *k, const Value *v, const char **a, DType t) {
     (void)v;
-    if (is_f(t)) return fn1(k, t, "fabs", a[0]);
+    if (dtype_is_float(t)) return fn1(k, t, "fabs", a[0]);
     if (kd_unsigned(t)) return a[0];
     return sel(k, cu_str(CU, "%s < 0", P(k, a[0])), iarith(k, t, "0", '-', a[0]), a[0]);
 }
 static const char *e_sign(CuKern *k, const Value *v, const char **a, DType t) {
     (void)v;
     if (t == DT_BOOL) return a[0];
-    if (is_f(t)) {
+    if (dtype_is_float(t)) {
         /* (x > 0) - (x < 0): 0 for NaN, as the CPU backend. */
         const char *ct = cu_ctype(t), *z = fc(k, t, 0);
         return cu_str(CU, "(%s)(%s > %s) - (%s)(%s < %s)", ct, P(k, a[0]), z, ct, P(k, a[0]), z);
@@ -315,7 +310,7 @@ static const char *e_sign(CuKern *k, const Value *v, const char **a, DType t) {
 static const char *e_relu(CuKern *k, const Value *v, const char **a, DType t) {
     (void)v;
     /* NaN (not < 0) and -0.0 pass through, as the CPU's select. */
-    if (is_f(t)) {
+    if (dtype_is_float(t)) {
         const char *z = fc(k, t, 0);
         return sel(k, cu_str(CU, "%s < %s", P(k, a[0]), z), z, a[0]);
     }
@@ -325,7 +320,7 @@ static const char *e_relu(CuKern *k, const Value *v, const char **a, DType t) {
 #define FROUND(name, fn)                                                                           \
     static const char *e_##name(CuKern *k, const Value *v, const char **a, DType t) {              \
         (void)v;                                                                                   \
-        if (!is_f(t)) return a[0];                                                                 \
+        if (!dtype_is_float(t)) return a[0];                                                       \
         return fn1(k, t, fn, a[0]);                                                                \
     }
 FROUND(floor, "floor")
@@ -397,15 +392,15 @@ static const char *e_hardsigmoid(CuKern *k, const Value *v, const char **a, DTyp
 static const char *e_leaky_relu(CuKern *k, const Value *v, const char **a, DType t) {
     /* x > 0 ? x : x * slope (false for NaN: the product, NaN). */
     return sel(k, cu_str(CU, "%s > %s", P(k, a[0]), fc(k, t, 0)), a[0],
-               fmul(k, t, a[0], fc(k, t, num_arg(v, 1, 0.01))));
+               fmul(k, t, a[0], fc(k, t, kd_num_arg(v, 1, 0.01))));
 }
 static const char *e_elu(CuKern *k, const Value *v, const char **a, DType t) {
     return cu_str(CU, "tg_elu_%s(%s, %s)", t == DT_F64 ? "f64" : "f32", a[0],
-                  fc(k, t, num_arg(v, 1, 1.0)));
+                  fc(k, t, kd_num_arg(v, 1, 1.0)));
 }
 static const char *e_softplus(CuKern *k, const Value *v, const char **a, DType t) {
     return cu_str(CU, "tg_softplus_%s(%s, %s, %s)", t == DT_F64 ? "f64" : "f32", a[0],
-                  fc(k, t, num_arg(v, 1, 1)), fc(k, t, num_arg(v, 2, 20)));
+                  fc(k, t, kd_num_arg(v, 1, 1)), fc(k, t, kd_num_arg(v, 2, 20)));
 }
 static const char *e_mish(CuKern *k, const Value *v, const char **a, DType t) {
     (void)v;
@@ -413,8 +408,8 @@ static const char *e_mish(CuKern *k, const Value *v, const char **a, DType t) {
 }
 static const char *e_hardtanh(CuKern *k, const Value *v, const char **a, DType t) {
     /* Integer tensors take the bounds truncated toward zero (toLong). */
-    double lo = num_arg(v, 1, -1.0), hi = num_arg(v, 2, 1.0);
-    if (!is_f(t)) lo = trunc(lo), hi = trunc(hi);
+    double lo = kd_num_arg(v, 1, -1.0), hi = kd_num_arg(v, 2, 1.0);
+    if (!dtype_is_float(t)) lo = trunc(lo), hi = trunc(hi);
     return clamp_to(k, a[0], t, &lo, &hi);
 }
 static const char *e_relu6(CuKern *k, const Value *v, const char **a, DType t) {
@@ -434,15 +429,15 @@ static const char *e_fill(CuKern *k, const Value *v, const char **a, DType t) {
     (void)a;
     double x = v->op == OP_ZEROS || v->op == OP_ZEROS_LIKE ? 0
                : v->op == OP_ONES || v->op == OP_ONES_LIKE ? 1
-                                                           : num_arg(v, 1, 0);
+                                                           : kd_num_arg(v, 1, 0);
     return cu_const(CU, t, x);
 }
 static const char *e_arange(CuKern *k, const Value *v, const char **a, DType t) {
     (void)a;
-    double start = num_arg(v, 0, 0), step = num_arg(v, 2, 1);
+    double start = kd_num_arg(v, 0, 0), step = kd_num_arg(v, 2, 1);
     if (v->args[1].kind == ARG_ABSENT) start = 0; /* arange(end) */
     const char *i = cuk_dim_index(k, 0);
-    if (!is_f(t)) {
+    if (!dtype_is_float(t)) {
         /* start + i * step in int64, wrapping, then narrowed. */
         const char *r = cuk_tmp(k, DT_I64,
                                 "(long long)((unsigned long long)%s + (unsigned long long)%s * "

@@ -12,16 +12,14 @@
 
 #include "codegen/cuda/cu.h"
 
-void cu_k_gather(Cu *cu, const Value *v) {
-    KGather gd;
-    kd_gather(cu->p, v, &gd);
-    Access *xa = &gd.xa, *ia = &gd.ia, *dst = &gd.dst;
+void cu_k_gather(Cu *cu, const Value *v, KGather *gd) {
+    Access *xa = &gd->xa, *ia = &gd->ia, *dst = &gd->dst;
     CuKern k;
     cuk_begin(cu, &k, op_display_name(v));
     k.root = v;
-    k.sp = gd.space;
+    k.sp = gd->space;
     Access *acc[3] = {xa, ia, dst};
-    int code = cu_error_code(cu, gd.what);
+    int code = cu_error_code(cu, gd->what);
     /* xa's span leaves out the indexed dim: that term is added in 64 bits
      * below, whatever k.wide chooses. */
     cuk_elementwise_begin(&k, acc, 3);
@@ -30,9 +28,9 @@ void cu_k_gather(Cu *cu, const Value *v) {
         const char *i = cu_convert(&k, cuk_load(&k, ia), ia->dt, DT_I64);
         const char *ix = cu_str(cu, "ix%d", k.ntmp++);
         cuk_emit(&k, "long long %s = %s;", ix, i);
-        if (gd.wrap) cuk_emit(&k, "if (%s < 0) %s += %lldLL;", ix, ix, (long long)gd.size);
+        if (gd->wrap) cuk_emit(&k, "if (%s < 0) %s += %lldLL;", ix, ix, (long long)gd->size);
         /* Unsigned: a negative index is out of range too. */
-        cuk_emit(&k, "if ((unsigned long long)%s >= %lluULL) {", ix, (unsigned long long)gd.size);
+        cuk_emit(&k, "if ((unsigned long long)%s >= %lluULL) {", ix, (unsigned long long)gd->size);
         k.indent++;
         /* The thread that claims word 0 writes the value and its offset in
          * the index tensor (runtime/rt_index_error.h). */
@@ -45,7 +43,7 @@ void cu_k_gather(Cu *cu, const Value *v) {
         k.indent--;
         cuk_emit(&k, "}");
         const char *off = cu_str(cu, "(long long)(%s) + %s * %lldLL", cuk_offset(&k, xa), ix,
-                                 (long long)gd.dim_stride);
+                                 (long long)gd->dim_stride);
         cuk_store(&k, dst, cuk_load_at(&k, xa, off), xa->dt);
     }
     cuk_elementwise_end(&k);

@@ -1,9 +1,9 @@
 /* Matrix products on the GPU: each is one RT_CUDA_MATMUL step with the
  * same descriptor the CPU passes to rt_matmul (codegen/kernel_desc.c); the
  * runtime gives it to cuBLAS (transposed operands as flags, f16/bf16 on
- * tensor cores with f32 accumulation) or to the module's tg_matmul. The
- * bias of linear is first broadcast into the output by a kernel, and the
- * product accumulates onto it. */
+ * tensor cores with f32 accumulation) or to the module's tg_matmul.
+ * codegen/dispatch.c first broadcasts linear's bias into the output by a
+ * kernel, and the product accumulates onto it. */
 #include <string.h>
 
 #include "codegen/cuda/cu.h"
@@ -18,7 +18,7 @@ void cu_operand(Cu *cu, const Value *v, int *slot, int64_t *off) {
     *off = base + v->offset * (int64_t)dtype_size(kd_dt(cu->p, o));
 }
 
-void cu_add_matmul(Cu *cu, const MM *mm, const Value *a, const Value *b, const Value *c) {
+void cu_k_product(Cu *cu, const MM *mm, const Value *a, const Value *b, const Value *c) {
     CuStep s;
     memset(&s, 0, sizeof s);
     s.kind = CU_MATMUL;
@@ -27,16 +27,4 @@ void cu_add_matmul(Cu *cu, const MM *mm, const Value *a, const Value *b, const V
     cu_operand(cu, b, &s.slot[1], &s.off[1]);
     cu_operand(cu, c, &s.slot[2], &s.off[2]);
     ARENA_PUSH(cu->a, cu->steps, cu->nsteps, cu->cap, s);
-}
-
-void cu_k_matmul(Cu *cu, const Value *v) {
-    MM mm;
-    const Value *bias;
-    char err[128];
-    if (!kd_matmul(cu->p, v, &mm, &bias, err, sizeof err)) {
-        cu_fail(cu, "%s", err);
-        return;
-    }
-    if (bias) cu_k_broadcast_into(cu, bias, v);
-    cu_add_matmul(cu, &mm, v->in[0], v->in[1], v);
 }

@@ -55,26 +55,22 @@ static uint64_t get_u64(const unsigned char *p) {
     return v;
 }
 
-static bool read_all(int fd, char *buf, size_t n) {
-    while (n) {
-        ssize_t r = read(fd, buf, n);
+/* Reads all n bytes into in, or writes them from out, again after a
+ * signal; false on an error or an early end of file. */
+static bool transfer_all(int fd, char *in, const char *out, size_t n) {
+    for (size_t done = 0; done < n;) {
+        ssize_t r = out ? write(fd, out + done, n - done) : read(fd, in + done, n - done);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return false;
-        buf += r;
-        n -= (size_t)r;
+        done += (size_t)r;
     }
     return true;
 }
-
+static bool read_all(int fd, char *buf, size_t n) {
+    return transfer_all(fd, buf, NULL, n);
+}
 static bool write_all(int fd, const char *buf, size_t n) {
-    while (n) {
-        ssize_t r = write(fd, buf, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return false;
-        buf += r;
-        n -= (size_t)r;
-    }
-    return true;
+    return transfer_all(fd, NULL, buf, n);
 }
 
 bool cu_cache_get(const char *dir, const char *key, size_t nkey, NvrtcImage *out) {

@@ -140,6 +140,22 @@ static void red_setup(Cu *cu, CuRed *r, const Value *v, bool same_shape_out) {
     r->rpb = r->block / r->g;
 }
 
+/* Declares the indices of loops lo..hi-1 from the linear index held in the
+ * variable var (row-major, loop hi-1 fastest), dividing var down, and
+ * marks those loops open. */
+static void open_loops(CuKern *k, const char *it, const char *var, int lo, int hi) {
+    for (int l = hi - 1; l >= lo; l--) {
+        if (l == lo) {
+            cuk_emit(k, "const %s %s = %s;", it, cuk_idx(k, l), var);
+        } else {
+            long long e = (long long)k->sp.ext[l];
+            cuk_emit(k, "const %s %s = %s %% %lld;", it, cuk_idx(k, l), var, e);
+            cuk_emit(k, "%s /= %lld;", var, e);
+        }
+        k->open[l] = true;
+    }
+}
+
 /* Opens the row loop: defines row, the kept loops' indices and, when a
  * block holds several rows, whether this thread's row exists (live). */
 static void open_rows(CuRed *r) {
@@ -162,16 +178,7 @@ static void open_rows(CuRed *r) {
         if (r->g > 1) cuk_emit(k, "const unsigned lane = threadIdx.x %% %du;", r->g);
     }
     cuk_emit(k, "%s rr = row;", it);
-    for (int l = k->sp.nkept - 1; l >= 0; l--) {
-        if (l == 0) {
-            cuk_emit(k, "const %s %s = rr;", it, cuk_idx(k, l));
-        } else {
-            long long e = (long long)k->sp.ext[l];
-            cuk_emit(k, "const %s %s = rr %% %lld;", it, cuk_idx(k, l), e);
-            cuk_emit(k, "rr /= %lld;", e);
-        }
-        k->open[l] = true;
-    }
+    open_loops(k, it, "rr", 0, k->sp.nkept);
     cuk_emit(k, "(void)rr;");
 }
 
@@ -197,16 +204,7 @@ static void open_reduced(CuRed *r) {
         cuk_emit(k, "for (%s j = 0; %sj < %lld; j++) {", it, live, (long long)r->nred);
     k->indent++;
     if (k->sp.nloops > k->sp.nkept) cuk_emit(k, "%s q = j;", it);
-    for (int l = k->sp.nloops - 1; l >= k->sp.nkept; l--) {
-        if (l == k->sp.nkept) {
-            cuk_emit(k, "const %s %s = q;", it, cuk_idx(k, l));
-        } else {
-            long long e = (long long)k->sp.ext[l];
-            cuk_emit(k, "const %s %s = q %% %lld;", it, cuk_idx(k, l), e);
-            cuk_emit(k, "q /= %lld;", e);
-        }
-        k->open[l] = true;
-    }
+    open_loops(k, it, "q", k->sp.nkept, k->sp.nloops);
 }
 
 static void close_reduced(CuRed *r) {

@@ -140,14 +140,13 @@ void access_contig(Kern *k, const Value *owner, const int64_t *shape, int n, Acc
  * size 1 or no dim. */
 void access_right_aligned(Kern *k, const Value *v, int n, Access *a);
 LLVMValueRef kern_alloca(Kern *k, LLVMTypeRef t); /* in the entry block */
-int kern_collect_leaves(Kern *k, const Value *v, Access *out, int max, bool *uses_index);
 
 /* expr.c */
 /* v's element at the open loops, in v's compute type; compute: evaluate v's
  * op even if it is not inlined (the kernel's root). */
 LLVMValueRef cg_expr(Kern *k, const Value *v, bool compute);
 
-void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c);
+void k_product(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c);
 void k_qmatmul(Cg *cg, const Value *v);
 void k_conv(Cg *cg, const Value *v);
 void k_attention(Cg *cg, const Value *v);
@@ -165,9 +164,9 @@ bool k_reduce_cols(Cg *cg, const Value *v);
 /* k_reduce.c: the identity of max (min) in t's compute type. */
 LLVMValueRef cg_red_extreme(Cg *cg, DType t, bool is_max);
 void k_norm(Cg *cg, const Value *v);
-void k_gather(Cg *cg, const Value *v);
-void k_matmul(Cg *cg, const Value *v);
-void k_einsum(Cg *cg, const Value *v);
+void k_gather(Cg *cg, const Value *v, KGather *gd);
+struct KEinsum;
+void k_contraction(Cg *cg, struct KEinsum *e); /* k_einsum.c */
 
 DType cg_dt(Cg *cg, const Value *v); /* storage dtype */
 void cg_fail(Cg *cg, const char *fmt, ...);

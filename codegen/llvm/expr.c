@@ -18,15 +18,6 @@ typedef LLVMValueRef (*EmitFn)(Kern *k, const Value *v, LLVMValueRef *a, DType t
 static DType in_dt(Kern *k, const Value *v, int i) {
     return cg_dt(k->cg, v->in[i]);
 }
-static double num_arg(const Value *v, int i, double dflt) {
-    const Arg *a = &v->args[i];
-    if (a->kind == ARG_NUM) return a->f;
-    if (a->kind == ARG_INT || a->kind == ARG_BOOL) return (double)a->i;
-    return dflt;
-}
-static bool is_f(DType t) {
-    return dtype_is_float(t);
-}
 static LLVMValueRef C(Kern *k, DType t, double x) {
     return cg_const(k->cg, t, x);
 }
@@ -47,24 +38,24 @@ static LLVMValueRef isnan_(Kern *k, LLVMValueRef x) {
 
 /* other * alpha, the second operand of add and sub. */
 static LLVMValueRef times_alpha(Kern *k, const Value *v, LLVMValueRef y, DType t) {
-    double alpha = num_arg(v, 2, 1);
+    double alpha = kd_num_arg(v, 2, 1);
     if (alpha == 1) return y;
-    return is_f(t) ? LLVMBuildFMul(B, y, C(k, t == DT_F64 ? t : DT_F32, alpha), "")
-                   : LLVMBuildMul(B, y, C(k, t, alpha), "");
+    return dtype_is_float(t) ? LLVMBuildFMul(B, y, C(k, t == DT_F64 ? t : DT_F32, alpha), "")
+                             : LLVMBuildMul(B, y, C(k, t, alpha), "");
 }
 static LLVMValueRef e_add(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
-    if (t == DT_BOOL) return LLVMBuildOr(B, a[0], num_arg(v, 2, 1) != 0 ? a[1] : C(k, t, 0), "");
+    if (t == DT_BOOL) return LLVMBuildOr(B, a[0], kd_num_arg(v, 2, 1) != 0 ? a[1] : C(k, t, 0), "");
     LLVMValueRef y = times_alpha(k, v, a[1], t);
-    return is_f(t) ? LLVMBuildFAdd(B, a[0], y, "") : LLVMBuildAdd(B, a[0], y, "");
+    return dtype_is_float(t) ? LLVMBuildFAdd(B, a[0], y, "") : LLVMBuildAdd(B, a[0], y, "");
 }
 static LLVMValueRef e_sub(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     LLVMValueRef y = times_alpha(k, v, a[1], t);
-    return is_f(t) ? LLVMBuildFSub(B, a[0], y, "") : LLVMBuildSub(B, a[0], y, "");
+    return dtype_is_float(t) ? LLVMBuildFSub(B, a[0], y, "") : LLVMBuildSub(B, a[0], y, "");
 }
 static LLVMValueRef e_mul(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)v;
     if (t == DT_BOOL) return LLVMBuildAnd(B, a[0], a[1], "");
-    return is_f(t) ? LLVMBuildFMul(B, a[0], a[1], "") : LLVMBuildMul(B, a[0], a[1], "");
+    return dtype_is_float(t) ? LLVMBuildFMul(B, a[0], a[1], "") : LLVMBuildMul(B, a[0], a[1], "");
 }
 
 /* Integer division with the divisor made safe: x / 0 gives 0 (PyTorch
@@ -126,7 +117,7 @@ static LLVMValueRef ffloordiv(Kern *k, LLVMValueRef a, LLVMValueRef b, DType t) 
 static LLVMValueRef e_div(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     const Arg *rm = v->nargs > 2 ? &v->args[2] : NULL;
     const char *mode = rm && rm->kind == ARG_STR ? rm->s : NULL;
-    if (is_f(t)) {
+    if (dtype_is_float(t)) {
         if (mode && !strcmp(mode, "floor")) return ffloordiv(k, a[0], a[1], t);
         LLVMValueRef q = LLVMBuildFDiv(B, a[0], a[1], "");
         if (mode && !strcmp(mode, "trunc"))
@@ -141,7 +132,7 @@ static LLVMValueRef e_div(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
 }
 static LLVMValueRef e_floordiv(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)v;
-    if (is_f(t)) return ffloordiv(k, a[0], a[1], t);
+    if (dtype_is_float(t)) return ffloordiv(k, a[0], a[1], t);
     IDiv d = idiv(k, a[0], a[1], t);
     if (dt_unsigned(t)) return d.q;
     return sel(k, ifix(k, d.r, a[1]), LLVMBuildSub(B, d.q, LLVMConstInt(LLVMTypeOf(d.q), 1, 0), ""),
@@ -149,7 +140,7 @@ static LLVMValueRef e_floordiv(Kern *k, const Value *v, LLVMValueRef *a, DType t
 }
 static LLVMValueRef e_remainder(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)v;
-    if (is_f(t)) {
+    if (dtype_is_float(t)) {
         LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a[0]));
         LLVMValueRef m = LLVMBuildFRem(B, a[0], a[1], "");
         LLVMValueRef fix = LLVMBuildAnd(
@@ -163,7 +154,7 @@ static LLVMValueRef e_remainder(Kern *k, const Value *v, LLVMValueRef *a, DType 
 }
 static LLVMValueRef e_pow(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     const Value *e = v->in[1];
-    if (is_f(t)) {
+    if (dtype_is_float(t)) {
         LLVMTypeRef ty = LLVMTypeOf(a[0]);
         if (e->storage->op == OP_SCALAR) {
             double x = e->storage->scalar;
@@ -187,7 +178,7 @@ static LLVMValueRef e_pow(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
 static LLVMValueRef minmax(Kern *k, LLVMValueRef *a, DType t, bool is_max) {
     if (t == DT_BOOL)
         return is_max ? LLVMBuildOr(B, a[0], a[1], "") : LLVMBuildAnd(B, a[0], a[1], "");
-    if (is_f(t)) {
+    if (dtype_is_float(t)) {
         LLVMValueRef pick = fcmp(k, is_max ? LLVMRealOGT : LLVMRealOLT, a[0], a[1]);
         LLVMValueRef r = sel(k, pick, a[0], a[1]);
         r = sel(k, isnan_(k, a[1]), a[1], r);
@@ -216,7 +207,7 @@ static LLVMValueRef e_xlogy(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
 static LLVMValueRef cmp(Kern *k, const Value *v, LLVMValueRef *a, LLVMRealPredicate fp,
                         LLVMIntPredicate sp, LLVMIntPredicate up) {
     DType t = in_dt(k, v, 0);
-    if (is_f(t)) return fcmp(k, fp, a[0], a[1]);
+    if (dtype_is_float(t)) return fcmp(k, fp, a[0], a[1]);
     return icmp(k, dt_unsigned(t) ? up : sp, a[0], a[1]);
 }
 #define CMP(name, fp, sp, up)                                                                      \
@@ -268,7 +259,7 @@ static LLVMValueRef e_masked_fill(Kern *k, const Value *v, LLVMValueRef *a, DTyp
 /* max(x, lo) then min(., hi), each bound optional: a NaN x is neither
  * below nor above and stays NaN; lo > hi gives hi (ATen's clamp). */
 static LLVMValueRef clamp_to(Kern *k, LLVMValueRef x, DType t, const double *lo, const double *hi) {
-    bool f = is_f(t);
+    bool f = dtype_is_float(t);
     bool u = dt_unsigned(t);
     if (lo) {
         LLVMValueRef c = C(k, t, *lo);
@@ -285,7 +276,7 @@ static LLVMValueRef clamp_to(Kern *k, LLVMValueRef x, DType t, const double *lo,
     return x;
 }
 static LLVMValueRef e_clamp(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
-    double lo = num_arg(v, 1, 0), hi = num_arg(v, 2, 0);
+    double lo = kd_num_arg(v, 1, 0), hi = kd_num_arg(v, 2, 0);
     return clamp_to(k, a[0], t, v->args[1].kind != ARG_ABSENT ? &lo : NULL,
                     v->args[2].kind != ARG_ABSENT ? &hi : NULL);
 }
@@ -294,11 +285,11 @@ static LLVMValueRef e_clamp(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
 
 static LLVMValueRef e_neg(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)v;
-    return is_f(t) ? LLVMBuildFNeg(B, a[0], "") : LLVMBuildNeg(B, a[0], "");
+    return dtype_is_float(t) ? LLVMBuildFNeg(B, a[0], "") : LLVMBuildNeg(B, a[0], "");
 }
 static LLVMValueRef e_abs(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)v;
-    if (is_f(t)) return cg_intrinsic(CG, "llvm.fabs", LLVMTypeOf(a[0]), a, 1);
+    if (dtype_is_float(t)) return cg_intrinsic(CG, "llvm.fabs", LLVMTypeOf(a[0]), a, 1);
     if (dt_unsigned(t)) return a[0];
     return sel(k, icmp(k, LLVMIntSLT, a[0], LLVMConstNull(LLVMTypeOf(a[0]))),
                LLVMBuildNeg(B, a[0], ""), a[0]);
@@ -308,7 +299,7 @@ static LLVMValueRef e_sign(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     if (t == DT_BOOL) return a[0];
     LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a[0]));
     LLVMValueRef pos, neg;
-    if (is_f(t)) {
+    if (dtype_is_float(t)) {
         pos = fcmp(k, LLVMRealOGT, a[0], z), neg = fcmp(k, LLVMRealOLT, a[0], z);
         return LLVMBuildFSub(B, cg_convert(CG, pos, DT_BOOL, t), cg_convert(CG, neg, DT_BOOL, t),
                              "");
@@ -321,14 +312,14 @@ static LLVMValueRef e_sign(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
 static LLVMValueRef e_relu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)v;
     LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a[0]));
-    if (is_f(t)) return sel(k, fcmp(k, LLVMRealOLT, a[0], z), z, a[0]);
+    if (dtype_is_float(t)) return sel(k, fcmp(k, LLVMRealOLT, a[0], z), z, a[0]);
     if (dt_unsigned(t)) return a[0];
     return sel(k, icmp(k, LLVMIntSLT, a[0], z), z, a[0]);
 }
 #define FROUND(name, intr)                                                                         \
     static LLVMValueRef e_##name(Kern *k, const Value *v, LLVMValueRef *a, DType t) {              \
         (void)v;                                                                                   \
-        if (!is_f(t)) return a[0];                                                                 \
+        if (!dtype_is_float(t)) return a[0];                                                       \
         return cg_intrinsic(CG, intr, LLVMTypeOf(a[0]), a, 1);                                     \
     }
 FROUND(floor, "llvm.floor")
@@ -444,7 +435,7 @@ static LLVMValueRef e_hardsigmoid(Kern *k, const Value *v, LLVMValueRef *a, DTyp
 static LLVMValueRef e_leaky_relu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     /* x > 0 ? x : x * slope (a NaN takes the product: NaN). */
     LLVMValueRef x = a[0];
-    LLVMValueRef neg = LLVMBuildFMul(B, x, CF(k, t, num_arg(v, 1, 0.01)), "");
+    LLVMValueRef neg = LLVMBuildFMul(B, x, CF(k, t, kd_num_arg(v, 1, 0.01)), "");
     return sel(k, fcmp(k, LLVMRealOGT, x, LLVMConstNull(LLVMTypeOf(x))), x, neg);
 }
 static LLVMValueRef e_elu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
@@ -454,16 +445,16 @@ static LLVMValueRef e_elu(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     LLVMTypeRef ty = LLVMTypeOf(x);
     LLVMValueRef e = cg_exp(CG, x, t == DT_F64 ? DT_F64 : DT_F32);
     LLVMValueRef neg = LLVMBuildFMul(B, LLVMBuildFSub(B, e, LLVMConstReal(ty, 1), ""),
-                                     CF(k, t, num_arg(v, 1, 1.0)), "");
+                                     CF(k, t, kd_num_arg(v, 1, 1.0)), "");
     return sel(k, fcmp(k, LLVMRealOGT, x, LLVMConstNull(ty)), x, neg);
 }
 static LLVMValueRef e_softplus(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     /* x * beta > threshold ? x : log1p(exp(x * beta)) / beta. */
     DType ct = t == DT_F64 ? DT_F64 : DT_F32;
-    LLVMValueRef x = a[0], beta = CF(k, t, num_arg(v, 1, 1));
+    LLVMValueRef x = a[0], beta = CF(k, t, kd_num_arg(v, 1, 1));
     LLVMValueRef xb = LLVMBuildFMul(B, x, beta, "");
     LLVMValueRef sp = LLVMBuildFDiv(B, cg_libm1(CG, "log1p", cg_exp(CG, xb, ct), ct), beta, "");
-    return sel(k, fcmp(k, LLVMRealOGT, xb, CF(k, t, num_arg(v, 2, 20))), x, sp);
+    return sel(k, fcmp(k, LLVMRealOGT, xb, CF(k, t, kd_num_arg(v, 2, 20))), x, sp);
 }
 static LLVMValueRef e_mish(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)v;
@@ -476,8 +467,8 @@ static LLVMValueRef e_mish(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
 static LLVMValueRef e_hardtanh(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     /* clamp(x, min_val, max_val); integer tensors take the bounds
      * truncated toward zero (ATen's Scalar::toLong). */
-    double lo = num_arg(v, 1, -1.0), hi = num_arg(v, 2, 1.0);
-    if (!is_f(t)) lo = trunc(lo), hi = trunc(hi);
+    double lo = kd_num_arg(v, 1, -1.0), hi = kd_num_arg(v, 2, 1.0);
+    if (!dtype_is_float(t)) lo = trunc(lo), hi = trunc(hi);
     return clamp_to(k, a[0], t, &lo, &hi);
 }
 static LLVMValueRef e_relu6(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
@@ -496,15 +487,15 @@ static LLVMValueRef e_fill(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)a;
     double x = v->op == OP_ZEROS || v->op == OP_ZEROS_LIKE ? 0
                : v->op == OP_ONES || v->op == OP_ONES_LIKE ? 1
-                                                           : num_arg(v, 1, 0);
+                                                           : kd_num_arg(v, 1, 0);
     return C(k, t, x);
 }
 static LLVMValueRef e_arange(Kern *k, const Value *v, LLVMValueRef *a, DType t) {
     (void)a;
-    double start = num_arg(v, 0, 0), step = num_arg(v, 2, 1);
+    double start = kd_num_arg(v, 0, 0), step = kd_num_arg(v, 2, 1);
     if (v->args[1].kind == ARG_ABSENT) start = 0; /* arange(end) */
     LLVMValueRef i = kern_dim_index(k, 0);
-    if (!is_f(t)) {
+    if (!dtype_is_float(t)) {
         LLVMValueRef r = LLVMBuildAdd(B, cg_const_i64(CG, (int64_t)start),
                                       LLVMBuildMul(B, i, cg_const_i64(CG, (int64_t)step), ""), "");
         return cg_convert(CG, r, DT_I64, t);

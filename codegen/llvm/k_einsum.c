@@ -7,7 +7,7 @@
 
 #define B (cg->b)
 
-static void generic(Cg *cg, const KEinsum *e) {
+void k_contraction(Cg *cg, KEinsum *e) {
     Kern k;
     kern_begin(cg, &k, "einsum");
     k.sp = e->space;
@@ -32,18 +32,4 @@ static void generic(Cg *cg, const KEinsum *e) {
     cg_store(&k, kern_ptr(&k, &e->dst), cg_convert(cg, r, at, t), t);
     kern_close(&k, &outer);
     kern_end(&k, kspace_work_inner(&k.sp));
-}
-
-void k_einsum(Cg *cg, const Value *v) {
-    KEinsum e;
-    char err[128];
-    if (!kd_einsum(cg->p, v, &e, err, sizeof err)) {
-        cg_fail(cg, "%s", err);
-        return;
-    }
-    const Arg *ops = &v->args[1];
-    if (e.is_matmul)
-        cg_call_matmul(cg, &e.mm, ops->ts[0], ops->ts[1], v);
-    else
-        generic(cg, &e);
 }

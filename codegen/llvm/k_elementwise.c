@@ -7,10 +7,6 @@
 
 #include "codegen/llvm/cg.h"
 
-int kern_collect_leaves(Kern *k, const Value *v, Access *out, int max, bool *uses_index) {
-    return kd_collect_leaves(k->cg->p, v, k->ov, out, max, uses_index);
-}
-
 /* Reorders the loops of an elementwise space by dst's strides, the largest
  * outermost: a channels-last store (passes/layout.c) then walks C
  * innermost, contiguous for it and for its channels-last operands (and a
@@ -40,23 +36,19 @@ static void loops_by_dst(KSpace *sp, const Access *dst) {
 }
 
 /* Stores src's elements over `shape` into dst: src computed (the kernel's
- * root, with its inlined operands), or read through the override access,
- * or read through its own layout. */
-static void copy_kernel(Cg *cg, Kern *k, const Value *src, bool compute, Access *dst,
-                        const int64_t *shape, int n, bool reorder) {
-    Access leaves[64];
-    Access *acc[66];
-    bool uses_index = false;
-    int nl = 0;
-    if (compute)
-        nl = kern_collect_leaves(k, src, leaves, 64, &uses_index);
-    else if (src != k->ov)
-        access_of(k, src, &leaves[nl++]);
-    int na = 0;
-    for (int i = 0; i < nl; i++)
-        acc[na++] = &leaves[i];
-    acc[na++] = dst;
-    if (k->ov) acc[na++] = &k->ov_access;
+ * root, with its inlined operands), or read through the override access
+ * ov (when not NULL), or read through its own layout. */
+static void copy_kernel(Cg *cg, Kern *k, const Value *src, bool compute, const Access *ov,
+                        Access *dst, const int64_t *shape, int n, bool reorder) {
+    if (ov) {
+        k->ov = src;
+        k->ov_access = *ov;
+    }
+    Access leaves[KD_STORE_LEAVES];
+    Access *acc[KD_STORE_LEAVES + 2];
+    bool uses_index;
+    int na =
+        kd_store_accesses(cg->p, src, compute, k->ov, &k->ov_access, dst, leaves, acc, &uses_index);
     kern_space(k, shape, n, NULL, acc, na, uses_index);
     if (reorder) loops_by_dst(&k->sp, dst);
     LoopNest ln;
@@ -81,19 +73,16 @@ void k_elementwise(Cg *cg, const Value *v) {
         access_contig(&k, v, v->shape, v->ndim, &dst);
     else
         access_of(&k, v, &dst);
-    copy_kernel(cg, &k, v, true, &dst, v->shape, v->ndim, !dense);
+    copy_kernel(cg, &k, v, true, NULL, &dst, v->shape, v->ndim, !dense);
 }
 
 /* A copy of the shared description: one kernel over its shape. */
 void k_copy(Cg *cg, const KCopy *c) {
     Kern k;
     kern_begin(cg, &k, c->what);
-    if (c->through_src) {
-        k.ov = c->src;
-        k.ov_access = c->src_access;
-    }
     Access dst = c->dst;
-    copy_kernel(cg, &k, c->src, false, &dst, c->shape, c->n, false);
+    const Access *ov = c->through_src ? &c->src_access : NULL;
+    copy_kernel(cg, &k, c->src, false, ov, &dst, c->shape, c->n, false);
 }
 
 void k_broadcast_into(Cg *cg, const Value *src, const Value *dst_v) {

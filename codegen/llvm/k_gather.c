@@ -11,20 +11,18 @@
 
 #define B (cg->b)
 
-void k_gather(Cg *cg, const Value *v) {
-    KGather gd;
-    kd_gather(cg->p, v, &gd);
-    Access *xa = &gd.xa, *ia = &gd.ia, *dst = &gd.dst;
+void k_gather(Cg *cg, const Value *v, KGather *gd) {
+    Access *xa = &gd->xa, *ia = &gd->ia, *dst = &gd->dst;
     Kern k;
     kern_begin(cg, &k, op_display_name(v));
-    k.sp = gd.space;
+    k.sp = gd->space;
     LoopNest ln;
     kern_open(&k, &ln, 0, k.sp.nloops, false);
     LLVMValueRef i = cg_load(&k, kern_ptr(&k, ia), ia->dt);
     i = cg_convert(cg, i, ia->dt, DT_I64);
     LLVMValueRef raw = i; /* the value as the index tensor holds it, for the error */
-    LLVMValueRef sz = cg_const_i64(cg, gd.size);
-    if (gd.wrap) {
+    LLVMValueRef sz = cg_const_i64(cg, gd->size);
+    if (gd->wrap) {
         LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, i, cg_const_i64(cg, 0), "");
         i = LLVMBuildSelect(B, neg, LLVMBuildAdd(B, i, sz, ""), i, "");
     }
@@ -38,7 +36,7 @@ void k_gather(Cg *cg, const Value *v) {
                                          LLVMPointerType(cg->t_i64, 0), "");
     /* Threads may race to set it (runtime/rt_index_error.h): the one whose
      * compare-and-swap claims word 0 writes the value and its offset. */
-    LLVMValueRef msg = LLVMBuildGlobalStringPtr(B, gd.what, "index_what");
+    LLVMValueRef msg = LLVMBuildGlobalStringPtr(B, gd->what, "index_what");
     LLVMValueRef cx = LLVMBuildAtomicCmpXchg(
         B, cell, cg_const_i64(cg, 0), LLVMBuildPtrToInt(B, msg, cg->t_i64, ""),
         LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, false);
@@ -62,7 +60,7 @@ void k_gather(Cg *cg, const Value *v) {
     LLVMAddIncoming(phi, &zero, &won, 1);
     /* Element offset: the source's own dims plus index * stride(dim). */
     LLVMValueRef off = kern_offset(&k, xa);
-    off = LLVMBuildAdd(B, off, LLVMBuildMul(B, phi, cg_const_i64(cg, gd.dim_stride), ""), "");
+    off = LLVMBuildAdd(B, off, LLVMBuildMul(B, phi, cg_const_i64(cg, gd->dim_stride), ""), "");
     LLVMTypeRef ety = cg_stype(cg, xa->dt);
     LLVMValueRef base = LLVMBuildBitCast(B, kern_base(&k, xa->owner), LLVMPointerType(ety, 0), "");
     LLVMValueRef val = cg_load(&k, LLVMBuildGEP2(B, ety, base, &off, 1, ""), xa->dt);

@@ -2,8 +2,9 @@
  * dims), mm, bmm, mv, outer and linear become one rt_matmul call each, with
  * a constant descriptor of sizes and element strides: a transposed or
  * strided operand is passed as strides (the runtime turns them into BLAS
- * transpose flags and leading dimensions). linear's bias is first
- * broadcast into the output, then the product accumulates onto it.
+ * transpose flags and leading dimensions): k_product, which
+ * codegen/dispatch.c calls with the description, after broadcasting
+ * linear's bias into the output (the product accumulates onto it).
  * einsum is a generic contraction kernel: output dims outer, summed
  * letters inner (k_einsum.c). */
 #include <string.h>
@@ -44,7 +45,7 @@ static LLVMValueRef desc_global(Cg *cg, const void *desc, size_t bytes) {
     return g;
 }
 
-void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c) {
+void k_product(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value *c) {
     LLVMValueRef g = desc_global(cg, mm, sizeof *mm);
     LLVMPositionBuilderAtEnd(B, LLVMGetLastBasicBlock(cg->fwd));
     LLVMValueRef args[5] = {LLVMBuildBitCast(B, g, cg->t_ptr, ""), cg_fwd_ptr(cg, a),
@@ -54,18 +55,6 @@ void cg_call_matmul(Cg *cg, const MM *mm, const Value *a, const Value *b, const 
 }
 
 void k_broadcast_into(Cg *cg, const Value *src, const Value *dst);
-
-void k_matmul(Cg *cg, const Value *v) {
-    MM mm;
-    const Value *bias;
-    char err[128];
-    if (!kd_matmul(cg->p, v, &mm, &bias, err, sizeof err)) {
-        cg_fail(cg, "%s", err);
-        return;
-    }
-    if (bias) k_broadcast_into(cg, bias, v);
-    cg_call_matmul(cg, &mm, v->in[0], v->in[1], v);
-}
 
 /* x [..., k] times a quantized weight (passes/quantize.c): one rt_qmatmul
  * call; leading dims of x fold into m when evenly strided, else they are
