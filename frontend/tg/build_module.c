@@ -79,6 +79,23 @@ static bool needs_prefix(const Stmt *def) {
     return false;
 }
 
+/* A call (or repeat, of a def) that needs_prefix without prefix=: reported
+ * with how to give one. */
+static Ev no_prefix(Builder *B, const Stmt *def, SrcLoc loc, bool repeat) {
+    if (repeat)
+        diag_error(B->d, loc,
+                   "def '%s' declares params, so repeat needs a prefix naming them: "
+                   "repeat(%s, N, ..., prefix=\"NAME\") puts them under NAME.0, NAME.1, ...",
+                   def->def_name, def->def_name);
+    else
+        diag_error(B->d, loc,
+                   "def '%s' declares params, so a call of it needs a prefix naming them: "
+                   "%s(..., prefix=\"NAME\")",
+                   def->def_name, def->def_name);
+    diag_note(B->d, def->def_loc, "'%s' is defined here", def->def_name);
+    return (Ev){.kind = EV_ERR};
+}
+
 static const char *type_text(Builder *B, const Value *v) {
     char buf[256];
     int n = snprintf(buf, sizeof buf, "%s[", dtype_name(v->dtype));
@@ -155,14 +172,7 @@ static Ev instantiate(Builder *B, ModuleDef *md, const Ast *call, Ev *args, int 
                        def->names[i], def->def_name, bld_ev_kind_name(&args[i]));
             return (Ev){.kind = EV_ERR};
         }
-    if (!prefix && needs_prefix(def)) {
-        diag_error(B->d, call->loc,
-                   "def '%s' declares params, so a call of it needs a prefix naming them: "
-                   "%s(..., prefix=\"NAME\")",
-                   def->def_name, def->def_name);
-        diag_note(B->d, def->def_loc, "'%s' is defined here", def->def_name);
-        return (Ev){.kind = EV_ERR};
-    }
+    if (!prefix && needs_prefix(def)) return no_prefix(B, def, call->loc, false);
     ModuleCall mc = {.up = B->call, .md = md};
     if (prefix) {
         mc.prefix = B->call && B->call->prefix
@@ -295,14 +305,7 @@ static Ev eval_repeat(Builder *B, const Ast *n, ModuleDef *md) {
                    def->def_name, bld_ev_kind_name(&args[0]));
         return (Ev){.kind = EV_ERR};
     }
-    if (!prefix && needs_prefix(def)) {
-        diag_error(B->d, n->loc,
-                   "def '%s' declares params, so repeat needs a prefix naming them: "
-                   "repeat(%s, N, ..., prefix=\"NAME\") puts them under NAME.0, NAME.1, ...",
-                   def->def_name, def->def_name);
-        diag_note(B->d, def->def_loc, "'%s' is defined here", def->def_name);
-        return (Ev){.kind = EV_ERR};
-    }
+    if (!prefix && needs_prefix(def)) return no_prefix(B, def, n->loc, true);
     Ev r = args[0];
     for (int64_t i = 0; i < count.i; i++) {
         const char *p = prefix ? arena_printf(B->a, "%s.%lld", prefix, (long long)i) : NULL;

@@ -152,43 +152,33 @@ static Ast *parse_subscript(Parser *P) {
     return s;
 }
 
+/* The next token, a name or a literal, as its leaf node of kind k. */
+static Ast *leaf(Parser *P, AstKind k) {
+    Token *t = next(P);
+    Ast *n = new_ast(P, k, t->loc);
+    switch (k) {
+    case AST_NAME: n->name = t->text; break;
+    case AST_INT: n->ival = t->ival; break;
+    case AST_FLOAT: n->fval = t->fval; break;
+    case AST_STR: n->str = t->text; break;
+    case AST_BOOL: n->ival = t->kind == TK_TRUE; break;
+    default: break;
+    }
+    return n;
+}
+
 /* atom := NAME | INT | FLOAT | STRING | true | false | None | '(' expr [',' ...] ')'
  *       | '[' [expr (',' expr)*] ']' */
 static Ast *parse_atom(Parser *P) {
     Token *t = peek(P);
     switch (t->kind) {
-    case TK_IDENT: {
-        next(P);
-        Ast *n = new_ast(P, AST_NAME, t->loc);
-        n->name = t->text;
-        return n;
-    }
-    case TK_INT: {
-        next(P);
-        Ast *n = new_ast(P, AST_INT, t->loc);
-        n->ival = t->ival;
-        return n;
-    }
-    case TK_FLOAT: {
-        next(P);
-        Ast *n = new_ast(P, AST_FLOAT, t->loc);
-        n->fval = t->fval;
-        return n;
-    }
-    case TK_STRING: {
-        next(P);
-        Ast *n = new_ast(P, AST_STR, t->loc);
-        n->str = t->text;
-        return n;
-    }
+    case TK_IDENT: return leaf(P, AST_NAME);
+    case TK_INT: return leaf(P, AST_INT);
+    case TK_FLOAT: return leaf(P, AST_FLOAT);
+    case TK_STRING: return leaf(P, AST_STR);
     case TK_TRUE:
-    case TK_FALSE: {
-        next(P);
-        Ast *n = new_ast(P, AST_BOOL, t->loc);
-        n->ival = t->kind == TK_TRUE;
-        return n;
-    }
-    case TK_NONE: next(P); return new_ast(P, AST_NONE, t->loc);
+    case TK_FALSE: return leaf(P, AST_BOOL);
+    case TK_NONE: return leaf(P, AST_NONE);
     case TK_LPAREN: {
         next(P);
         if (at(P, TK_RPAREN)) { /* () is an empty tuple */
