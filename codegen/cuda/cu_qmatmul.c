@@ -67,6 +67,16 @@ static void row_offset(CuKern *k, const QMM *d, const char *row, const char *var
 
 /* The weight loads and scales shared by both kernels: q's row stride in
  * bytes and the number of scales per row. */
+/* Declares qv, one signed weight, at indent pad: the int8 byte `byte`, or
+ * the 4-bit two's-complement nibble `nib`. */
+static void load_qv(CuKern *k, const QMM *d, const char *pad, const char *byte, const char *nib) {
+    if (d->bits == 8)
+        sb_printf(&k->body, "%sconst int qv = (int)(signed char)%s;\n", pad, byte);
+    else
+        sb_printf(&k->body, "%sconst int nib = %s;\n%sconst int qv = nib >= 8 ? nib - 16 : nib;\n",
+                  pad, nib, pad);
+}
+
 static int64_t row_bytes(const QMM *d) {
     return d->bits == 8 ? d->k : (d->k + 1) / 2;
 }
@@ -152,11 +162,7 @@ static void direct(Cu *cu, const Value *v, const QMM *d) {
       "#pragma unroll\n"
       "            for (int j = 0; j < UNIT; j++) {\n",
       THREADS, widen(xt), (long long)d->x_cs, d->bits == 8 ? "kk" : "kk / 2");
-    if (d->bits == 8)
-        B("                const int qv = (int)(signed char)(word >> (8 * j));\n");
-    else
-        B("                const int nib = (int)((word >> (4 * j)) & 15u);\n"
-          "                const int qv = nib >= 8 ? nib - 16 : nib;\n");
+    load_qv(&k, d, "                ", "(word >> (8 * j))", "(int)((word >> (4 * j)) & 15u)");
     B("                const long long kj = kk + j < K ? kk + j : K - 1; // past K: weight 0\n"
       "                const float s = UNIT_SCALE ? s0 : srow[kj / GROUP];\n"
       "                w[j] = kk + j < K ? (float)qv * s : 0.0f;\n"
@@ -215,11 +221,8 @@ static void dequantize(Cu *cu, const Value *v, const QMM *d) {
       "%d) {\n"
       "        const long long n = i / K, kk = i %% K;\n",
       q, sc, cu_stype(xt), cu_stype(xt), THREADS, THREADS);
-    if (d->bits == 8)
-        B("        const int qv = (int)(signed char)qp[n * KB + kk];\n");
-    else
-        B("        const int nib = (qp[n * KB + kk / 2] >> (4 * (int)(kk & 1))) & 15;\n"
-          "        const int qv = nib >= 8 ? nib - 16 : nib;\n");
+    load_qv(&k, d, "        ", "qp[n * KB + kk]",
+            "(qp[n * KB + kk / 2] >> (4 * (int)(kk & 1))) & 15");
     B("        wp[i] = %s((float)qv * sp[n * NG + kk / GROUP]);\n"
       "    }\n",
       narrow(xt));
