@@ -152,6 +152,19 @@ static Ast *parse_subscript(Parser *P) {
     return s;
 }
 
+/* [expr (',' expr)* [',']] up to ']', appended to *items (*n of them):
+ * the ']', or NULL after a report. */
+static Token *parse_bracket_items(Parser *P, Ast ***items, int *n) {
+    int cap = 0;
+    while (!at(P, TK_RBRACKET)) {
+        Ast *x = parse_expr(P);
+        if (!x) return NULL;
+        ARENA_PUSH(P->a, *items, *n, cap, x);
+        if (!accept(P, TK_COMMA)) break;
+    }
+    return expect(P, TK_RBRACKET, "',' or ']'");
+}
+
 /* The next token, a name or a literal, as its leaf node of kind k. */
 static Ast *leaf(Parser *P, AstKind k) {
     Token *t = next(P);
@@ -209,14 +222,7 @@ static Ast *parse_atom(Parser *P) {
     case TK_LBRACKET: {
         next(P);
         Ast *list = new_ast(P, AST_LIST, t->loc);
-        int cap = 0;
-        while (!at(P, TK_RBRACKET)) {
-            Ast *x = parse_expr(P);
-            if (!x) return NULL;
-            ARENA_PUSH(P->a, list->items, list->nitems, cap, x);
-            if (!accept(P, TK_COMMA)) break;
-        }
-        Token *end = expect(P, TK_RBRACKET, "',' or ']'");
+        Token *end = parse_bracket_items(P, &list->items, &list->nitems);
         if (!end) return NULL;
         list->loc = loc_span(t->loc, end->loc);
         return list;
@@ -397,14 +403,7 @@ static bool parse_type(Parser *P, TypeAst *ty) {
     ty->dtype = dt->text;
     ty->dtype_loc = dt->loc;
     if (!expect(P, TK_LBRACKET, "'[' and the dimensions (write f32[] for a scalar)")) return false;
-    int cap = 0;
-    while (!at(P, TK_RBRACKET)) {
-        Ast *e = parse_expr(P);
-        if (!e) return false;
-        ARENA_PUSH(P->a, ty->dims, ty->ndims, cap, e);
-        if (!accept(P, TK_COMMA)) break;
-    }
-    Token *end = expect(P, TK_RBRACKET, "',' or ']'");
+    Token *end = parse_bracket_items(P, &ty->dims, &ty->ndims);
     if (!end) return false;
     ty->loc = loc_span(dt->loc, end->loc);
     return true;
