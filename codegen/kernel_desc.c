@@ -3,6 +3,7 @@
  * product descriptors. */
 #include "codegen/kernel_desc.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +12,15 @@ double kd_num_arg(const Value *v, int i, double dflt) {
     if (a->kind == ARG_NUM) return a->f;
     if (a->kind == ARG_INT || a->kind == ARG_BOOL) return (double)a->i;
     return dflt;
+}
+
+void kd_fail(bool *fail, char *err, size_t n, const char *fmt, ...) {
+    if (*fail) return;
+    *fail = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
 }
 
 DType kd_dt(const CgProgram *p, const Value *v) {

@@ -41,6 +41,11 @@ void kspace_build(KSpace *s, const int64_t *shape, int n, const bool *reduced, A
 int64_t kspace_work_inner(const KSpace *s); /* iterations of loops [1, nloops) */
 
 DType kd_dt(const CgProgram *p, const Value *v); /* storage dtype */
+/* Records the first failure of a module's code generation: sets *fail and
+ * formats the message into err (n bytes); later ones are dropped, the
+ * first being the cause. cg_fail and cu_fail are this on Cg and Cu. */
+void kd_fail(bool *fail, char *err, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* v's argument i as a number (ints and bools too), or dflt when absent. */
 double kd_num_arg(const Value *v, int i, double dflt);
 bool kd_unsigned(DType t);

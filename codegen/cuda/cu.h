@@ -83,7 +83,8 @@ typedef struct CuKern {
     int64_t total; /* threads' work items */
 } CuKern;
 
-void cu_fail(Cu *cu, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Records the first failure (kd_fail): printf-like. */
+#define cu_fail(cu, ...) kd_fail(&(cu)->fail, (cu)->err, sizeof(cu)->err, __VA_ARGS__)
 char *cu_str(Cu *cu, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- types (cu_types.c) ---- */

@@ -43,15 +43,6 @@ void sb_free(Sb *b) {
     memset(b, 0, sizeof *b);
 }
 
-void cu_fail(Cu *cu, const char *fmt, ...) {
-    if (cu->fail) return;
-    cu->fail = true;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cu->err, sizeof cu->err, fmt, ap);
-    va_end(ap);
-}
-
 char *cu_str(Cu *cu, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

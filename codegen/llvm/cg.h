@@ -169,5 +169,6 @@ struct KEinsum;
 void k_contraction(Cg *cg, struct KEinsum *e); /* k_einsum.c */
 
 DType cg_dt(Cg *cg, const Value *v); /* storage dtype */
-void cg_fail(Cg *cg, const char *fmt, ...);
+/* Records the first failure (kd_fail): printf-like. */
+#define cg_fail(cg, ...) kd_fail(&(cg)->fail, (cg)->err, sizeof(cg)->err, __VA_ARGS__)
 #endif

@@ -6,15 +6,6 @@
 
 #include "codegen/llvm/cg.h"
 
-void cg_fail(Cg *cg, const char *fmt, ...) {
-    if (cg->fail) return;
-    cg->fail = true;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cg->err, sizeof cg->err, fmt, ap);
-    va_end(ap);
-}
-
 DType cg_dt(Cg *cg, const Value *v) {
     return cg->p->dt[v->order];
 }
