@@ -224,6 +224,9 @@ OxDim ox_out_size(Ox *x, OxDim in, const OxWin *w, int i, bool ceil_mode);
  * windows' strided slices, for what max_pool/avg_pool do not take. */
 void ox_pool_slices(Ox *x, OxVal *in, OxVal *out, const OxWin *w, bool mx, bool ceil_mode,
                     bool count_include_pad);
+/* ox_pool_indices.c: MaxPool with its Indices output (vals may be NULL). */
+void ox_maxpool_indices(Ox *x, OxVal *in, OxVal *vals, OxVal *idx, const OxWin *w,
+                        bool ceil_mode);
 /* ox_conv3d.c: Conv over [N, C, D, H, W] as one conv2d per kernel depth;
  * wname, bname: how the .tg names the weight and bias (NULL: none). */
 void ox_conv3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wname, const char *bname);

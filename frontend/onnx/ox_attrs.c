@@ -104,7 +104,7 @@ static const struct {
      "layout"},
     {"MatMul", 2, 2, 1, 1, NONE},
     {"Max", 1, ANY, 1, 1, NONE},
-    /* storage_order only orders the indices output, which is refused */
+    /* storage_order only orders the indices output (ox_pool_indices.c) */
     {"MaxUnpool", 2, 3, 1, 1, "kernel_shape pads strides"},
     {"MaxPool", 1, 1, 1, 2, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
     {"Mean", 1, ANY, 1, 1, NONE},

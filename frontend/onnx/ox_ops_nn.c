@@ -231,13 +231,17 @@ static bool pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     bool mx = ox_op_is(n, "MaxPool");
     if (!mx && !ox_op_is(n, "AveragePool")) return false;
     ox_need_inputs(x, in, nin, 1);
-    if (n->n_output > 1 && out[1]) ox_fail(x, "MaxPool's indices output is not supported");
     int nk;
     const int64_t *k = ox_attr_ints(x, "kernel_shape", &nk);
     if (!k) ox_fail(x, "kernel_shape is required");
     OxWin w;
     ox_window(x, in[0], k, nk, &w);
     bool ceil_mode = ox_attr_i(x, "ceil_mode", 0) != 0;
+    if (mx && n->n_output > 1 && out[1]) {
+        if (!dtype_is_float(in[0]->dt)) ox_fail(x, "MaxPool's indices of an integer input");
+        ox_maxpool_indices(x, in[0], out[0], out[1], &w, ceil_mode);
+        return true;
+    }
     bool cip = ox_attr_i(x, "count_include_pad", 0) != 0;
     /* what torch's pools do not take: 3-d windows, integer inputs, pads
      * over half the kernel, AveragePool's dilations, and its asymmetric

@@ -2,8 +2,8 @@
 """Exports the ONNX suite's models with torch.onnx.export (PyTorch 1.13,
 torchvision 0.14): one model of each torchvision classification family, a
 segmentation model, nn.TransformerEncoder / nn.TransformerDecoder, a
-GPT-style language model, a stack of nn.LSTM, nn.GRU and nn.RNN, and
-F.grid_sample in each of its modes, each at opset 17 and at opset 13 (16 for
+GPT-style language model, a stack of nn.LSTM, nn.GRU and nn.RNN, max
+pools with indices, and F.grid_sample in each of its modes, each at opset 17 and at opset 13 (16 for
 grid_sample, which has no earlier export).
 
 Every model is built under torch.manual_seed(0) with its own initialisation,
@@ -238,6 +238,25 @@ class GridSample(nn.Module):
                             for p in ("zeros", "border", "reflection") for a in (False, True)], 1)
 
 
+class PoolIndices(nn.Module):
+    """MaxPool2d with return_indices, plain (SegNet's encoder) and with
+    padding, dilation and ceil_mode: ONNX's MaxPool Indices output, which
+    torch's export offsets back to per-plane indices (torch 1.13 does not
+    export max_unpool2d; the backend suite has MaxUnpool)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2, 2, return_indices=True)
+        self.pool2 = nn.MaxPool2d(3, stride=2, padding=1, dilation=2, ceil_mode=True,
+                                  return_indices=True)
+
+    def forward(self, x):
+        y, i = self.pool(self.conv(x))
+        v, j = self.pool2(x)
+        return y, i, v, j
+
+
 def img(size, batch=1):
     return [("x", (batch, 3, size, size), "image")]
 
@@ -274,12 +293,14 @@ MODELS = {
     "gpt": (gpt, [("ids", (2, 16), "ids:101")], [("ids", (2, 16), "ids:101")], ["logits"], None),
     "recurrent": (lambda full: Recurrent(), [("x", (2, 9, 16), "seq")], [("x", (2, 9, 16), "seq")],
                   ["y", "h"], "batch"),
+    "pool_indices": (lambda full: PoolIndices(), [("x", (2, 3, 13, 12), "seq")],
+                     [("x", (2, 3, 13, 12), "seq")], ["y", "i", "v", "j"], "batch"),
     "grid_sample": (lambda full: GridSample(), [("x", (2, 3, 5, 7), "seq"), ("grid", (2, 4, 6, 2), "seq")],
                     [("x", (2, 3, 5, 7), "seq"), ("grid", (2, 4, 6, 2), "seq")], ["y"], "batch"),
 }
 NEEDS_TORCHVISION = [n for n in MODELS
                      if n not in ("transformer_encoder", "transformer_decoder", "gpt", "recurrent",
-                                  "grid_sample")]
+                                  "grid_sample", "pool_indices")]
 EXTERNAL_DATA = "resnet18"   # also saved with its initializers in an external data file
 DYNAMIC_BATCH = 8            # where the batch axis is dynamic: also run at this batch
 MIN_OPSET = {"grid_sample": 16}  # torch exports it from opset 16 on: lower opsets are skipped

@@ -651,6 +651,11 @@ def cases():
                  [vi("seq_sym", ["T", 2, 4])], [vi("yh", [1, 2, 2])],
                  [f32("rnn_w2", [1, 2, 4]), f32("rnn_r2", [1, 2, 2])]),
         ["rnn_sym", "sequence length"], "an RNN over a sequence whose length is a symbolic dim", expect_all=True)
+    add("maxpool_storage_order_2",
+        one_node(helper.make_node("MaxPool", ["img_in"], ["y", "yi"], name="mp_order", kernel_shape=[2, 2],
+                                  storage_order=2),
+                 x4, [vi("y", [1, 3, 7, 7]), vi("yi", [1, 3, 7, 7], TensorProto.INT64)]),
+        ["mp_order", "storage_order 2"], "a MaxPool with indices and storage_order 2", expect_all=True)
     add("gridsample_bad_mode",
         one_node(helper.make_node("GridSample", ["img_in", "gs_grid"], ["y"], name="gs_mode", mode="area"),
                  x4 + [vi("gs_grid", [1, 4, 4, 2])], [vi("y", [1, 3, 4, 4])]),
