@@ -155,7 +155,7 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     /* ConvTranspose's pads crop its full output; asymmetric ones (or
      * auto_pad's) are written as the symmetric part and a slice of the
      * rest (crop[i]: extra at the start, crop_end[i] at the end). */
-    int64_t crop[2] = {0, 0}, crop_end[2] = {0, 0}, full[2] = {0, 0};
+    int64_t crop[2] = {0, 0}, crop_end[2] = {0, 0}, full[2] = {0, 0}, opx[2] = {0, 0};
     if (tr) {
         const char *ap = ox_attr_s(x, "auto_pad", "NOTSET");
         int nos;
@@ -171,6 +171,19 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                  * it is split as auto_pad says, the odd one at the start
                  * unless SAME_UPPER */
                 int64_t tot = full[i] - os[i];
+                int64_t room = win.s[i] > win.d[i] ? win.s[i] : win.d[i];
+                if (tot < 0 && -tot < room && os[i] >= 1) {
+                    /* larger than the full output: the rest is more
+                     * output_padding (zeros, plus the bias), as ONNX
+                     * Runtime computes it; torch takes up to max(stride,
+                     * dilation) - 1 of it */
+                    for (int j = 0; j < ns; j++)
+                        opx[j] = op ? op[j] : 0;
+                    opx[i] += -tot;
+                    full[i] += -tot;
+                    op = opx, np = ns;
+                    tot = 0;
+                }
                 if (tot < 0 || os[i] < 1)
                     ox_fail(x, "output_shape %lld is larger than the full output %lld",
                             (long long)os[i], (long long)full[i]);
