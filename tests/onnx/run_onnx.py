@@ -587,7 +587,9 @@ def main():
                 print(line, flush=True)
                 mine, skipped = sampled_opsets(cache, meta, opsets, seen, a.all_opsets)
                 for o in skipped:
-                    print("opset %d: skipped %s (no new operator form)" % (o, name), flush=True)
+                    why = ("no export at this opset" if o not in meta["opsets"]
+                           else "no new operator form")
+                    print("opset %d: skipped %s (%s)" % (o, name, why), flush=True)
                     n_skipped += 1
                 futures.append(pool.submit(model_job, tgc, cache, work, meta, mine, bool(a.keep)))
             for f in futures:
