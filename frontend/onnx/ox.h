@@ -230,6 +230,10 @@ void ox_maxpool_indices(Ox *x, OxVal *in, OxVal *vals, OxVal *idx, const OxWin *
 /* ox_conv3d.c: Conv over [N, C, D, H, W] as one conv2d per kernel depth;
  * wname, bname: how the .tg names the weight and bias (NULL: none). */
 void ox_conv3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wname, const char *bname);
+/* ox_convtr3d.c: ConvTranspose over [N, C, D, H, W] as one
+ * conv_transpose2d per kernel depth, placed and summed. */
+void ox_conv_transpose3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wname,
+                         const char *bname);
 /* ox_resize.c: Resize as ONNX's reference computes it, each resized axis
  * a sum of gathers at import-time indices and weights; d: the output's
  * dims, scale: each axis's. */

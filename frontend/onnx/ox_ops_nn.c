@@ -119,14 +119,15 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     ox_need_inputs(x, in, nin, 2);
     OxVal *w = in[1];
     int ns = w->ndim - 2;
-    if (ns == 3 && !tr) {
-        ox_conv3d(x, in, nin, out[0], wref(x, w, "weight", false),
-                  nin > 2 && in[2] ? wref(x, in[2], "bias", false) : NULL);
+    if (ns == 3) {
+        (tr ? ox_conv_transpose3d : ox_conv3d)(x, in, nin, out[0], wref(x, w, "weight", false),
+                                               nin > 2 && in[2] ? wref(x, in[2], "bias", false)
+                                                                : NULL);
         return true;
     }
     if (ns < 1 || ns > 2)
-        ox_fail(x, "%dd %s are not supported (1-d and 2-d are%s)", ns < 1 ? 0 : ns,
-                tr ? "transposed convolutions" : "convolutions", tr ? "" : ", and 3-d");
+        ox_fail(x, "%dd %s are not supported (1-d, 2-d and 3-d are)", ns < 1 ? 0 : ns,
+                tr ? "transposed convolutions" : "convolutions");
     int64_t kernel[2] = {w->dim[2].v, ns == 2 ? w->dim[3].v : 1};
     int np, nk;
     const int64_t *ks = ox_attr_ints(x, "kernel_shape", &nk);

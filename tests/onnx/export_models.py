@@ -3,7 +3,7 @@
 torchvision 0.14): one model of each torchvision classification family, a
 segmentation model, nn.TransformerEncoder / nn.TransformerDecoder, a
 GPT-style language model, a stack of nn.LSTM, nn.GRU and nn.RNN, max
-pools with indices, and F.grid_sample in each of its modes, each at opset 17 and at opset 13 (16 for
+pools with indices, 3-d (transposed) convolutions, and F.grid_sample in each of its modes, each at opset 17 and at opset 13 (16 for
 grid_sample, which has no earlier export).
 
 Every model is built under torch.manual_seed(0) with its own initialisation,
@@ -257,6 +257,22 @@ class PoolIndices(nn.Module):
         return y, i, v, j
 
 
+class Volumetric(nn.Module):
+    """A 3-d U-Net's step: nn.Conv3d, then nn.ConvTranspose3d with strides,
+    depth pads, output_padding and a height dilation, and a grouped one:
+    ONNX's 3-d Conv and ConvTranspose."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(2, 4, 3, padding=1)
+        self.up = nn.ConvTranspose3d(4, 4, (3, 3, 2), stride=(2, 1, 2), padding=(1, 1, 0),
+                                     output_padding=(1, 0, 1), dilation=(1, 2, 1))
+        self.up2 = nn.ConvTranspose3d(4, 2, 2, stride=2, groups=2)
+
+    def forward(self, x):
+        return self.up2(torch.relu(self.up(torch.relu(self.conv(x)))))
+
+
 def img(size, batch=1):
     return [("x", (batch, 3, size, size), "image")]
 
@@ -295,12 +311,14 @@ MODELS = {
                   ["y", "h"], "batch"),
     "pool_indices": (lambda full: PoolIndices(), [("x", (2, 3, 13, 12), "seq")],
                      [("x", (2, 3, 13, 12), "seq")], ["y", "i", "v", "j"], "batch"),
+    "volumetric": (lambda full: Volumetric(), [("x", (2, 2, 5, 6, 4), "seq")],
+                   [("x", (2, 2, 5, 6, 4), "seq")], ["y"], "batch"),
     "grid_sample": (lambda full: GridSample(), [("x", (2, 3, 5, 7), "seq"), ("grid", (2, 4, 6, 2), "seq")],
                     [("x", (2, 3, 5, 7), "seq"), ("grid", (2, 4, 6, 2), "seq")], ["y"], "batch"),
 }
 NEEDS_TORCHVISION = [n for n in MODELS
                      if n not in ("transformer_encoder", "transformer_decoder", "gpt", "recurrent",
-                                  "grid_sample", "pool_indices")]
+                                  "grid_sample", "pool_indices", "volumetric")]
 EXTERNAL_DATA = "resnet18"   # also saved with its initializers in an external data file
 DYNAMIC_BATCH = 8            # where the batch axis is dynamic: also run at this batch
 MIN_OPSET = {"grid_sample": 16}  # torch exports it from opset 16 on: lower opsets are skipped

@@ -656,6 +656,11 @@ def cases():
                                   storage_order=2),
                  x4, [vi("y", [1, 3, 7, 7]), vi("yi", [1, 3, 7, 7], TensorProto.INT64)]),
         ["mp_order", "storage_order 2"], "a MaxPool with indices and storage_order 2", expect_all=True)
+    add("convtranspose3d_asymmetric_hw",
+        one_node(helper.make_node("ConvTranspose", ["vol_in", "ct3_w"], ["y"], name="ct3_pads",
+                                  pads=[0, 0, 1, 0, 0, 0]),
+                 [vi("vol_in", [1, 2, 3, 4, 4])], [vi("y", [1, 2, 5, 5, 6])], [f32("ct3_w", [2, 2, 3, 3, 3])]),
+        ["ct3_pads", "asymmetric"], "a 3-d ConvTranspose with asymmetric width pads", expect_all=True)
     add("gridsample_bad_mode",
         one_node(helper.make_node("GridSample", ["img_in", "gs_grid"], ["y"], name="gs_mode", mode="area"),
                  x4 + [vi("gs_grid", [1, 4, 4, 2])], [vi("y", [1, 3, 4, 4])]),
