@@ -132,6 +132,26 @@ static void summary(FILE *f, const Report *r) {
             "<tr><td><b>peak</b></td><td><b>%s</b></td><td class=\"note\">params + inputs + "
             "outputs + arena%s</td></tr>\n",
             B(b, r->peak_bytes), r->fixed_bytes ? " + fixed" : "");
+    /* the whole process, as the text report's last memory lines */
+    if (r->proc.released_bytes)
+        fprintf(f,
+                "<tr id=\"released\" data-bytes=\"%lld\"><td>released</td><td>-%s</td>"
+                "<td class=\"note\">%d params only prepared convolutions read, released once "
+                "folded</td></tr>\n",
+                (long long)r->proc.released_bytes, B(b, r->proc.released_bytes), r->proc.nreleased);
+    if (r->proc.has_runtime) {
+        fprintf(f,
+                "<tr id=\"runtime\" data-bytes=\"%lld\"><td>runtime</td><td>%s</td>"
+                "<td class=\"note\">runtime and libraries (%s) at %d thread%s",
+                (long long)r->proc.runtime_bytes, B(b, r->proc.runtime_bytes), r->proc.libraries,
+                r->proc.threads, r->proc.threads == 1 ? "" : "s");
+        if (r->proc.nconvs) fprintf(f, ", %d convolutions", r->proc.nconvs);
+        fprintf(f,
+                "</td></tr>\n<tr id=\"process-peak\" data-bytes=\"%lld\"><td><b>process "
+                "peak</b></td><td><b>%s</b></td><td class=\"note\">peak + runtime: the "
+                "executable's peak RSS</td></tr>\n",
+                (long long)r->proc.peak_bytes, B(b, r->proc.peak_bytes));
+    }
     report_fmt_flops(b, sizeof b, r->flops);
     fprintf(f, "<tr><td>FLOPs</td><td>%s</td><td class=\"note\">one run</td></tr>\n</table>\n", b);
 }

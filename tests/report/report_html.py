@@ -151,6 +151,14 @@ def main():
                 continue
             html = open(out, encoding="utf-8").read()
             static_checks(c, html, what)
+            proc = rep.get("process") or {}
+            if proc.get("peak_bytes") is not None:
+                # the whole process as the JSON gives it (the text report's last lines)
+                for row, key in (("process-peak", "peak_bytes"), ("runtime", "runtime_bytes")):
+                    m = re.search(r'<tr id="%s" data-bytes="(\d+)"' % row, html)
+                    c.check(m is not None and int(m.group(1)) == proc[key],
+                            what + ": the %s row is the JSON's process.%s" % (row, key),
+                            "%s against %s" % (m.group(1) if m else "no row", proc[key]))
             c.check(not os.path.exists(out + ".tmp"), what + ": no temporary file left")
             if chromium:
                 dom_checks(c, chromium, out, what, len(rep["steps"]), has_budget, tmp)
