@@ -193,6 +193,9 @@ const char *ox_scalar(Ox *x, OxVal *v);
 OxVal *ox_val(Ox *x, const char *name);     /* NULL when absent */
 OxVal *ox_val_new(Ox *x, const char *name); /* fails on a duplicate */
 void ox_set_shape(OxVal *v, DType dt, int ndim, const OxDim *d);
+/* A temporary of the current node: a fresh name made from base and
+ * suffix (ox_ident), written as `NAME = expr`; returns the name. */
+const char *ox_tmp(Ox *x, const char *base, const char *suffix, const char *expr);
 /* ox_bind, then ox_set_shape: an op's output with its dtype and dims;
  * true, an op mapping's "handled". */
 bool ox_bind_shaped(Ox *x, OxVal *out, const char *expr, DType dt, int ndim, const OxDim *d);
@@ -225,8 +228,7 @@ OxDim ox_out_size(Ox *x, OxDim in, const OxWin *w, int i, bool ceil_mode);
 void ox_pool_slices(Ox *x, OxVal *in, OxVal *out, const OxWin *w, bool mx, bool ceil_mode,
                     bool count_include_pad);
 /* ox_pool_indices.c: MaxPool with its Indices output (vals may be NULL). */
-void ox_maxpool_indices(Ox *x, OxVal *in, OxVal *vals, OxVal *idx, const OxWin *w,
-                        bool ceil_mode);
+void ox_maxpool_indices(Ox *x, OxVal *in, OxVal *vals, OxVal *idx, const OxWin *w, bool ceil_mode);
 /* ox_conv3d.c: Conv over [N, C, D, H, W] as one conv2d per kernel depth;
  * wname, bname: how the .tg names the weight and bias (NULL: none). */
 void ox_conv3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wname, const char *bname);

@@ -12,12 +12,6 @@
  * refused. */
 #include "frontend/onnx/ox.h"
 
-static const char *tmp(Ox *x, const char *base, const char *suffix, const char *expr) {
-    const char *id = ox_ident(x, base, suffix);
-    ox_emit(x, OX_BODY, "%s = %s\n", id, expr);
-    return id;
-}
-
 void ox_conv_transpose3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wname,
                          const char *bname) {
     Arena *a = x->a;
@@ -82,11 +76,11 @@ void ox_conv_transpose3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wna
     }
     const char *base = out->name;
     const char *nt = ox_dim_text(x, X->dim[0]);
-    const char *src =
-        tmp(x, base, "_slices",
-            arena_printf(a, "reshape(%s.permute([0, 2, 1, 3, 4]), [%s * %lld, %lld, %lld, %lld])",
-                         ox_ref(x, X, false), nt, (long long)D, (long long)X->dim[1].v,
-                         (long long)H, (long long)W));
+    const char *src = ox_tmp(
+        x, base, "_slices",
+        arena_printf(a, "reshape(%s.permute([0, 2, 1, 3, 4]), [%s * %lld, %lld, %lld, %lld])",
+                     ox_ref(x, X, false), nt, (long long)D, (long long)X->dim[1].v, (long long)H,
+                     (long long)W));
     int64_t Ho = outsz[1], Wo = outsz[2];
     int64_t spread = (D - 1) * s[0] + 1; /* the input depths, stride apart */
     const char *sum = NULL;
@@ -99,16 +93,16 @@ void ox_conv_transpose3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wna
                                (long long)pb[1], (long long)pb[2], (long long)op[1],
                                (long long)op[2], (long long)dl[1], (long long)dl[2], (long long)g,
                                nt, (long long)D, (long long)O, (long long)Ho, (long long)Wo);
-        const char *tk = tmp(x, base, "_kd", t);
+        const char *tk = ox_tmp(x, base, "_kd", t);
         if (s[0] > 1) {
             char *st = arena_printf(a, "stack([%s", tk);
             for (int64_t j = 1; j < s[0]; j++)
                 st = arena_printf(a, "%s, zeros_like(%s)", st, tk);
-            tk =
-                tmp(x, base, "_spread",
-                    arena_printf(a, "reshape(%s], dim=2), [%s, %lld, %lld, %lld, %lld])[:, 0:%lld]",
-                                 st, nt, (long long)(D * s[0]), (long long)O, (long long)Ho,
-                                 (long long)Wo, (long long)spread));
+            tk = ox_tmp(
+                x, base, "_spread",
+                arena_printf(a, "reshape(%s], dim=2), [%s, %lld, %lld, %lld, %lld])[:, 0:%lld]", st,
+                             nt, (long long)(D * s[0]), (long long)O, (long long)Ho, (long long)Wo,
+                             (long long)spread));
         }
         int64_t front = kd * dl[0], back = full[0] - front - spread;
         const char *placed = front || back
@@ -117,7 +111,7 @@ void ox_conv_transpose3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wna
                                  : tk;
         sum = sum ? arena_printf(a, "%s + %s", sum, placed) : placed;
     }
-    const char *y = tmp(x, base, "_depths", sum);
+    const char *y = ox_tmp(x, base, "_depths", sum);
     char *e = arena_printf(a, "%s[:, %lld:%lld].permute([0, 2, 1, 3, 4])", y, (long long)pb[0],
                            (long long)(full[0] - pe[0]));
     if (bname) e = arena_printf(a, "%s + reshape(%s, [%lld, 1, 1, 1])", e, bname, (long long)O);

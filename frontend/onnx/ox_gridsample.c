@@ -23,9 +23,7 @@ typedef struct Gs {
 } Gs;
 
 static const char *tmp(Gs *g, const char *suffix, const char *expr) {
-    const char *id = ox_ident(g->x, g->base, suffix);
-    ox_emit(g->x, OX_BODY, "%s = %s\n", id, expr);
-    return id;
+    return ox_tmp(g->x, g->base, suffix, expr);
 }
 
 static const char *num(Gs *g, double v) {

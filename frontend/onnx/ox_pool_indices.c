@@ -10,12 +10,6 @@
  * (storage_order 1: ((n * C + c) * W + w) * H + h). */
 #include "frontend/onnx/ox.h"
 
-static const char *tmp(Ox *x, const char *base, const char *suffix, const char *expr) {
-    const char *id = ox_ident(x, base, suffix);
-    ox_emit(x, OX_BODY, "%s = %s\n", id, expr);
-    return id;
-}
-
 void ox_maxpool_indices(Ox *x, OxVal *in, OxVal *vals, OxVal *idx, const OxWin *w, bool ceil_mode) {
     Arena *a = x->a;
     int ns = w->ns, r = ns + 2;
@@ -49,7 +43,7 @@ void ox_maxpool_indices(Ox *x, OxVal *in, OxVal *vals, OxVal *idx, const OxWin *
         for (int i = ns - 1; i >= 0; i--)
             p = arena_printf(a, "%s%s%lld, %lld", p, i == ns - 1 ? "" : ", ", (long long)w->pb[i],
                              (long long)post[i]);
-        src = tmp(x, base, "_padded", arena_printf(a, "pad(%s, %s], value=-inf)", src, p));
+        src = ox_tmp(x, base, "_padded", arena_printf(a, "pad(%s, %s], value=-inf)", src, p));
     }
     /* one strided slice of the padded input per kernel offset, stacked
      * last in the window's row-major order */
@@ -68,12 +62,12 @@ void ox_maxpool_indices(Ox *x, OxVal *in, OxVal *vals, OxVal *idx, const OxWin *
         }
         stack = arena_printf(a, "%s%s%s]", stack, kk ? ", " : "", sl);
     }
-    const char *flat = tmp(x, base, "_windows", arena_printf(a, "%s], dim=%d)", stack, r));
+    const char *flat = ox_tmp(x, base, "_windows", arena_printf(a, "%s], dim=%d)", stack, r));
     if (vals) {
         ox_bind(x, vals, arena_printf(a, "amax(%s, dim=%d)", flat, r));
         ox_set_shape(vals, in->dt, r, d);
     }
-    const char *k = tmp(x, base, "_k", arena_printf(a, "argmax(%s, dim=%d)", flat, r));
+    const char *k = ox_tmp(x, base, "_k", arena_printf(a, "argmax(%s, dim=%d)", flat, r));
     /* each spatial dim's input position, [O_i] placed at dim 2 + i */
     const char *pos[3];
     int64_t inner = K;
@@ -85,10 +79,10 @@ void ox_maxpool_indices(Ox *x, OxVal *in, OxVal *vals, OxVal *idx, const OxWin *
         for (int j = i + 1; j < ns; j++)
             shape = arena_printf(a, "%s, 1", shape);
         shape = arena_printf(a, "%s]", shape);
-        pos[i] = tmp(x, base, "_pos",
-                     arena_printf(a, "reshape(arange(%lld) * %lld - %lld, %s) + %s * %lld",
-                                  (long long)O[i], (long long)w->s[i], (long long)w->pb[i], shape,
-                                  off, (long long)w->d[i]));
+        pos[i] = ox_tmp(x, base, "_pos",
+                        arena_printf(a, "reshape(arange(%lld) * %lld - %lld, %s) + %s * %lld",
+                                     (long long)O[i], (long long)w->s[i], (long long)w->pb[i],
+                                     shape, off, (long long)w->d[i]));
     }
     char *nshape = arena_printf(a, "[%s", ox_dim_text(x, d[0]));
     char *cshape = arena_printf(a, "[%s", ox_dim_text(x, d[1]));

@@ -113,13 +113,6 @@ static const char *clipped(Ox *x, float clip, const char *e) {
                         ox_num(x, clip, true));
 }
 
-/* A fresh .tg name for a temporary of the node, bound to expr. */
-static const char *tmp(Ox *x, const char *base, const char *suffix, const char *expr) {
-    const char *id = ox_ident(x, base, suffix);
-    ox_emit(x, OX_BODY, "%s = %s\n", id, expr);
-    return id;
-}
-
 static void need_dims(Ox *x, OxVal *v, const char *what, int nd, const int64_t *want) {
     if (!v) return;
     bool ok = v->ndim == nd;
@@ -202,13 +195,13 @@ bool ox_op_rnn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     for (size_t k = 0; !base && k < n->n_output; k++)
         if (out[k]) base = out[k]->name;
     const char *xs = ox_ref(x, X, false);
-    if (layout) xs = tmp(x, base, "_x", arena_printf(x->a, "%s.transpose(0, 1)", xs));
+    if (layout) xs = ox_tmp(x, base, "_x", arena_printf(x->a, "%s.transpose(0, 1)", xs));
     const char *ws = ox_ref(x, W, false), *rs = ox_ref(x, R, false);
     const char *bs = B ? ox_ref(x, B, false) : NULL;
     const char *ls = lens ? ox_ref(x, lens, false) : NULL;
     const char *h0s = h0 ? ox_ref(x, h0, false) : NULL, *c0s = c0 ? ox_ref(x, c0, false) : NULL;
-    if (layout && h0s) h0s = tmp(x, base, "_h0", arena_printf(x->a, "%s.transpose(0, 1)", h0s));
-    if (layout && c0s) c0s = tmp(x, base, "_c0", arena_printf(x->a, "%s.transpose(0, 1)", c0s));
+    if (layout && h0s) h0s = ox_tmp(x, base, "_h0", arena_printf(x->a, "%s.transpose(0, 1)", h0s));
+    if (layout && c0s) c0s = ox_tmp(x, base, "_c0", arena_printf(x->a, "%s.transpose(0, 1)", c0s));
     const char *ps = P ? ox_ref(x, P, false) : NULL;
     const char *dt = dtype_name(X->dt);
     long long h = (long long)H, gh = (long long)(G * H);
@@ -238,12 +231,12 @@ bool ox_op_rnn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                                     gh, 2 * gh);
             xw = arena_printf(x->a, "%s + %s", xw, bias);
         }
-        xw = tmp(x, base, "_xw", xw);
-        const char *rd = tmp(x, base, "_r", arena_printf(x->a, "%s[%d].T", rs, d));
-        const char *hp = h0s ? tmp(x, base, "_h", arena_printf(x->a, "%s[%d]", h0s, d)) : NULL;
+        xw = ox_tmp(x, base, "_xw", xw);
+        const char *rd = ox_tmp(x, base, "_r", arena_printf(x->a, "%s[%d].T", rs, d));
+        const char *hp = h0s ? ox_tmp(x, base, "_h", arena_printf(x->a, "%s[%d]", h0s, d)) : NULL;
         const char *cp = NULL;
         if (kind == RNN_LSTM)
-            cp = c0s ? tmp(x, base, "_c", arena_printf(x->a, "%s[%d]", c0s, d)) : zeros;
+            cp = c0s ? ox_tmp(x, base, "_c", arena_printf(x->a, "%s[%d]", c0s, d)) : zeros;
         for (int64_t s = 0; s < S; s++) {
             int64_t t = rev ? S - 1 - s : s;
             const char *hprev = hp ? hp : zeros;
@@ -253,15 +246,15 @@ bool ox_op_rnn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                 /* z and r add h @ R's first two blocks; the h gate reads
                  * h per linear_before_reset */
                 const char *hr =
-                    hp ? tmp(x, base, "_hr", arena_printf(x->a, "%s @ %s", hp, rd)) : NULL;
+                    hp ? ox_tmp(x, base, "_hr", arena_printf(x->a, "%s @ %s", hp, rd)) : NULL;
                 const char *pz = arena_printf(x->a, "%s[:, 0:%lld]", g, h);
                 const char *pr = arena_printf(x->a, "%s[:, %lld:%lld]", g, h, 2 * h);
                 if (hr) {
                     pz = arena_printf(x->a, "%s + %s[:, 0:%lld]", pz, hr, h);
                     pr = arena_printf(x->a, "%s + %s[:, %lld:%lld]", pr, hr, h, 2 * h);
                 }
-                const char *z = tmp(x, base, "_z", act_apply(x, &f[0], clipped(x, clip, pz)));
-                const char *r = tmp(x, base, "_rg", act_apply(x, &f[0], clipped(x, clip, pr)));
+                const char *z = ox_tmp(x, base, "_z", act_apply(x, &f[0], clipped(x, clip, pz)));
+                const char *r = ox_tmp(x, base, "_rg", act_apply(x, &f[0], clipped(x, clip, pr)));
                 const char *hx = arena_printf(x->a, "%s[:, %lld:%lld]", g, 2 * h, gh);
                 const char *rbh =
                     bs ? arena_printf(x->a, "%s[%d, %lld:%lld]", bs, d, gh + 2 * h, 2 * gh) : NULL;
@@ -273,14 +266,14 @@ bool ox_op_rnn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                     rh = arena_printf(x->a, "%s * %s", r, rbh);
                 else if (!lbr && hp)
                     rh = arena_printf(x->a, "(%s * %s) @ %s[:, %lld:%lld]", r, hp, rd, 2 * h, gh);
-                const char *hh = tmp(
+                const char *hh = ox_tmp(
                     x, base, "_hh",
                     act_apply(x, &f[1],
                               clipped(x, clip, rh ? arena_printf(x->a, "%s + %s", hx, rh) : hx)));
                 hn = arena_printf(x->a, "(1.0 - %s) * %s + %s * %s", z, hh, z, hprev);
             } else {
                 if (hp) g = arena_printf(x->a, "%s + %s @ %s", g, hp, rd);
-                g = tmp(x, base, "_g", g);
+                g = ox_tmp(x, base, "_g", g);
                 if (kind == RNN_PLAIN) {
                     hn = act_apply(x, &f[0], clipped(x, clip, g));
                 } else {
@@ -295,14 +288,14 @@ bool ox_op_rnn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                                               2 * h, 3 * h, cp);
                     }
                     const char *ig =
-                        tmp(x, base, "_i", act_apply(x, &f[0], clipped(x, clip, pre[0])));
+                        ox_tmp(x, base, "_i", act_apply(x, &f[0], clipped(x, clip, pre[0])));
                     const char *fg =
                         input_forget
                             ? arena_printf(x->a, "(1.0 - %s)", ig)
-                            : tmp(x, base, "_f", act_apply(x, &f[0], clipped(x, clip, pre[2])));
+                            : ox_tmp(x, base, "_f", act_apply(x, &f[0], clipped(x, clip, pre[2])));
                     const char *cg = act_apply(x, &f[1], clipped(x, clip, pre[3]));
-                    cn =
-                        tmp(x, base, "_c", arena_printf(x->a, "%s * %s + %s * %s", fg, cp, ig, cg));
+                    cn = ox_tmp(x, base, "_c",
+                                arena_printf(x->a, "%s * %s + %s * %s", fg, cp, ig, cg));
                     const char *po = pre[1];
                     if (ps)
                         po = arena_printf(x->a, "%s + %s[%d, %lld:%lld] * %s", po, ps, d, h, 2 * h,
@@ -314,14 +307,15 @@ bool ox_op_rnn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
             const char *y;
             if (ls) {
                 /* steps past an entry's length keep its state and output 0 */
-                const char *m = tmp(
+                const char *m = ox_tmp(
                     x, base, "_m", arena_printf(x->a, "unsqueeze(%s > %lld, 1)", ls, (long long)t));
-                const char *hv = tmp(x, base, "_hn", hn);
-                hp = tmp(x, base, "_h", arena_printf(x->a, "where(%s, %s, %s)", m, hv, hprev));
-                y = tmp(x, base, "_y", arena_printf(x->a, "where(%s, %s, 0.0)", m, hv));
-                if (cn) cp = tmp(x, base, "_c", arena_printf(x->a, "where(%s, %s, %s)", m, cn, cp));
+                const char *hv = ox_tmp(x, base, "_hn", hn);
+                hp = ox_tmp(x, base, "_h", arena_printf(x->a, "where(%s, %s, %s)", m, hv, hprev));
+                y = ox_tmp(x, base, "_y", arena_printf(x->a, "where(%s, %s, 0.0)", m, hv));
+                if (cn)
+                    cp = ox_tmp(x, base, "_c", arena_printf(x->a, "where(%s, %s, %s)", m, cn, cp));
             } else {
-                hp = tmp(x, base, "_h", hn);
+                hp = ox_tmp(x, base, "_h", hn);
                 y = hp;
                 if (cn) cp = cn;
             }

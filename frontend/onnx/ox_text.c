@@ -251,6 +251,12 @@ void ox_bind(Ox *x, OxVal *out, const char *expr) {
     out->out_written = out->is_output;
 }
 
+const char *ox_tmp(Ox *x, const char *base, const char *suffix, const char *expr) {
+    const char *id = ox_ident(x, base, suffix);
+    ox_emit(x, OX_BODY, "%s = %s\n", id, expr);
+    return id;
+}
+
 void ox_set_shape(OxVal *v, DType dt, int ndim, const OxDim *d) {
     v->dt = dt;
     v->ndim = ndim;
