@@ -13,7 +13,7 @@ releases their pages once folded. Checked:
     vectors and each weight's partial first and last pages stay mapped).
 The whole process: the report's process.peak_bytes (its peak plus the
 runtime and libraries term for the library set and thread count) against
-the executable's peak RSS, within PROCESS_TOL, for the conv net (weights
+the executable's peak RSS (the largest of three runs), within PROCESS_TOL, for the conv net (weights
 from a file), a transformer block (examples/transformer_block.tg, batch 8)
 a training step (tests/report/train_mlp.tg, AdamW, 3 steps) and a
 product whose 16 MiB weight is converted from an f16 file at load (held
@@ -153,7 +153,14 @@ def process(c, tgc, tmp):
     for what, tg, flags, build, run in cases:
         exe = os.path.join(tmp, what.replace(" ", "_"))
         subprocess.run([tgc, "build", tg, "-o", exe, "--threads", THREADS] + flags + build, check=True)
-        rss = max_rss([exe, "--output-dir", out] + run, env)
+        # The largest of three runs: the libraries' file-backed pages are
+        # mapped by fault-around only while they sit in the page cache, so a
+        # run on a loaded machine (other processes, DAMON reclaim) can map
+        # up to ~1.5 MiB fewer of them than the report's runtime term, which
+        # counts a warm process (seen: 0.944 on the transformer block once in
+        # a CI run, 0.98 alone). A run that maps more than the report still
+        # fails: the bound is two-sided and not widened.
+        rss = max(max_rss([exe, "--output-dir", out] + run, env) for _ in range(3))
         rep = report(tgc, tg, *flags)
         pr = rep.get("process", {})
         peak = pr.get("peak_bytes", 0)
