@@ -67,6 +67,21 @@ static Value *bn_of(const Users *us, const Value *v) {
     return u;
 }
 
+/* x * sigmoid(x) on v, as ONNX exports SiLU (Sigmoid, then Mul with the
+ * sigmoid's input): v's two users are the sigmoid and the product, the
+ * sigmoid's one user the product. Returns the product, NULL otherwise. */
+static Value *silu_of(const Users *us, const Value *v) {
+    if (v->is_output || us->count[v->order] != 2) return NULL;
+    Value *m = us->last[v->order];
+    if (!m || m->dead || m->op != OP_MUL || m->nin != 2 || m->dtype != v->dtype ||
+        !value_same_shape(m, v))
+        return NULL;
+    Value *s = m->in[0] == v ? m->in[1] : m->in[1] == v ? m->in[0] : NULL;
+    if (!s || s->op != OP_SIGMOID || s->nin != 1 || s->in[0] != v || s->dtype != v->dtype)
+        return NULL;
+    return only_user(us, s) == m ? m : NULL;
+}
+
 static void add_operand(Graph *g, Value *c, Value *t) {
     Arg *args = ARENA_ARRAY(g->arena, Arg, c->nargs + 1);
     memcpy(args, c->args, sizeof(Arg) * (size_t)c->nargs);
@@ -90,7 +105,14 @@ static void fuse(Graph *g, Users *us, Value *c) {
     }
     while (f32 && e->npost < CONV_MAX_POST) {
         Value *u = only_user(us, cur);
-        if (!u || u->dtype != c->dtype) break;
+        if (u && u->dtype != c->dtype) break;
+        if (!u) {
+            Value *m = silu_of(us, cur);
+            if (!m) break;
+            e->post[e->npost++] = (ConvPost){.op = OP_SILU};
+            cur = m;
+            continue;
+        }
         ConvPost p;
         if (u->nin >= 1 && u->in[0] == cur && post_activation(u, &p)) {
             e->post[e->npost++] = p;
