@@ -22,6 +22,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "attention_simd.h"
 #include "rt_internal.h"
 
 static int64_t min64(int64_t a, int64_t b) {
@@ -99,94 +100,6 @@ static void load_block(const char *base, int64_t t, int64_t rs, int64_t cs, int6
         for (int64_t c = 0; c < cols; c++)
             o[c] = rt_load_f(row + (size_t)(c * cs) * es, t);
     }
-}
-
-/* The scores' row max and exponentials are most of the kernel's time after
- * the two products; libm's expf does not vectorise and this file is built
- * for the baseline ISA, so they are written with GCC's vector extensions
- * (eight floats at a time, AVX2 clones where the CPU has it). exp8 is
- * Cephes' expf (range reduction by ln 2 in two parts, a degree-5
- * polynomial, 2^n through the exponent bits; within 2 ulps of expf);
- * arguments below -87.3, masked keys' -inf among them, give exactly 0. */
-/* The helpers below are static and inlined into their callers, so the
- * calling convention of 32-byte vectors without AVX never applies. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ATTN_CLONES __attribute__((target_clones("avx2,fma", "default")))
-#else
-#define ATTN_CLONES
-#endif
-
-static inline v8f splat(float x) {
-    return (v8f){x, x, x, x, x, x, x, x};
-}
-
-static inline v8f select8(v8i m, v8f a, v8f b) {
-    return (v8f)(((v8i)a & m) | ((v8i)b & ~m));
-}
-
-static inline v8f exp8(v8f x) {
-    v8i dead = x < splat(-87.3f);
-    x = select8(dead, splat(-87.3f), x);
-    const v8f magic = splat(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    v8f fx = (x * splat(1.44269504088896341f) + magic) - magic;
-    v8f r = x - fx * splat(0.693359375f) + fx * splat(2.12194440e-4f);
-    v8f p = splat(1.9875691500e-4f);
-    p = p * r + splat(1.3981999507e-3f);
-    p = p * r + splat(8.3334519073e-3f);
-    p = p * r + splat(4.1665795894e-2f);
-    p = p * r + splat(1.6666665459e-1f);
-    p = p * r + splat(5.0000001201e-1f);
-    p = p * r * r + r + splat(1.0f);
-    v8i bits = (__builtin_convertvector(fx, v8i) + 127) << 23;
-    return (v8f)((v8i)(p * (v8f)bits) & ~dead);
-}
-
-/* row[j..j+8), or its part before n followed by `pad`: a whole vector is
- * one fixed-size load, the tail alone is copied piecewise. */
-static inline v8f load8(const float *row, int64_t j, int64_t n, float pad) {
-    v8f x;
-    if (n - j >= 8) {
-        memcpy(&x, row + j, sizeof x);
-        return x;
-    }
-    x = splat(pad);
-    for (int64_t l = 0; l < n - j; l++)
-        x[l] = row[j + l];
-    return x;
-}
-
-/* max(m, row[0..n)) (NaN scores are skipped; their exp makes the row NaN). */
-ATTN_CLONES static float row_max(const float *row, int64_t n, float m) {
-    v8f acc = splat(m);
-    for (int64_t j = 0; j < n; j += 8) {
-        v8f x = load8(row, j, n, m);
-        acc = select8(x > acc, x, acc);
-    }
-    for (int l = 0; l < 8; l++)
-        m = acc[l] > m ? acc[l] : m;
-    return m;
-}
-
-/* row[j] = exp(row[j] - m), returning their sum. */
-ATTN_CLONES static float exp_row(float *row, int64_t n, float m) {
-    v8f sum = splat(0.0f);
-    for (int64_t j = 0; j < n; j += 8) {
-        v8f e = exp8(load8(row, j, n, -INFINITY) - splat(m));
-        sum += e;
-        if (n - j >= 8)
-            memcpy(row + j, &e, sizeof e);
-        else
-            for (int64_t l = 0; l < n - j; l++)
-                row[j + l] = e[l];
-    }
-    float s = 0;
-    for (int l = 0; l < 8; l++)
-        s += sum[l];
-    return s;
 }
 
 typedef struct Ctx {
