@@ -185,6 +185,34 @@ void kspace_build(KSpace *k, const int64_t *shape, int n, const bool *reduced, A
     }
 }
 
+/* Reorders the loops of an elementwise space (no reduced dim) by dst's strides, the largest
+ * outermost: a channels-last store (passes/layout.c) then walks C
+ * innermost, contiguous for it and for its channels-last operands (and a
+ * per-channel operand of a batch norm), where the logical order would
+ * walk W with a stride of C. Each loop keeps its dim (inner_dim), so
+ * every access still addresses the same elements. */
+void kspace_order_by(KSpace *sp, const Access *dst) {
+    int n = sp->nloops;
+    for (int l = 0; l < n; l++)
+        if (sp->inner_dim[l] < 0 || sp->reduced[sp->inner_dim[l]]) return;
+    int order[KMAXD];
+    for (int l = 0; l < n; l++) {
+        int64_t s = dst->strides[sp->inner_dim[l]];
+        int j = l;
+        for (; j > 0 && dst->strides[sp->inner_dim[order[j - 1]]] < s; j--) /* stable */
+            order[j] = order[j - 1];
+        order[j] = l;
+    }
+    KSpace old = *sp;
+    for (int j = 0; j < n; j++) {
+        sp->ext[j] = old.ext[order[j]];
+        sp->inner_dim[j] = old.inner_dim[order[j]];
+    }
+    for (int d = 0; d < sp->n; d++)
+        for (int j = 0; j < n; j++)
+            if (old.loop_of_dim[d] == order[j]) sp->loop_of_dim[d] = j;
+}
+
 int64_t kspace_work_inner(const KSpace *s) {
     int64_t w = 1;
     for (int l = 1; l < s->nloops; l++)

@@ -7,34 +7,6 @@
 
 #include "codegen/llvm/cg.h"
 
-/* Reorders the loops of an elementwise space by dst's strides, the largest
- * outermost: a channels-last store (passes/layout.c) then walks C
- * innermost, contiguous for it and for its channels-last operands (and a
- * per-channel operand of a batch norm), where the logical order would
- * walk W with a stride of C. Each loop keeps its dim (inner_dim), so
- * every access still addresses the same elements. */
-static void loops_by_dst(KSpace *sp, const Access *dst) {
-    int n = sp->nloops;
-    for (int l = 0; l < n; l++)
-        if (sp->inner_dim[l] < 0 || sp->reduced[sp->inner_dim[l]]) return;
-    int order[KMAXD];
-    for (int l = 0; l < n; l++) {
-        int64_t s = dst->strides[sp->inner_dim[l]];
-        int j = l;
-        for (; j > 0 && dst->strides[sp->inner_dim[order[j - 1]]] < s; j--) /* stable */
-            order[j] = order[j - 1];
-        order[j] = l;
-    }
-    KSpace old = *sp;
-    for (int j = 0; j < n; j++) {
-        sp->ext[j] = old.ext[order[j]];
-        sp->inner_dim[j] = old.inner_dim[order[j]];
-    }
-    for (int d = 0; d < sp->n; d++)
-        for (int j = 0; j < n; j++)
-            if (old.loop_of_dim[d] == order[j]) sp->loop_of_dim[d] = j;
-}
-
 /* Stores src's elements over `shape` into dst: src computed (the kernel's
  * root, with its inlined operands), or read through the override access
  * ov (when not NULL), or read through its own layout. */
@@ -50,7 +22,7 @@ static void copy_kernel(Cg *cg, Kern *k, const Value *src, bool compute, const A
     int na =
         kd_store_accesses(cg->p, src, compute, k->ov, &k->ov_access, dst, leaves, acc, &uses_index);
     kern_space(k, shape, n, NULL, acc, na, uses_index);
-    if (reorder) loops_by_dst(&k->sp, dst);
+    if (reorder) kspace_order_by(&k->sp, dst);
     LoopNest ln;
     kern_open(k, &ln, 0, k->sp.nloops, false);
     LLVMValueRef x = cg_expr(k, src, compute);
