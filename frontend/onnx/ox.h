@@ -223,6 +223,9 @@ typedef struct OxWin {
  * into w (fails naming the node); the output size along spatial dim i. */
 void ox_window(Ox *x, OxVal *in, const int64_t *kernel, int ns, OxWin *w);
 OxDim ox_out_size(Ox *x, OxDim in, const OxWin *w, int i, bool ceil_mode);
+/* ox_ops_nn.c: Conv (tr: ConvTranspose) of in[0] by in[1] (+ in[2]) into
+ * out, with the current node's window attributes; its dtype is in[0]'s. */
+void ox_conv(Ox *x, OxVal **in, int nin, OxVal *out, bool tr);
 /* ox_pool.c: MaxPool / AveragePool as the maximum or mean of their
  * windows' strided slices, for what max_pool/avg_pool do not take. */
 void ox_pool_slices(Ox *x, OxVal *in, OxVal *out, const OxWin *w, bool mx, bool ceil_mode,

@@ -112,6 +112,11 @@ OxDim ox_out_size(Ox *x, OxDim in, const OxWin *w, int i, bool ceil_mode) {
 static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     bool tr = ox_op_is(n, "ConvTranspose");
     if (!tr && !ox_op_is(n, "Conv")) return false;
+    ox_conv(x, in, nin, out[0], tr);
+    return true;
+}
+
+void ox_conv(Ox *x, OxVal **in, int nin, OxVal *out, bool tr) {
     static const char *const known[] = {"auto_pad",       "dilations",    "group",
                                         "kernel_shape",   "pads",         "strides",
                                         "output_padding", "output_shape", NULL};
@@ -120,10 +125,10 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     OxVal *w = in[1];
     int ns = w->ndim - 2;
     if (ns == 3) {
-        (tr ? ox_conv_transpose3d : ox_conv3d)(x, in, nin, out[0], wref(x, w, "weight", false),
+        (tr ? ox_conv_transpose3d : ox_conv3d)(x, in, nin, out, wref(x, w, "weight", false),
                                                nin > 2 && in[2] ? wref(x, in[2], "bias", false)
                                                                 : NULL);
-        return true;
+        return;
     }
     if (ns < 1 || ns > 2)
         ox_fail(x, "%dd %s are not supported (1-d, 2-d and 3-d are)", ns < 1 ? 0 : ns,
@@ -230,7 +235,7 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     if (g != 1) e = arena_printf(x->a, "%s, groups=%lld", e, (long long)g);
     e = arena_printf(x->a, "%s)", e);
     if (crop[0] || crop_end[0] || crop[1] || crop_end[1]) {
-        const char *t = ox_ident(x, out[0]->name, "_full");
+        const char *t = ox_ident(x, out->name, "_full");
         ox_emit(x, OX_BODY, "%s = %s\n", t, e);
         e = arena_printf(x->a, "%s[:, :", t);
         for (int i = 0; i < ns; i++)
@@ -238,7 +243,7 @@ static bool conv(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                              (long long)(full[i] - crop_end[i]));
         e = arena_printf(x->a, "%s]", e);
     }
-    return ox_bind_shaped(x, out[0], e, in[0]->dt, ns + 2, d);
+    ox_bind_shaped(x, out, e, in[0]->dt, ns + 2, d);
 }
 
 static bool pool(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
