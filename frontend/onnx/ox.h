@@ -249,6 +249,13 @@ void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *
 bool ox_op_scatter(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear */
 bool ox_op_quant(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_linalg.c: Det (unrolled LU), DFT (products with cos/sin params) */
+bool ox_op_linalg(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_qlinear.c: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv */
+bool ox_op_qlinear(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_ops_train.c: BatchNormalization training_mode=1, Dropout, Compress;
+ * the random operators' refusal */
+bool ox_op_train(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_math.c: Tan ... Atanh, Softsign, ThresholdedRelu, Shrink, Celu,
  * IsInf, IsNaN, Mean, EyeLike, CumSum */
 bool ox_op_math(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);

@@ -50,9 +50,11 @@ static const struct {
     {"Celu", 1, 1, 1, 1, "alpha"},
     {"Clip", 1, 3, 1, 1, "min max"},
     {"Concat", 1, ANY, 1, 1, "axis"},
+    {"Compress", 2, 2, 1, 1, "axis"},
     {"Constant", 0, 0, 1, 1, "value value_float value_floats value_int value_ints"},
     {"ConstantOfShape", 1, 1, 1, 1, "value"},
     {"Conv", 2, 3, 1, 1, "auto_pad dilations group kernel_shape pads strides"},
+    {"ConvInteger", 2, 4, 1, 1, "auto_pad dilations group kernel_shape pads strides"},
     {"ConvTranspose", 2, 3, 1, 1,
      "auto_pad dilations group kernel_shape output_padding output_shape pads "
      "strides"},
@@ -61,6 +63,8 @@ static const struct {
     {"CumSum", 2, 2, 1, 1, "exclusive reverse"},
     {"DepthToSpace", 1, 1, 1, 1, "blocksize mode"},
     {"DequantizeLinear", 2, 3, 1, 1, "axis block_size"},
+    {"Det", 1, 1, 1, 1, NONE},
+    {"DFT", 1, 3, 1, 1, "axis inverse onesided"},
     {"Div", 2, 2, 1, 1, BCAST},
     {"Dropout", 1, 3, 1, 2, "is_test ratio seed"},
     {"DynamicQuantizeLinear", 1, 1, 1, 3, NONE},
@@ -103,6 +107,7 @@ static const struct {
      "activation_alpha activation_beta activations clip direction hidden_size input_forget "
      "layout"},
     {"MatMul", 2, 2, 1, 1, NONE},
+    {"MatMulInteger", 2, 4, 1, 1, NONE},
     {"Max", 1, ANY, 1, 1, NONE},
     /* storage_order only orders the indices output (ox_pool_indices.c) */
     {"MaxUnpool", 2, 3, 1, 1, "kernel_shape pads strides"},
@@ -121,6 +126,8 @@ static const struct {
     {"Pad", 1, 4, 1, 1, "mode pads value"},
     {"Pow", 2, 2, 1, 1, BCAST},
     {"PRelu", 2, 2, 1, 1, NONE},
+    {"QLinearConv", 8, 9, 1, 1, "auto_pad dilations group kernel_shape pads strides"},
+    {"QLinearMatMul", 8, 8, 1, 1, NONE},
     {"QuantizeLinear", 2, 3, 1, 1, "axis block_size saturate"},
     {"Range", 3, 3, 1, 1, NONE},
     {"Reciprocal", 1, 1, 1, 1, NONE},

@@ -384,6 +384,16 @@ static OxConst *fold_identity(Ox *x, const char *op, OxVal **in, int nin) {
     return in[0]->c;
 }
 
+/* Dropout of a known input: only when nothing is dropped and no mask is
+ * asked for; the mapping (ox_ops_train.c) refuses dropping at random. */
+static OxConst *fold_dropout(Ox *x, const char *op, OxVal **in, int nin) {
+    (void)op;
+    if (ox_cur(x)->n_output > 1) return NULL;
+    bool train = nin > 2 && in[2] && ox_const_int(x, in[2]->c, 0);
+    double r = nin > 1 && in[1] ? ox_const_get(x, in[1]->c, 0) : 0.5;
+    return !train || r == 0 ? in[0]->c : NULL;
+}
+
 static OxConst *fold_binary(Ox *x, const char *op, OxVal **in, int nin) {
     if (nin < 2 || !in[1]) return NULL;
     return binary(x, op, in[0]->c, in[1]->c);
@@ -667,7 +677,7 @@ static const struct {
     {"Shape", fold_shape, FOLD_DIMS, 0},
     {"Size", fold_size, FOLD_DIMS, 0},
     {"Identity", fold_identity, 0, 0},
-    {"Dropout", fold_identity, 0, 0},
+    {"Dropout", fold_dropout, 0, 0},
     {"Add", fold_binary, 0, 0},
     {"Sub", fold_binary, 0, 0},
     {"Mul", fold_binary, 0, 0},

@@ -127,24 +127,8 @@ static bool unary(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         else
             e = arena_printf(x->a, "clamp(%s * %s + %s, 0.0, 1.0)", r, ox_num(x, al, true),
                              ox_num(x, be, true));
-    } else if (ox_op_is(n, "Identity") || ox_op_is(n, "Dropout")) {
+    } else if (ox_op_is(n, "Identity")) {
         ox_need_inputs(x, in, nin, 1);
-        /* opset 12's training_mode input: dropping at random is not
-         * inference, unless the ratio is 0 (torchvision's swin calls
-         * F.dropout(attn, p=0.0) without training=, which exports true) */
-        OxVal *tmode = ox_op_is(n, "Dropout") && nin > 2 ? in[2] : NULL;
-        OxVal *ratio = nin > 1 ? in[1] : NULL;
-        bool zero = ratio && ratio->c && ratio->c->n == 1 && ox_const_get(x, ratio->c, 0) == 0;
-        if (tmode && !zero && (!tmode->c || tmode->c->n != 1 || ox_const_int(x, tmode->c, 0)))
-            ox_fail(x, "Dropout with training_mode true (or not known at import) and a ratio "
-                       "other than 0 is not supported (inference graphs only)");
-        /* nothing is dropped: the mask output is all true */
-        if (n->n_output > 1 && out[1]) {
-            ox_bind(x, out[1],
-                    arena_printf(x->a, "full(%s, true, dtype=bool)",
-                                 ox_dims_text(x, in[0]->dim, in[0]->ndim)));
-            ox_set_shape(out[1], DT_BOOL, in[0]->ndim, in[0]->dim);
-        }
         same_shape(out[0], in[0], in[0]->dt);
         if (!out[0]->is_output) {
             out[0]->tg = ox_ref(x, in[0], false); /* an alias: no statement */
@@ -766,9 +750,10 @@ static bool shaped(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
 bool ox_op_tensor(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     return ox_op_index(x, n, in, nin, out) || ox_op_math(x, n, in, nin, out) ||
            ox_op_scatter(x, n, in, nin, out) || ox_op_quant(x, n, in, nin, out) ||
-           binary(x, n, in, nin, out) || unary(x, n, in, nin, out) ||
-           variadic(x, n, in, nin, out) || reshape(x, n, in, nin, out) ||
-           transpose(x, n, in, nin, out) || squeeze(x, n, in, nin, out) ||
-           slice(x, n, in, nin, out) || gather(x, n, in, nin, out) || concat(x, n, in, nin, out) ||
-           split(x, n, in, nin, out) || shaped(x, n, in, nin, out);
+           ox_op_linalg(x, n, in, nin, out) || ox_op_qlinear(x, n, in, nin, out) ||
+           ox_op_train(x, n, in, nin, out) || binary(x, n, in, nin, out) ||
+           unary(x, n, in, nin, out) || variadic(x, n, in, nin, out) ||
+           reshape(x, n, in, nin, out) || transpose(x, n, in, nin, out) ||
+           squeeze(x, n, in, nin, out) || slice(x, n, in, nin, out) || gather(x, n, in, nin, out) ||
+           concat(x, n, in, nin, out) || split(x, n, in, nin, out) || shaped(x, n, in, nin, out);
 }

@@ -331,8 +331,7 @@ static bool norm(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
          * on its own statistics, which batch_norm does not */
         if (!ox_attr_i(x, "spatial", 1))
             ox_fail(x, "spatial=0 (statistics per element, not per channel) is not supported");
-        if (ox_attr_i(x, "training_mode", 0))
-            ox_fail(x, "training_mode=1 is not supported (tgc compiles inference graphs)");
+        /* training_mode=1: ox_ops_train.c */
         for (size_t k = 1; k < n->n_output; k++)
             if (out[k])
                 ox_fail(x, "BatchNormalization's running statistics outputs are not supported");

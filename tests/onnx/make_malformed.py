@@ -413,8 +413,8 @@ def cases():
     # data-dependent shape, an attribute, a run-time shape input), one of
     # them in two nodes; each node reads only graph inputs.
     five = [
-        helper.make_node("Det", ["img_in"], ["tk_v"], name="det_a"),
-        helper.make_node("Det", ["img_in"], ["tk2_v"], name="det_b"),
+        helper.make_node("RoiAlign", ["img_in"], ["tk_v"], name="roi_a"),
+        helper.make_node("RoiAlign", ["img_in"], ["tk2_v"], name="roi_b"),
         helper.make_node("NonZero", ["img_in"], ["nz"], name="nonzero_a"),
         helper.make_node("MaxPool", ["img_in"], ["mp"], name="mp_bogus", kernel_shape=[2, 2], bogus=1),
         helper.make_node("Reshape", ["img_in", "shape_in"], ["rs"], name="reshape_rt"),
@@ -423,20 +423,88 @@ def cases():
     add("five_problems",
         model(five, x4 + [vi("shape_in", [2], TensorProto.INT64), vi("grid_in", [1, 4, 4, 2])],
               [vi(o, None) for o in ("tk_v", "tk2_v", "nz", "mp", "rs", "gs")], [i64("k_c", [2])]),
-        ["det_a", "det_b", "nonzero_a", "'bogus'", "reshape_rt", "shape_in", "tfidf_a",
+        ["roi_a", "roi_b", "nonzero_a", "'bogus'", "reshape_rt", "shape_in", "tfidf_a",
          "5 distinct problems in 6 nodes"],
-        "five distinct unsupported nodes (Det twice): every one named, counted", expect_all=True)
+        "five distinct unsupported nodes (RoiAlign twice): every one named, counted", expect_all=True)
     add("pad_mode_symmetric",
         one_node(helper.make_node("Pad", ["img_in", "pads_c"], ["y"], name="pad_a", mode="symmetric"),
                  x4, [vi("y", [1, 3, 10, 10])], [i64("pads_c", [0, 0, 1, 1, 0, 0, 1, 1])]),
         ["pad_a"], "Pad mode symmetric (numpy's; ONNX has constant, reflect, edge, and wrap from opset 19)")
     bn = [f32("bn_%s" % k, (3,), i) for i, k in enumerate(("s", "b", "m", "v"))]
     bn[3] = numpy_helper.from_array(np.ones(3, np.float32), "bn_v")
-    add("batchnorm_training", one_node(helper.make_node("BatchNormalization",
-                                                        ["img_in", "bn_s", "bn_b", "bn_m", "bn_v"], ["y"],
-                                                        name="bn_train", training_mode=1),
-                                       x4, [vi("y", [1, 3, 8, 8])], bn),
-        ["bn_train"], "BatchNormalization with training_mode=1")
+    add("batchnorm_training_5_outputs",
+        one_node(helper.make_node("BatchNormalization", ["img_in", "bn_s", "bn_b", "bn_m", "bn_v"],
+                                  ["y", "rm", "rv", "sm", "sv"], name="bn_train", training_mode=1),
+                 x4, [vi("y", [1, 3, 8, 8])] + [vi(o, [3]) for o in ("rm", "rv", "sm", "sv")], bn),
+        ["bn_train"], "BatchNormalization with training_mode=1 and 5 outputs (opset 14 has 3)")
+    add("batchnorm_training",
+        one_node(helper.make_node("BatchNormalization", ["img_in", "bn_s", "bn_b", "bn_m", "bn_v"],
+                                  ["y", "rm", "rv"], name="bn_train3", training_mode=1, momentum=0.8),
+                 x4, [vi("y", [1, 3, 8, 8]), vi("rm", [3]), vi("rv", [3])], bn),
+        [], "BatchNormalization with training_mode=1 (valid: imports)")
+    # the operators of ox_linalg.c, ox_qlinear.c and ox_ops_train.c
+    add("det_not_square", one_node(helper.make_node("Det", ["rect_in"], ["y"], name="det_rect"),
+                                   [vi("rect_in", [2, 3, 4])], [vi("y", [2])]),
+        ["det_rect"], "a Det of [2, 3, 4] matrices")
+    add("dft_last_dim_3", one_node(helper.make_node("DFT", ["sig3_in"], ["y"], name="dft_bad", axis=1),
+                                   [vi("sig3_in", [1, 8, 3])], [vi("y", [1, 8, 2])]),
+        ["dft_bad"], "a DFT whose input's last dim is 3 (1: real, 2: complex)")
+    add("dft_length_runtime",
+        one_node(helper.make_node("DFT", ["sig_in", "dft_len"], ["y"], name="dft_rt_len", axis=1),
+                 [vi("sig_in", [1, 8, 1]), vi("dft_len", [], TensorProto.INT64)], [vi("y", [1, 8, 2])]),
+        ["dft_rt_len", "dft_len"], "a DFT whose dft_length is a graph input", expect_all=True)
+    add("convinteger_float",
+        one_node(helper.make_node("ConvInteger", ["img_in", "ci_w"], ["y"], name="convint_f"),
+                 x4 + [vi("ci_w", [2, 3, 3, 3], TensorProto.UINT8)], [vi("y", [1, 2, 6, 6], TensorProto.INT32)]),
+        ["convint_f"], "a ConvInteger of a float input")
+    add("matmulinteger_inner",
+        one_node(helper.make_node("MatMulInteger", ["mi_a", "mi_b"], ["y"], name="mmint_k"),
+                 [vi("mi_a", [4, 3], TensorProto.UINT8), vi("mi_b", [5, 2], TensorProto.UINT8)],
+                 [vi("y", [4, 2], TensorProto.INT32)]),
+        ["mmint_k"], "a MatMulInteger of [4, 3] by [5, 2]")
+    add("matmulinteger_too_long",
+        one_node(helper.make_node("MatMulInteger", ["ml_a", "ml_b"], ["y"], name="mmint_long"),
+                 [vi("ml_a", [1, 40000], TensorProto.UINT8), vi("ml_b", [40000, 1], TensorProto.UINT8)],
+                 [vi("y", [1, 1], TensorProto.INT32)]),
+        ["mmint_long"], "a MatMulInteger over 40000 terms (an int32 sum could overflow)")
+    q8 = [vi(n, s, t) for n, s, t in (("qa", [2, 4], TensorProto.UINT8), ("qa_s", [], TensorProto.DOUBLE),
+                                       ("qa_z", [], TensorProto.UINT8), ("qb", [4, 3], TensorProto.UINT8),
+                                       ("qb_s", [], TensorProto.FLOAT), ("qb_z", [], TensorProto.UINT8),
+                                       ("qy_s", [], TensorProto.FLOAT), ("qy_z", [], TensorProto.UINT8))]
+    add("qlinearmatmul_double_scale",
+        one_node(helper.make_node("QLinearMatMul", [v.name for v in q8], ["y"], name="qlmm_scale"),
+                 q8, [vi("y", [2, 3], TensorProto.UINT8)]),
+        ["qlmm_scale"], "a QLinearMatMul whose a_scale is a double")
+    qc = [vi(n, s, t) for n, s, t in (("qx", [1, 2, 5, 5], TensorProto.UINT8), ("qx_s", [], TensorProto.FLOAT),
+                                       ("qx_z", [], TensorProto.UINT8), ("qw", [2, 2, 3, 3], TensorProto.UINT8),
+                                       ("qw_s", [3], TensorProto.FLOAT), ("qw_z", [], TensorProto.UINT8),
+                                       ("qy_s", [], TensorProto.FLOAT), ("qy_z", [], TensorProto.UINT8))]
+    add("qlinearconv_scales",
+        one_node(helper.make_node("QLinearConv", [v.name for v in qc], ["y"], name="qlconv_ws"),
+                 qc, [vi("y", [1, 2, 3, 3], TensorProto.UINT8)]),
+        ["qlconv_ws"], "a QLinearConv with 3 w_scale values for 2 output channels")
+    drop = [numpy_helper.from_array(np.array(0.5, np.float32), "drop_r"),
+            numpy_helper.from_array(np.array(True), "drop_t")]
+    add("dropout_random",
+        one_node(helper.make_node("Dropout", ["img_in", "drop_r", "drop_t"], ["y"], name="dropout_train"),
+                 x4, [vi("y", [1, 3, 8, 8])], drop),
+        ["dropout_train"], "a Dropout in training mode with ratio 0.5 (random: numpy's generator)")
+    add("dropout_random_known_input",
+        one_node(helper.make_node("Dropout", ["drop_x", "drop_r", "drop_t"], ["y"], name="dropout_const"),
+                 [], [vi("y", [2, 3])], drop + [f32("drop_x", [2, 3])]),
+        ["dropout_const"], "a Dropout of an initializer in training mode with ratio 0.5 (not folded)")
+    add("compress_runtime",
+        one_node(helper.make_node("Compress", ["img_in", "cond_in"], ["y"], name="compress_rt", axis=1),
+                 x4 + [vi("cond_in", [3], TensorProto.BOOL)], [vi("y", [1, None, 8, 8])]),
+        ["compress_rt"], "a Compress whose condition is a graph input (a data-dependent shape)")
+    cond4 = numpy_helper.from_array(np.array([True, False, True, True]), "cond_4")
+    add("compress_long_condition",
+        one_node(helper.make_node("Compress", ["img_in", "cond_4"], ["y"], name="compress_long", axis=1),
+                 x4, [vi("y", [1, 3, 8, 8])], [cond4]),
+        ["compress_long"], "a Compress whose condition has 4 values for an axis of 3")
+    add("bernoulli", one_node(helper.make_node("Bernoulli", ["img_in"], ["y"], name="bernoulli_a"),
+                              x4, [vi("y", [1, 3, 8, 8])]),
+        ["bernoulli_a"], "a Bernoulli (random)")
 
     def reshape_bad(nodes, ins, outs, inits):
         inits[2].CopyFrom(i64("shape_c", [5, 7]))

@@ -111,6 +111,9 @@ def refusal_class(err):
         (r"attribute '(\w+)' of (\w+) is not supported", "attr:{1}.{0}"),
         (r"opset -?\d+ is not supported", "opset"),
         (r"\((\w+), opset \d+\): (\S+(?: \S+){0,4})", "{0}:{1}"),
+        # a run-time check the importer wrote (ox_ops_train.c): its index
+        # value is named for the reason
+        (r"of '\w*?(random_dropout)' \(index_select", "check:{0}"),
     ):
         m = re.search(pat, msg)
         if m:
