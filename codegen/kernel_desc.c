@@ -504,9 +504,17 @@ void kd_gather(const CgProgram *p, const Value *v, KGather *g) {
     ia.dt = kd_dt(p, idx->storage);
     ia.offset = idx->offset;
     g->x = x, g->idx = idx, g->xa = xa, g->ia = ia, g->wrap = wrap;
-    kd_access_contig(p, v, v->shape, n, &g->dst);
+    /* An index_select the layout pass made channels-last (a pad or an
+     * interpolate between convolutions) stores by its strides, in their
+     * memory order. */
+    bool dense = layout_is_contiguous(v);
+    if (dense)
+        kd_access_contig(p, v, v->shape, n, &g->dst);
+    else
+        kd_access_of(p, v, &g->dst);
     Access *acc[3] = {&g->xa, &g->ia, &g->dst};
     kspace_build(&g->space, v->shape, n, NULL, acc, 3, false);
+    if (!dense) kspace_order_by(&g->space, &g->dst);
     g->size = x->ndim ? x->shape[dim] : 1;
     g->dim_stride = x->ndim ? (v->op == OP_EMBEDDING ? x->strides[0] : x->strides[dim]) : 0;
     /* "@SHAPE;STRIDES;index {value} at position {pos} of 'ids' (embedding, line 4)

@@ -85,18 +85,20 @@ static bool writer_ok(const Value *v) {
         v->is_output || v->ntuple || (op_info(v->op)->flags & OPF_LEAF))
         return false;
     if (value_numel(v) == 0) return false;
-    /* Reductions (pools: a max or sum over windows) and cat (a constant
-     * pad) store by the value's strides too (codegen/kernel_desc.c). */
+    /* Reductions (pools: a max or sum over windows), cat (a constant pad)
+     * and index_select (a reflect or replicate pad, an interpolate) store
+     * by the value's strides too (codegen/kernel_desc.c). */
     return is_conv2d(v) || fusion_is_expression(v) || (op_info(v->op)->flags & OPF_REDUCTION) ||
-           v->op == OP_CAT || v->op == OP_CONCAT;
+           v->op == OP_CAT || v->op == OP_CONCAT || v->op == OP_INDEX_SELECT;
 }
 
 /* Whether v reads a channels-last owner: an elementwise op through a
- * same-shape operand (not a broadcast of a pooled [N, C, 1, 1]), a pool or
- * a pad through any (windows of it, one part of a cat). */
+ * same-shape operand (not a broadcast of a pooled [N, C, 1, 1]), a pool, a
+ * pad or an interpolate through any (windows of it, one part of a cat, the
+ * rows or columns an index_select picks). */
 static bool fed_channels_last(const Lay *l, const Value *v) {
-    bool any_shape =
-        (op_info(v->op)->flags & OPF_REDUCTION) || v->op == OP_CAT || v->op == OP_CONCAT;
+    bool any_shape = (op_info(v->op)->flags & OPF_REDUCTION) || v->op == OP_CAT ||
+                     v->op == OP_CONCAT || v->op == OP_INDEX_SELECT;
     for (int k = 0; k < v->nin; k++) {
         const Value *t = v->in[k];
         if (l->cl[t->storage->order] && (any_shape || (t->ndim == 4 && value_same_shape(t, v))))

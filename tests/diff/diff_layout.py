@@ -22,6 +22,11 @@ strides over the logical NCHW shape), against PyTorch, with the pass
   se_block_cl_input  the input declared NHWC and permuted to NCHW, so the
              first convolution reads channels-last and the rest follows
 
+  pad_interp reflect and replicate pads and nearest and bilinear
+             interpolation (index_select gathers) between convolutions,
+             stored channels-last like them (their values, whatever the
+             strides the gather kernel stores by)
+
 Every graph runs at f32 (the dtype the pass changes) and f16 (untouched,
 for the record), tolerance "reduction" (sums in another order, batch norm
 folded into the convolutions), as the conv chains of diff_conv.py.
@@ -75,6 +80,20 @@ output um = u.flatten(2) @ wm"""
 CL_INPUT = SE_BLOCK.replace("input x : {dt}[2, 8, 12, 11]",
                             "input xl : {dt}[2, 12, 11, 8]\nx = xl.permute(0, 3, 1, 2)")
 
+PAD_INTERP = """
+input x : {dt}[2, 8, 9, 7]
+param w0 : {dt}[16, 8, 3, 3]
+param w1 : {dt}[16, 16, 3, 3]
+param wd : {dt}[16, 1, 3, 3]
+param w2 : {dt}[8, 16, 1, 1]
+h = relu(conv2d(x, w0, padding=1))
+a = relu(conv2d(pad(h, (1, 2, 1, 0), mode="reflect"), w1))
+n = interpolate(a, scale_factor=2.0, mode="nearest")
+b = conv2d(pad(n, (1, 1, 2, 1), mode="replicate"), wd, groups=16)
+c = interpolate(b, size=(11, 13), mode="bilinear")
+output y = conv2d(c, w2)
+"""
+
 
 def _specs(src):
     sp = {}
@@ -90,7 +109,7 @@ def _specs(src):
 
 
 GRAPHS = [("se_block", SE_BLOCK, HEAD), ("se_block_mid", SE_BLOCK, MID),
-          ("se_block_cl_input", CL_INPUT, HEAD)]
+          ("se_block_cl_input", CL_INPUT, HEAD), ("pad_interp", PAD_INTERP, "")]
 
 
 def cases(Case):
