@@ -7,90 +7,50 @@
  * product with those strides; anything else is a generic contraction. */
 #include "codegen/einsum_desc.h"
 
+#include "ir/einsum_eq.h"
+
 #include <stdio.h>
 #include <string.h>
 
 static bool parse(const Value *v, KEinsum *e, char *err, size_t nerr) {
-    const char *eq = v->args[0].s;
     const Arg *ops = &v->args[1];
-    const char *arrow = strstr(eq, "->");
-    int iter_of[KEIN_NCODES];
-    int64_t size[KEIN_NCODES];
-    int count[KEIN_NCODES] = {0};
-    for (int i = 0; i < KEIN_NCODES; i++)
-        iter_of[i] = -1, size[i] = 1;
-    int nell = 0;
-    int letter[KEIN_MAXOPS][TG_MAX_DIMS];
     if (ops->n > KEIN_MAXOPS) {
         snprintf(err, nerr, "einsum with more than %d operands", KEIN_MAXOPS);
         return false;
     }
+    int ranks[KEIN_MAXOPS];
+    for (int k = 0; k < ops->n; k++)
+        ranks[k] = ops->ts[k]->ndim;
+    EinsumEq eq;
+    if (!einsum_eq_read(v->args[0].s, ops->n, ranks, &eq, err, nerr)) return false;
+    int iter_of[KEIN_NCODES];
+    int64_t size[KEIN_NCODES];
+    for (int i = 0; i < KEIN_NCODES; i++)
+        iter_of[i] = -1, size[i] = 1;
     e->nops = ops->n;
-    const char *p = eq;
     for (int k = 0; k < ops->n; k++) {
         const Value *t = ops->ts[k];
-        int codes[TG_MAX_DIMS + 3], nc = 0, ell_at = -1;
-        while (*p && *p != ',' && (!arrow || p < arrow)) {
-            if (*p == ' ') {
-                p++;
-            } else if (!strncmp(p, "...", 3)) {
-                ell_at = nc;
-                p += 3;
-            } else {
-                codes[nc++] = (unsigned char)*p++;
-            }
-        }
-        if (*p == ',') p++;
-        int ne = t->ndim - nc;
-        if (ne > nell) nell = ne;
-        int dim = 0;
         bool seen[KEIN_NCODES] = {0};
-        for (int i = 0; i <= nc; i++) {
-            if (i == ell_at)
-                for (int x = 0; x < ne; x++)
-                    letter[k][dim++] = 128 + (TG_MAX_DIMS - ne + x); /* right-aligned */
-            if (i == nc) break;
-            letter[k][dim++] = codes[i];
-        }
         for (int d = 0; d < t->ndim; d++) {
-            int c = letter[k][d];
+            int c = eq.code[k][d];
             if (seen[c]) e->repeated = true;
             seen[c] = true;
-            if (c < 128) count[c]++;
             if (iter_of[c] < 0 || size[c] == 1) size[c] = t->shape[d];
             iter_of[c] = 0;
             e->in_ops[c] |= 1u << k;
         }
     }
-    int out_codes[TG_MAX_DIMS + 1], no = 0;
-    if (arrow) {
-        for (const char *q = arrow + 2; *q; q++) {
-            if (*q == ' ') continue;
-            if (!strncmp(q, "...", 3)) {
-                for (int x = 0; x < nell; x++)
-                    out_codes[no++] = 128 + TG_MAX_DIMS - nell + x;
-                q += 2;
-                continue;
-            }
-            out_codes[no++] = (unsigned char)*q;
-        }
-    } else {
-        for (int x = 0; x < nell; x++)
-            out_codes[no++] = 128 + TG_MAX_DIMS - nell + x;
-        for (int l = 'A'; l <= 'z'; l++)
-            if (count[l] == 1) out_codes[no++] = l;
+    for (int i = 0; i < eq.nout; i++) {
+        iter_of[eq.out[i]] = e->n;
+        e->code[e->n] = eq.out[i];
+        e->shape[e->n++] = size[eq.out[i]];
     }
-    for (int i = 0; i < no; i++) {
-        iter_of[out_codes[i]] = e->n;
-        e->code[e->n] = out_codes[i];
-        e->shape[e->n++] = size[out_codes[i]];
-    }
-    e->no = no;
+    e->no = eq.nout;
     for (int c = 0; c < KEIN_NCODES; c++)
         if (iter_of[c] == 0) {
             bool is_out = false;
-            for (int i = 0; i < no; i++)
-                is_out |= out_codes[i] == c;
+            for (int i = 0; i < eq.nout; i++)
+                is_out |= eq.out[i] == c;
             if (is_out) continue;
             iter_of[c] = e->n;
             e->code[e->n] = c;
@@ -100,7 +60,7 @@ static bool parse(const Value *v, KEinsum *e, char *err, size_t nerr) {
     for (int k = 0; k < ops->n; k++) {
         const Value *t = ops->ts[k];
         for (int d = 0; d < t->ndim; d++) {
-            int c = letter[k][d];
+            int c = eq.code[k][d];
             if (t->shape[d] != 1 || size[c] == 1) e->strides[k][iter_of[c]] += t->strides[d];
         }
     }

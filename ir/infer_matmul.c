@@ -2,6 +2,7 @@
  * dims), mm, bmm, mv, outer, linear and einsum. */
 #include <string.h>
 
+#include "ir/einsum_eq.h"
 #include "ir/infer.h"
 
 static bool same_dtype(InferCtx *c, Value *v, Value *a, Value *b) {
@@ -162,153 +163,78 @@ bool infer_linear(InferCtx *c, Value *v) {
     return true;
 }
 
-/* einsum("ij,jk->ik", a, b): letters a-zA-Z and "..." for broadcast dims. */
+/* einsum("ij,jk->ik", a, b): letters a-zA-Z and "..." for broadcast dims
+ * (the equation read by ir/einsum_eq.c; sizes checked and broadcast here). */
 bool infer_einsum(InferCtx *c, Value *v) {
-    const char *eq = ARG(v, 0)->s;
     Arg *ops = ARG(v, 1);
     SrcLoc eloc = ARG(v, 0)->loc;
     if (ops->n == 0) return infer_error(c, v->loc, "einsum(): must provide at least one operand");
     if (ops->n > TG_EINSUM_MAX_OPERANDS)
         return infer_error(c, v->loc, "einsum(): at most %d operands are supported, found %d",
                            TG_EINSUM_MAX_OPERANDS, ops->n);
+    DType dt = ops->ts[0]->dtype;
+    int ranks[TG_EINSUM_MAX_OPERANDS];
+    for (int k = 0; k < ops->n; k++) {
+        if (ops->ts[k]->dtype != dt)
+            return infer_error(c, v->loc, "einsum(): operands must have one dtype, found %s and %s",
+                               dtype_name(dt), dtype_name(ops->ts[k]->dtype));
+        ranks[k] = ops->ts[k]->ndim;
+    }
+    EinsumEq e;
+    char err[200];
+    if (!einsum_eq_read(ARG(v, 0)->s, ops->n, ranks, &e, err, sizeof err))
+        return infer_error(c, eloc, "%s", err);
     int64_t size[128];
-    int count[128] = {0};
     for (int i = 0; i < 128; i++)
         size[i] = -1;
     int64_t ell[TG_MAX_DIMS];
     int nell = -1;
-    const char *arrow = strstr(eq, "->");
-    const char *p = eq;
-    DType dt = ops->ts[0]->dtype;
     for (int k = 0; k < ops->n; k++) {
         Value *t = ops->ts[k];
-        if (t->dtype != dt)
-            return infer_error(c, v->loc, "einsum(): operands must have one dtype, found %s and %s",
-                               dtype_name(dt), dtype_name(t->dtype));
-        char letters[TG_MAX_DIMS + 1];
-        int nl = 0, ell_at = -1;
-        while (*p && *p != ',' && (!arrow || p < arrow)) {
-            if (*p == ' ') {
-                p++;
+        Value part = {.ndim = 0};
+        for (int d = 0; d < t->ndim; d++) {
+            int l = e.code[k][d];
+            int64_t s = t->shape[d];
+            if (l >= 128) {
+                part.shape[part.ndim++] = s;
                 continue;
             }
-            if (!strncmp(p, "...", 3)) {
-                if (ell_at >= 0)
-                    return infer_error(c, eloc,
-                                       "einsum(): found more than one ellipsis for operand %d", k);
-                ell_at = nl;
-                p += 3;
-                continue;
-            }
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
-                return infer_error(
-                    c, eloc,
-                    "einsum(): invalid subscript '%c' in the equation (expected letters a-z, A-Z)",
-                    *p);
-            if (nl >= TG_MAX_DIMS)
-                return infer_error(c, eloc, "einsum(): too many subscripts for operand %d", k);
-            letters[nl++] = *p++;
-        }
-        int n_ell = t->ndim - nl;
-        if ((ell_at < 0 && n_ell != 0) || n_ell < 0)
-            return infer_error(
-                c, eloc,
-                "einsum(): the number of subscripts in the equation (%d) does not match the "
-                "number of dimensions (%d) for operand %d%s",
-                nl, t->ndim, k, ell_at < 0 ? " and no ellipsis was given" : "");
-        int dim = 0;
-        for (int i = 0; i <= nl; i++) {
-            if (i == ell_at) {
-                int64_t sh[TG_MAX_DIMS];
-                for (int e = 0; e < n_ell; e++)
-                    sh[e] = t->shape[dim++];
-                if (nell < 0) {
-                    memcpy(ell, sh, sizeof(int64_t) * (size_t)n_ell);
-                    nell = n_ell;
-                } else {
-                    int nd = nell;
-                    Value tmp = {.ndim = n_ell};
-                    memcpy(tmp.shape, sh, sizeof sh);
-                    if (!broadcast_into(c, ell, &nd, &tmp, eloc, "an ellipsis", "another ellipsis"))
-                        return false;
-                    nell = nd;
-                }
-            }
-            if (i == nl) break;
-            unsigned char l = (unsigned char)letters[i];
-            int64_t s = t->shape[dim++];
             if (size[l] >= 0 && size[l] != s && size[l] != 1 && s != 1)
                 return infer_error(c, eloc,
                                    "einsum(): subscript %c has size %lld for operand %d which does "
                                    "not broadcast with previously seen size %lld",
                                    l, (long long)s, k, (long long)size[l]);
             if (size[l] < 0 || size[l] == 1) size[l] = s;
-            count[l]++;
         }
-        if (k + 1 < ops->n) {
-            if (*p != ',')
-                return infer_error(
-                    c, eloc,
-                    "einsum(): more operands were provided than specified in the equation");
-            p++;
+        if (!e.has_ell[k]) continue;
+        if (nell < 0) {
+            memcpy(ell, part.shape, sizeof(int64_t) * (size_t)part.ndim);
+            nell = part.ndim;
+        } else {
+            int nd = nell;
+            if (!broadcast_into(c, ell, &nd, &part, eloc, "an ellipsis", "another ellipsis"))
+                return false;
+            nell = nd;
         }
     }
-    if (*p == ',' || (arrow ? p != arrow : *p != 0))
-        return infer_error(c, eloc,
-                           "einsum(): fewer operands were provided than specified in the equation");
     int64_t shape[TG_MAX_DIMS];
     int n = 0;
-    if (arrow) {
-        bool seen[128] = {0};
-        bool used_ell = false;
-        for (const char *q = arrow + 2; *q; q++) {
-            if (*q == ' ') continue;
-            if (!strncmp(q, "...", 3)) {
-                for (int e = 0; e < (nell > 0 ? nell : 0); e++)
-                    shape[n++] = ell[e];
-                used_ell = true;
-                q += 2;
-                continue;
-            }
-            unsigned char l = (unsigned char)*q;
-            if (l >= 128 || size[l] < 0)
-                return infer_error(c, eloc,
-                                   "einsum(): output subscript %c does not appear in the equation "
-                                   "for any input operand",
-                                   l);
-            if (seen[l])
-                return infer_error(
-                    c, eloc, "einsum(): output subscript %c appears more than once in the output",
-                    l);
-            seen[l] = true;
-            if (n >= TG_MAX_DIMS)
-                return infer_error(c, eloc, "einsum(): too many output dimensions");
-            shape[n++] = size[l];
-        }
-        if (!used_ell && nell > 0) {
-            bool all_one = true;
-            for (int e = 0; e < nell; e++)
-                all_one &= ell[e] == 1;
-            if (!all_one)
-                return infer_error(c, eloc,
-                                   "einsum(): the output must contain \"...\" when an operand has "
-                                   "broadcast dimensions");
-        }
-    } else {
-        for (int e = 0; e < (nell > 0 ? nell : 0); e++)
-            shape[n++] = ell[e];
-        for (int l = 'A'; l <= 'z'; l++)
-            if (count[l] == 1) {
-                if (n >= TG_MAX_DIMS)
-                    return infer_error(c, eloc, "einsum(): too many output dimensions");
-                shape[n++] = size[l];
-            }
+    bool ell_all_one = true;
+    for (int x = 0; x < (nell > 0 ? nell : 0); x++)
+        ell_all_one &= ell[x] == 1;
+    if (e.explicit_out && !e.out_ell && !ell_all_one)
+        return infer_error(c, eloc,
+                           "einsum(): the output must contain \"...\" when an operand has "
+                           "broadcast dimensions");
+    for (int i = 0; i < e.nout; i++) {
+        int l = e.out[i];
+        shape[n++] = l >= 128 ? ell[l - EINSUM_ELL(e.nell, 0)] : size[l];
     }
     /* One operand with a summed subscript is torch.sum underneath, which
      * gives i64 for integers and bool. */
     int distinct = 0;
     for (int l = 0; l < 128; l++)
-        distinct += count[l] > 0;
+        distinct += e.count[l] > 0;
     int out_letters = n - (nell > 0 ? nell : 0);
     if (ops->n == 1 && !dtype_is_float(dt) && distinct > out_letters) dt = DT_I64;
     v->dtype = dt;

@@ -2,6 +2,7 @@
  * reduction and product depths (see f16_range_impl.h). */
 #include <string.h>
 
+#include "ir/einsum_eq.h"
 #include "passes/f16_range_impl.h"
 
 Range f16r_dtype_range(DType t) {
@@ -66,62 +67,38 @@ double f16r_last_dim(const Value *x) {
  * (and of "...", when the output drops it) that the output lacks. */
 double f16r_einsum_depth(const Value *v) {
     if (v->nargs < 2 || v->args[0].kind != ARG_STR || !v->args[0].s ||
-        v->args[1].kind != ARG_TENSORS)
+        v->args[1].kind != ARG_TENSORS || v->args[1].n > TG_EINSUM_MAX_OPERANDS)
         return INFINITY;
-    const char *eq = v->args[0].s, *arrow = strstr(eq, "->");
     const Arg *ops = &v->args[1];
+    int ranks[TG_EINSUM_MAX_OPERANDS];
+    for (int k = 0; k < ops->n; k++)
+        ranks[k] = ops->ts[k]->ndim;
+    EinsumEq eq;
+    char err[200];
+    if (!einsum_eq_read(v->args[0].s, ops->n, ranks, &eq, err, sizeof err)) return INFINITY;
     double size[128];
-    int count[128] = {0};
     for (int i = 0; i < 128; i++)
         size[i] = 0;
     double ell = 1;
-    bool any_ell = false;
-    const char *p = eq;
     for (int k = 0; k < ops->n; k++) {
         const Value *t = ops->ts[k];
-        char letters[TG_MAX_DIMS];
-        int nl = 0, ell_at = -1;
-        while (*p && *p != ',' && (!arrow || p < arrow)) {
-            if (*p == ' ') {
-                p++;
-            } else if (!strncmp(p, "...", 3)) {
-                ell_at = nl;
-                p += 3;
-            } else {
-                if (nl >= TG_MAX_DIMS || (unsigned char)*p >= 128) return INFINITY;
-                letters[nl++] = *p++;
-            }
-        }
-        if (*p == ',') p++;
-        int n_ell = t->ndim - nl;
-        if (n_ell < 0 || (ell_at < 0 && n_ell != 0) || t->ndim > TG_MAX_DIMS) return INFINITY;
         double e = 1;
-        for (int i = 0; i < n_ell; i++)
-            e *= (double)t->shape[ell_at + i];
-        if (ell_at >= 0) {
-            any_ell = true;
-            ell = fmax(ell, e);
+        for (int d = 0; d < t->ndim; d++) {
+            int c = eq.code[k][d];
+            if (c >= 128)
+                e *= (double)t->shape[d];
+            else
+                size[c] = fmax(size[c], (double)t->shape[d]);
         }
-        for (int i = 0; i < nl; i++) {
-            int dim = ell_at >= 0 && i >= ell_at ? i + n_ell : i;
-            int l = (unsigned char)letters[i];
-            size[l] = fmax(size[l], (double)t->shape[dim]);
-            count[l]++;
-        }
+        if (eq.has_ell[k]) ell = fmax(ell, e);
     }
-    bool in_out[128] = {0}, out_ell = true;
-    if (arrow) {
-        out_ell = strstr(arrow + 2, "...") != NULL;
-        for (const char *q = arrow + 2; *q; q++)
-            if ((unsigned char)*q < 128) in_out[(unsigned char)*q] = true;
-    } else {
-        for (int l = 0; l < 128; l++)
-            in_out[l] = count[l] == 1;
-    }
+    bool in_out[128] = {0};
+    for (int i = 0; i < eq.nout; i++)
+        if (eq.out[i] < 128) in_out[eq.out[i]] = true;
     double depth = 1;
     for (int l = 0; l < 128; l++)
-        if (count[l] && !in_out[l]) depth *= size[l];
-    if (any_ell && !out_ell) depth *= ell;
+        if (eq.count[l] && !in_out[l]) depth *= size[l];
+    if (eq.any_ell && !eq.out_ell) depth *= ell;
     return depth;
 }
 
