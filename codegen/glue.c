@@ -12,7 +12,8 @@
 
 static const char *rt_dtype(DType t) {
     static const char *names[DT_COUNT] = {"RT_BOOL", "RT_U8",  "RT_I8",   "RT_I16", "RT_I32",
-                                          "RT_I64",  "RT_F16", "RT_BF16", "RT_F32", "RT_F64"};
+                                          "RT_I64",  "RT_F16", "RT_BF16", "RT_F32", "RT_F64",
+                                          "RT_U16",  "RT_U32", "RT_U64"};
     return t >= 0 && t < DT_COUNT ? names[t] : "RT_DTYPE_NONE";
 }
 
@@ -24,6 +25,9 @@ static const char *c_type(DType t) {
     case DT_I16: return "int16_t";
     case DT_I32: return "int32_t";
     case DT_I64: return "int64_t";
+    case DT_U16: return "uint16_t";
+    case DT_U32: return "uint32_t";
+    case DT_U64: return "uint64_t";
     case DT_F16:
     case DT_BF16: return "uint16_t";
     case DT_F32: return "float";

@@ -28,7 +28,7 @@ DType kd_dt(const CgProgram *p, const Value *v) {
 }
 
 bool kd_unsigned(DType t) {
-    return t == DT_U8 || t == DT_BOOL;
+    return dtype_is_unsigned(t) || t == DT_BOOL;
 }
 
 bool kd_is_inlined(const CgProgram *p, const Value *v) {

@@ -165,6 +165,13 @@ static double element(const RtArray *a, int64_t i) {
         return v;
     }
     case RT_I8: return (int8_t)p[i];
+    case RT_U16:
+    case RT_U32:
+    case RT_U64: {
+        uint64_t v = 0; /* little-endian: the low bytes */
+        memcpy(&v, p + rt_dtype_size(a->desc.dtype) * (size_t)i, rt_dtype_size(a->desc.dtype));
+        return (double)v;
+    }
     case RT_U8:
     case RT_BOOL: return (uint8_t)p[i];
     default: return rt_load_float(p, a->desc.dtype, (size_t)i);

@@ -15,7 +15,10 @@ bool dtype_is_float(DType t) {
     return t == DT_F16 || t == DT_BF16 || t == DT_F32 || t == DT_F64;
 }
 bool dtype_is_int(DType t) {
-    return t >= DT_U8 && t <= DT_I64;
+    return (t >= DT_U8 && t <= DT_I64) || dtype_is_unsigned(t);
+}
+bool dtype_is_unsigned(DType t) {
+    return t == DT_U8 || t == DT_U16 || t == DT_U32 || t == DT_U64;
 }
 size_t dtype_size(DType t) {
     return dtype_row_size(t);
@@ -29,7 +32,8 @@ DType dtype_from_name(const char *name) {
         {"float32", DT_F32},   {"float", DT_F32},   {"float16", DT_F16}, {"half", DT_F16},
         {"bfloat16", DT_BF16}, {"float64", DT_F64}, {"double", DT_F64},  {"int64", DT_I64},
         {"long", DT_I64},      {"int32", DT_I32},   {"int", DT_I32},     {"int16", DT_I16},
-        {"short", DT_I16},     {"int8", DT_I8},     {"uint8", DT_U8},
+        {"short", DT_I16},     {"int8", DT_I8},     {"uint8", DT_U8},    {"uint16", DT_U16},
+        {"uint32", DT_U32},    {"uint64", DT_U64},
     };
     int row = dtype_row_find(name);
     if (row >= 0) return (DType)row;
@@ -49,10 +53,20 @@ DType dtype_promote(DType a, DType b) {
         if ((a == DT_F16 && b == DT_BF16) || (a == DT_BF16 && b == DT_F16)) return DT_F32;
         return a > b ? a : b;
     }
-    /* Integers: u8 with a signed type needs the next wider signed type. */
-    if (a == DT_U8 || b == DT_U8) {
-        DType s = a == DT_U8 ? b : a;
-        return s == DT_I8 ? DT_I16 : s;
+    if (dtype_is_unsigned(a) && dtype_is_unsigned(b)) return dtype_size(a) > dtype_size(b) ? a : b;
+    if (dtype_is_unsigned(a) || dtype_is_unsigned(b)) {
+        /* An unsigned type with a signed one: the narrowest signed type
+         * holding both (PyTorch's rule for u8; numpy's for u16/u32/u64,
+         * which PyTorch 2 refuses to promote with anything but a float).
+         * u64 with any signed type has none, so numpy's f64. */
+        DType u = dtype_is_unsigned(a) ? a : b, s = u == a ? b : a;
+        if (dtype_size(s) > dtype_size(u)) return s;
+        switch (u) {
+        case DT_U8: return DT_I16;
+        case DT_U16: return DT_I32;
+        case DT_U32: return DT_I64;
+        default: return DT_F64;
+        }
     }
     return a > b ? a : b;
 }

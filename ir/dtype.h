@@ -15,6 +15,9 @@ typedef enum {
     DT_BF16,
     DT_F32,
     DT_F64,
+    DT_U16,
+    DT_U32,
+    DT_U64,
     DT_COUNT,
     DT_NONE = -1,
 } DType;
@@ -22,7 +25,8 @@ typedef enum {
 const char *dtype_name(DType t);
 size_t dtype_size(DType t);
 bool dtype_is_float(DType t);
-bool dtype_is_int(DType t); /* integral, bool excluded */
+bool dtype_is_int(DType t);      /* integral, bool excluded */
+bool dtype_is_unsigned(DType t); /* u8, u16, u32, u64 (bool excluded) */
 /* Looks up a dtype by its name or torch alias (float32, half, long...). */
 DType dtype_from_name(const char *name);
 /* PyTorch's promoteTypes for two tensors of the same priority. */

@@ -120,7 +120,7 @@ bool infer_index_tensor(InferCtx *c, Value *v) {
     Value *x = IN0(v);
     Arg *d = ARG(v, 1), *ix = ARG(v, 2);
     Value *idx = ix->t;
-    if (!dtype_is_int(idx->dtype) || idx->dtype == DT_U8)
+    if (!dtype_is_int(idx->dtype) || dtype_is_unsigned(idx->dtype))
         return infer_error(c, ix->loc,
                            "tensors used as indices must be i64 or i32 tensors, found %s",
                            dtype_name(idx->dtype));

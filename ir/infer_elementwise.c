@@ -44,8 +44,9 @@ static DType promote_operands(Value *v, const int *idx, int n) {
 static const int BIN[2] = {0, 1};
 
 static const char *torch_dtype(DType t) {
-    static const char *names[DT_COUNT] = {"Bool", "Byte", "Char",     "Short", "Int",
-                                          "Long", "Half", "BFloat16", "Float", "Double"};
+    static const char *names[DT_COUNT] = {"Bool",   "Byte",   "Char",     "Short", "Int",
+                                          "Long",   "Half",   "BFloat16", "Float", "Double",
+                                          "UInt16", "UInt32", "UInt64"};
     return t >= 0 && t < DT_COUNT ? names[t] : "?";
 }
 

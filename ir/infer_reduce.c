@@ -16,7 +16,9 @@ bool infer_sum_prod(InferCtx *c, Value *v) {
     if (dt->kind == ARG_DTYPE)
         v->dtype = dt->dt;
     else
-        v->dtype = dtype_is_float(x->dtype) ? x->dtype : DT_I64;
+        /* Integers sum in i64 (PyTorch), except u64, which i64 cannot
+         * hold: numpy's u64. */
+        v->dtype = dtype_is_float(x->dtype) || x->dtype == DT_U64 ? x->dtype : DT_I64;
     return true;
 }
 

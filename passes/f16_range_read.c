@@ -11,9 +11,20 @@ Range f16r_dtype_range(DType t) {
     case DT_U8: return rng(0, 255);
     case DT_I8: return rng(-128, 127);
     case DT_I16: return rng(-32768, 32767);
+    case DT_U16: return rng(0, 65535);
     /* Declared ranges wider than f16's say nothing about the data. */
     case DT_I32: {
         Range r = rng(-2147483648.0, 2147483647.0);
+        r.vague = true;
+        return r;
+    }
+    case DT_U32: {
+        Range r = rng(0, 4294967295.0);
+        r.vague = true;
+        return r;
+    }
+    case DT_U64: {
+        Range r = rng(0, 0x1p64);
         r.vague = true;
         return r;
     }

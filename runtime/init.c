@@ -64,17 +64,20 @@ static void store_int(void *p, RtDType t, size_t i, int64_t v) {
     case RT_BOOL: *(uint8_t *)q = v != 0; break;
     case RT_U8: *(uint8_t *)q = (uint8_t)v; break;
     case RT_I8: *(uint8_t *)q = (uint8_t)(uint64_t)v; break;
-    case RT_I16: {
+    case RT_I16:
+    case RT_U16: {
         uint16_t x = (uint16_t)(uint64_t)v;
         memcpy(q, &x, 2);
         break;
     }
-    case RT_I32: {
+    case RT_I32:
+    case RT_U32: {
         uint32_t x = (uint32_t)(uint64_t)v;
         memcpy(q, &x, 4);
         break;
     }
-    case RT_I64: memcpy(q, &v, 8); break;
+    case RT_I64:
+    case RT_U64: memcpy(q, &v, 8); break;
     default: break;
     }
 }
@@ -88,6 +91,12 @@ static int64_t to_int(double v, RtDType t) {
     case RT_I8: lo = -128, hi = 127; break;
     case RT_I16: lo = -32768, hi = 32767; break;
     case RT_I32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case RT_U16: lo = 0, hi = 65535; break;
+    case RT_U32: lo = 0, hi = 4294967295.0; break;
+    case RT_U64:
+        /* Returned as the u64's bits, which store_int writes back. */
+        if (v != v || v <= 0) return 0;
+        return v >= 0x1p64 ? -1 : (int64_t)(uint64_t)v;
     default: lo = -0x1p63, hi = 0x1p63; break;
     }
     if (v != v) return 0;

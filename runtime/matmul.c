@@ -77,12 +77,14 @@ static void store_int(char *p, RtDType t, uint64_t v) {
     case RT_BOOL: *(uint8_t *)p = v != 0; break;
     case RT_U8:
     case RT_I8: *(uint8_t *)p = (uint8_t)v; break;
-    case RT_I16: {
+    case RT_I16:
+    case RT_U16: {
         uint16_t x = (uint16_t)v;
         memcpy(p, &x, 2);
         break;
     }
-    case RT_I32: {
+    case RT_I32:
+    case RT_U32: {
         uint32_t x = (uint32_t)v;
         memcpy(p, &x, 4);
         break;

@@ -152,8 +152,9 @@ static RtStatus parse_descr(Cursor *c, const char *s, size_t n, RtDesc *d) {
         const char *code;
         RtDType t;
     } codes[] = {
-        {"f8", RT_F64}, {"f4", RT_F32}, {"f2", RT_F16}, {"i8", RT_I64},  {"i4", RT_I32},
-        {"i2", RT_I16}, {"i1", RT_I8},  {"u1", RT_U8},  {"b1", RT_BOOL},
+        {"f8", RT_F64},  {"f4", RT_F32}, {"f2", RT_F16}, {"i8", RT_I64},
+        {"i4", RT_I32},  {"i2", RT_I16}, {"i1", RT_I8},  {"u1", RT_U8},
+        {"b1", RT_BOOL}, {"u2", RT_U16}, {"u4", RT_U32}, {"u8", RT_U64},
     };
     char q[200];
     if (n == 3 && strchr("<>|=", s[0]))
@@ -175,8 +176,8 @@ static RtStatus parse_descr(Cursor *c, const char *s, size_t n, RtDesc *d) {
                                 c->name, quote(s, n, q), codes[i].code);
         }
     return rt_error_set(c->err, TGCRT_ERR_DTYPE,
-                        "%s: unsupported dtype '%s': expected one of f8 f4 f2 i8 i4 i2 i1 u1 b1 "
-                        "(f64 f32 f16 i64 i32 i16 i8 u8 bool)",
+                        "%s: unsupported dtype '%s': expected one of f8 f4 f2 i8 i4 i2 i1 u8 u4 "
+                        "u2 u1 b1 (f64 f32 f16 i64 i32 i16 i8 u64 u32 u16 u8 bool)",
                         c->name, quote(s, n, q));
 }
 
@@ -429,6 +430,9 @@ static const char *descr_of(RtDType t) {
     case RT_I16: return "<i2";
     case RT_I8: return "|i1";
     case RT_U8: return "|u1";
+    case RT_U16: return "<u2";
+    case RT_U32: return "<u4";
+    case RT_U64: return "<u8";
     case RT_BOOL: return "|b1";
     default: return NULL;
     }

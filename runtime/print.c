@@ -72,6 +72,21 @@ static int format_value(const Fmt *f, int64_t off, char *out, size_t cap) {
         switch (f->t) {
         case RT_BOOL: return snprintf(out, cap, "%s", *(const uint8_t *)p ? "True" : "False");
         case RT_U8: return snprintf(out, cap, "%u", (unsigned)*(const uint8_t *)p);
+        case RT_U16: {
+            uint16_t v;
+            memcpy(&v, p, 2);
+            return snprintf(out, cap, "%u", (unsigned)v);
+        }
+        case RT_U32: {
+            uint32_t v;
+            memcpy(&v, p, 4);
+            return snprintf(out, cap, "%lu", (unsigned long)v);
+        }
+        case RT_U64: {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            return snprintf(out, cap, "%llu", (unsigned long long)v);
+        }
         case RT_I8: return snprintf(out, cap, "%d", (int)*(const int8_t *)p);
         case RT_I16: {
             int16_t v;
@@ -244,6 +259,9 @@ static const char *torch_dtype(RtDType t) {
     case RT_I16: return "torch.int16";
     case RT_I32: return "torch.int32";
     case RT_I64: return "torch.int64";
+    case RT_U16: return "torch.uint16";
+    case RT_U32: return "torch.uint32";
+    case RT_U64: return "torch.uint64";
     case RT_F16: return "torch.float16";
     case RT_BF16: return "torch.bfloat16";
     case RT_F32: return "torch.float32";

@@ -101,7 +101,10 @@ static inline int64_t rt_load_int(const void *p, RtDType t, size_t i) {
     case RT_I8: return ((const int8_t *)p)[i];
     case RT_I16: memcpy(&v16, b + i * 2, 2); return v16;
     case RT_I32: memcpy(&v32, b + i * 4, 4); return v32;
-    case RT_I64: memcpy(&v64, b + i * 8, 8); return v64;
+    case RT_I64:
+    case RT_U64: memcpy(&v64, b + i * 8, 8); return v64; /* u64: its bits */
+    case RT_U16: return ((const uint16_t *)p)[i];
+    case RT_U32: return ((const uint32_t *)p)[i];
     default: return ((const uint8_t *)p)[i]; /* u8, bool */
     }
 }

@@ -44,6 +44,7 @@ static const struct {
 } st_dtypes[] = {
     {"F64", RT_F64}, {"F32", RT_F32}, {"F16", RT_F16}, {"BF16", RT_BF16}, {"I64", RT_I64},
     {"I32", RT_I32}, {"I16", RT_I16}, {"I8", RT_I8},   {"U8", RT_U8},     {"BOOL", RT_BOOL},
+    {"U16", RT_U16}, {"U32", RT_U32}, {"U64", RT_U64},
 };
 
 static const char *st_dtype_name(RtDType t) {

@@ -16,8 +16,8 @@
 #include "rt_internal.h"
 
 static const char *st_dtype(RtDType t) {
-    static const char *names[RT_DTYPE_COUNT] = {"BOOL", "U8",  "I8",   "I16", "I32",
-                                                "I64",  "F16", "BF16", "F32", "F64"};
+    static const char *names[RT_DTYPE_COUNT] = {"BOOL", "U8",  "I8",  "I16", "I32", "I64", "F16",
+                                                "BF16", "F32", "F64", "U16", "U32", "U64"};
     return t >= 0 && t < RT_DTYPE_COUNT ? names[t] : NULL;
 }
 

@@ -74,6 +74,9 @@ typedef enum RtDType {
     RT_BF16,
     RT_F32,
     RT_F64,
+    RT_U16,
+    RT_U32,
+    RT_U64,
     RT_DTYPE_COUNT,
     RT_DTYPE_NONE = -1,
 } RtDType;

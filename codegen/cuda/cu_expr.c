@@ -82,6 +82,9 @@ static const char *fmul(CuKern *k, DType t, const char *x, const char *y) {
 /* x OP y (+, -, *) on integers, wrapping (see the top of the file). */
 static const char *iarith(CuKern *k, DType t, const char *x, char op, const char *y) {
     if (t == DT_I32) return cu_str(CU, "(int)((unsigned)%s %c (unsigned)%s)", P(k, x), op, P(k, y));
+    /* u16 would promote to int, where 65535 * 65535 overflows. */
+    if (t == DT_U16)
+        return cu_str(CU, "(unsigned short)((unsigned)%s %c (unsigned)%s)", P(k, x), op, P(k, y));
     if (t == DT_I64)
         return cu_str(CU, "(long long)((unsigned long long)%s %c (unsigned long long)%s)", P(k, x),
                       op, P(k, y));
@@ -134,9 +137,13 @@ static const char *e_mul(CuKern *k, const Value *v, const char **a, DType t) {
  * or "rem" (Python's floor semantics). i8, i16, u8 and bool go through the
  * i32 helpers: an int holds their values exactly, and for the unsigned
  * ones (never negative) floor and truncation agree, as the CPU's udiv and
- * urem. */
+ * urem. u32 and u64 divide in their own type, x / 0 giving 0 too. */
 static const char *idiv(CuKern *k, const char *fn, const char **a, DType t) {
     if (t == DT_I64) return cu_str(CU, "tg_%s_i64(%s, %s)", fn, a[0], a[1]);
+    if (t == DT_U32 || t == DT_U64) {
+        const char *n = named(k, t, a[0]), *d = named(k, t, a[1]);
+        return cu_str(CU, "%s == 0 ? 0 : %s %c %s", d, n, strcmp(fn, "rem") ? '/' : '%', d);
+    }
     if (kd_unsigned(t) && strcmp(fn, "div")) fn = !strcmp(fn, "rem") ? "mod" : "div";
     return cu_str(CU, "tg_%s_i32((int)%s, (int)%s)", fn, P(k, a[0]), P(k, a[1]));
 }
@@ -532,6 +539,7 @@ static uint64_t literal_bits(DType t, double x) {
         return u;
     }
     default: {
+        if (t == DT_U64 && x >= 0x1p63) return x >= 0x1p64 ? UINT64_MAX : (uint64_t)x;
         int64_t i = x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
         int bits = 8 * (int)dtype_size(t);
         uint64_t u = (uint64_t)i;

@@ -392,10 +392,15 @@ static const char *x_as(CuRed *r, DType at) {
     return cu_convert(k, cu_expr(k, r->d.x, false), r->d.xt, at);
 }
 
-/* Integer states: i64 as long long, narrower types (and bool) as int,
- * which shuffles and compares them with their values unchanged. */
+/* Integer states: i64 and u32 as long long, u64 as unsigned long long,
+ * narrower types (and bool) as int, which shuffles and compares them with
+ * their values unchanged. */
 static const char *int_state_type(DType t) {
-    return t == DT_I64 ? "long long" : "int";
+    return t == DT_U64 ? "unsigned long long" : t == DT_I64 || t == DT_U32 ? "long long" : "int";
+}
+/* Whether t's state takes 64-bit literals. */
+static bool int_state_wide(DType t) {
+    return t == DT_I64 || t == DT_U32 || t == DT_U64;
 }
 
 static const char *int_lit(Cu *cu, int64_t x, bool i64) {
@@ -412,6 +417,9 @@ static int64_t int_extreme(DType t, bool is_max) {
     case DT_I8: return is_max ? INT8_MIN : INT8_MAX;
     case DT_I16: return is_max ? INT16_MIN : INT16_MAX;
     case DT_I32: return is_max ? INT32_MIN : INT32_MAX;
+    case DT_U16: return is_max ? 0 : UINT16_MAX;
+    case DT_U32: return is_max ? 0 : UINT32_MAX;
+    case DT_U64: return is_max ? 0 : -1; /* 2^64 - 1 in the unsigned state */
     default: return is_max ? INT64_MIN : INT64_MAX;
     }
 }
@@ -505,7 +513,7 @@ static const char *fmax_pass(CuRed *r, DType at, bool is_max, bool nan_wins) {
 static const char *imax_pass(CuRed *r, bool is_max) {
     CuKern *k = &r->k;
     DType t = r->d.xt;
-    bool i64 = t == DT_I64;
+    bool i64 = int_state_wide(t);
     Merge m = t == DT_BOOL ? (is_max ? M_OR : M_AND) : is_max ? M_MAX : M_MIN;
     St s =
         st_new(r, m, int_state_type(t), false, false, int_lit(k->cu, int_extreme(t, is_max), i64));
@@ -525,7 +533,7 @@ static const char *arg_pass(CuRed *r, bool is_max) {
     bool fl = isf(t);
     const char *vt = fl ? cu_ctype(t) : int_state_type(t);
     const char *init = fl ? cu_const(k->cu, float_acc(t), is_max ? -INFINITY : INFINITY)
-                          : int_lit(k->cu, int_extreme(t, is_max), t == DT_I64);
+                          : int_lit(k->cu, int_extreme(t, is_max), int_state_wide(t));
     /* The identity (extreme, 0) only wins when every element equals the
      * extreme, where the CPU's answer is index 0 too. */
     St s = st_new(r, is_max ? M_ARGMAX : M_ARGMIN, vt, fl, t == DT_F64, init);

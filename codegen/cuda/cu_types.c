@@ -16,6 +16,9 @@ const char *cu_ctype(DType t) {
     case DT_I16: return "short";
     case DT_I32: return "int";
     case DT_I64: return "long long";
+    case DT_U16: return "unsigned short";
+    case DT_U32: return "unsigned int";
+    case DT_U64: return "unsigned long long";
     case DT_F64: return "double";
     default: return "float";
     }
@@ -56,6 +59,17 @@ const char *cu_const(Cu *cu, DType t, double x) {
         return cu_str(cu, "(%lldLL)", (long long)x);
     }
     case DT_U8: return cu_str(cu, "((unsigned char)%u)", (unsigned)(uint8_t)(long long)x);
+    case DT_U16: return cu_str(cu, "((unsigned short)%u)", (unsigned)(uint16_t)(long long)x);
+    case DT_U32: return cu_str(cu, "(%uU)", (unsigned)(uint32_t)(long long)x);
+    case DT_U64: {
+        /* As cg_const: from 2^63 up the value itself, saturated at 2^64 - 1;
+         * below, wrapped through int64 (-1 -> 2^64 - 1). */
+        unsigned long long u = x >= 0x1p64                     ? ~0ULL
+                               : x >= 0x1p63                   ? (unsigned long long)x
+                               : !(x > -9223372036854775808.0) ? 1ULL << 63
+                                                               : (unsigned long long)(long long)x;
+        return cu_str(cu, "(%lluULL)", u);
+    }
     default: return cu_str(cu, "((%s)%lld)", cu_ctype(t), (long long)x);
     }
 }
@@ -73,7 +87,13 @@ const char *cu_convert(CuKern *k, const char *x, DType from, DType to) {
     bool ff = dtype_is_float(from), ft = dtype_is_float(to);
     if (ff && !ft) {
         /* Float to integer truncates toward zero, through i64 so that
-         * narrow types wrap as on the CPU instead of saturating. */
+         * narrow types wrap as on the CPU instead of saturating; u64 from
+         * 2^63 up directly, as the LLVM backend does. */
+        if (to == DT_U64)
+            return cuk_tmp(k, to,
+                           "((%s) >= 9223372036854775808.0 ? (unsigned long long)(%s) : "
+                           "(unsigned long long)(long long)(%s))",
+                           x, x, x);
         return cuk_tmp(k, to, "(%s)(long long)(%s)", cu_ctype(to), x);
     }
     const char *r = cuk_tmp(k, to, "(%s)(%s)", cu_ctype(to), x);

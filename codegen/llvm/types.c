@@ -11,7 +11,7 @@ DType cg_dt(Cg *cg, const Value *v) {
 }
 
 bool dt_unsigned(DType t) {
-    return t == DT_U8 || t == DT_BOOL;
+    return dtype_is_unsigned(t) || t == DT_BOOL;
 }
 
 LLVMTypeRef cg_ctype(Cg *cg, DType t) {
@@ -19,8 +19,11 @@ LLVMTypeRef cg_ctype(Cg *cg, DType t) {
     case DT_BOOL: return cg->t_i1;
     case DT_U8:
     case DT_I8: return cg->t_i8;
+    case DT_U16:
     case DT_I16: return cg->t_i16;
+    case DT_U32:
     case DT_I32: return cg->t_i32;
+    case DT_U64:
     case DT_I64: return cg->t_i64;
     case DT_F64: return cg->t_f64;
     default: return cg->t_f32;
@@ -52,6 +55,9 @@ LLVMValueRef cg_const(Cg *cg, DType t, double x) {
         return LLVMConstReal(ty, t == DT_F32 ? (double)(float)x : x);
     }
     if (t == DT_BOOL) return LLVMConstInt(ty, x != 0, false);
+    /* u64 above INT64_MAX is its own value, saturated at 2^64 - 1. */
+    if (t == DT_U64 && x >= 0x1p63)
+        return LLVMConstInt(ty, x >= 0x1p64 ? UINT64_MAX : (unsigned long long)x, false);
     /* Integers wrap as a C cast through int64 does. */
     int64_t i = x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
     return LLVMConstInt(ty, (unsigned long long)i, true);
@@ -146,16 +152,27 @@ LLVMValueRef cg_truthy(Cg *cg, LLVMValueRef v, DType t) {
     return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
 }
 
-/* Float to integer as a C cast on x86 does for in-range values; out of
- * range saturates rather than being undefined. Narrow types go through
- * int64 and wrap (torch: -1.0 -> uint8 255). */
-static LLVMValueRef float_to_int(Cg *cg, LLVMValueRef v, DType to) {
-    LLVMTypeRef src = LLVMTypeOf(v);
-    LLVMTypeRef tys[2] = {cg->t_i64, src};
-    unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+/* llvm.fptosi.sat / llvm.fptoui.sat of v to i64: NaN gives 0. */
+static LLVMValueRef fpto64_sat(Cg *cg, LLVMValueRef v, const char *name) {
+    LLVMTypeRef tys[2] = {cg->t_i64, LLVMTypeOf(v)};
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     LLVMValueRef fn = LLVMGetIntrinsicDeclaration(cg->mod, id, tys, 2);
     LLVMTypeRef fty = LLVMIntrinsicGetType(cg->ctx, id, tys, 2);
-    LLVMValueRef i = LLVMBuildCall2(cg->b, fty, fn, &v, 1, "");
+    return LLVMBuildCall2(cg->b, fty, fn, &v, 1, "");
+}
+
+/* Float to integer as a C cast on x86 does for in-range values; out of
+ * range saturates rather than being undefined. Narrow types go through
+ * int64 and wrap (torch: -1.0 -> uint8 255; numpy: -1.0 -> uint32
+ * 4294967295). u64 takes values from 2^63 up unsigned, as numpy does, and
+ * negative ones through int64 (-1.0 -> 2^64 - 1). */
+static LLVMValueRef float_to_int(Cg *cg, LLVMValueRef v, DType to) {
+    LLVMValueRef i = fpto64_sat(cg, v, "llvm.fptosi.sat");
+    if (to == DT_U64) {
+        LLVMValueRef big =
+            LLVMBuildFCmp(cg->b, LLVMRealOGE, v, LLVMConstReal(LLVMTypeOf(v), 0x1p63), "");
+        return LLVMBuildSelect(cg->b, big, fpto64_sat(cg, v, "llvm.fptoui.sat"), i, "");
+    }
     if (to == DT_I64) return i;
     return LLVMBuildTrunc(cg->b, i, cg_ctype(cg, to), "");
 }

@@ -81,6 +81,9 @@ static bool init_int_fits(double x, DType t) {
     case DT_I16: lo = -32768, hi = 32767; break;
     case DT_I32: lo = -2147483648.0, hi = 2147483647.0; break;
     case DT_I64: lo = -0x1p63, hi = 0x1p63; break; /* INT64_MAX as c10 compares it */
+    case DT_U16: lo = 0, hi = 65535; break;
+    case DT_U32: lo = 0, hi = 4294967295.0; break;
+    case DT_U64: lo = 0, hi = 0x1p64; break;
     default: return true;
     }
     return x >= lo && x <= hi; /* false for NaN */

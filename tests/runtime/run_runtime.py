@@ -180,7 +180,7 @@ def test_npy_errors(s):
         ("big-endian", npy_bytes(a.astype(">f4")), ["big-endian", "'>f4'", "'<f4'"]),
         ("big-endian i8", npy_bytes(np.arange(3, dtype=">i8")), ["big-endian"]),
         ("native-order mark", raw_npy(hdr("=f4"), a.tobytes()), ["byte order"]),
-        ("uint16", npy_bytes(np.arange(3, dtype=np.uint16)), ["unsupported dtype", "'<u2'"]),
+        ("uint16 big-endian", npy_bytes(np.arange(3, dtype=">u2")), ["big-endian", "'>u2'", "'<u2'"]),
         ("complex", npy_bytes(np.zeros(2, np.complex64)), ["unsupported dtype"]),
         ("unicode", npy_bytes(np.array(["ab", "cd"])), ["unsupported dtype"]),
         ("structured", npy_bytes(np.zeros(2, dtype=[("a", "<f4"), ("b", "<i4")])), ["structured"]),

@@ -38,10 +38,21 @@ static double get(const char *p, RtDType t, int64_t i) {
         memcpy(&v, p, 4);
         return v;
     }
-    case RT_I64: {
-        int64_t v;
+    case RT_I64:
+    case RT_U64: {
+        int64_t v; /* u64: its bits, as get_i compares them */
         memcpy(&v, p, 8);
         return (double)v;
+    }
+    case RT_U16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case RT_U32: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return v;
     }
     case RT_F16:
     case RT_BF16: {
@@ -64,7 +75,7 @@ static double get(const char *p, RtDType t, int64_t i) {
 
 static int64_t get_i(const char *p, RtDType t, int64_t i) {
     p += i * (int64_t)rt_dtype_size(t);
-    if (t == RT_I64) {
+    if (t == RT_I64 || t == RT_U64) {
         int64_t v;
         memcpy(&v, p, 8);
         return v;
@@ -81,17 +92,20 @@ static void fill(char *p, RtDType t, int64_t n) {
         case RT_BOOL: *(uint8_t *)q = rnd() & 1; break;
         case RT_U8:
         case RT_I8: *(uint8_t *)q = (uint8_t)rnd(); break;
-        case RT_I16: {
+        case RT_I16:
+        case RT_U16: {
             uint16_t x = (uint16_t)rnd();
             memcpy(q, &x, 2);
             break;
         }
-        case RT_I32: {
+        case RT_I32:
+        case RT_U32: {
             uint32_t x = (uint32_t)rnd();
             memcpy(q, &x, 4);
             break;
         }
-        case RT_I64: {
+        case RT_I64:
+        case RT_U64: {
             uint64_t x = rnd() << 33 ^ rnd();
             memcpy(q, &x, 8);
             break;
@@ -233,6 +247,8 @@ static void run_case(RtDType t, int64_t m, int64_t n, int64_t k, int am, int bm,
                     case RT_I8: w = (int8_t)(uint8_t)s; break;
                     case RT_I16: w = (int16_t)(uint16_t)s; break;
                     case RT_I32: w = (int32_t)(uint32_t)s; break;
+                    case RT_U16: w = (uint16_t)s; break;
+                    case RT_U32: w = (uint32_t)s; break;
                     default: w = (int64_t)s; break;
                     }
                     if (get_i(C, t, ci) != w) bad++;
@@ -272,7 +288,8 @@ static void test_layouts(RtPool *pool) {
     int rot = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int t = 0; t < RT_DTYPE_COUNT; t++)
-            for (int acc = 0; acc < 2; acc++)
+            /* u16 and u64 take i16's and i64's paths; u32 stands for them. */
+            for (int acc = 0; acc < 2 && t != RT_U16 && t != RT_U64; acc++)
                 for (int bi = 0; bi < NBATCHES; bi++)
                     for (int am = 0; am < NMODES; am++)
                         for (int bm = 0; bm < NMODES; bm++) {

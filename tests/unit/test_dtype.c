@@ -5,24 +5,37 @@
 #include "ir/dtype.h"
 #include "unit.h"
 
-static const DType all[DT_COUNT] = {DT_BOOL, DT_U8,  DT_I8,   DT_I16, DT_I32,
-                                    DT_I64,  DT_F16, DT_BF16, DT_F32, DT_F64};
+static const DType all[DT_COUNT] = {DT_BOOL, DT_U8,  DT_I8,  DT_I16, DT_I32, DT_I64, DT_F16,
+                                    DT_BF16, DT_F32, DT_F64, DT_U16, DT_U32, DT_U64};
 
 /* torch.promote_types(row, column), printed by
  *   for a in ts: [torch.promote_types(a, b) for b in ts]
- * with ts = bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64. */
+ * with ts = bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64;
+ * then u16, u32, u64 (PyTorch 2.3+ promotes them only with a float, which
+ * wins; with the others numpy's np.promote_types, so u64 with a signed
+ * type is f64). */
 static const DType torch_promote[DT_COUNT][DT_COUNT] = {
-    {DT_BOOL, DT_U8, DT_I8, DT_I16, DT_I32, DT_I64, DT_F16, DT_BF16, DT_F32, DT_F64},  /* bool */
-    {DT_U8, DT_U8, DT_I16, DT_I16, DT_I32, DT_I64, DT_F16, DT_BF16, DT_F32, DT_F64},   /* u8 */
-    {DT_I8, DT_I16, DT_I8, DT_I16, DT_I32, DT_I64, DT_F16, DT_BF16, DT_F32, DT_F64},   /* i8 */
-    {DT_I16, DT_I16, DT_I16, DT_I16, DT_I32, DT_I64, DT_F16, DT_BF16, DT_F32, DT_F64}, /* i16 */
-    {DT_I32, DT_I32, DT_I32, DT_I32, DT_I32, DT_I64, DT_F16, DT_BF16, DT_F32, DT_F64}, /* i32 */
-    {DT_I64, DT_I64, DT_I64, DT_I64, DT_I64, DT_I64, DT_F16, DT_BF16, DT_F32, DT_F64}, /* i64 */
-    {DT_F16, DT_F16, DT_F16, DT_F16, DT_F16, DT_F16, DT_F16, DT_F32, DT_F32, DT_F64},  /* f16 */
-    {DT_BF16, DT_BF16, DT_BF16, DT_BF16, DT_BF16, DT_BF16, DT_F32, DT_BF16, DT_F32,
-     DT_F64},                                                                         /* bf16 */
-    {DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F64}, /* f32 */
-    {DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64}, /* f64 */
+#define F_ DT_F16, DT_BF16, DT_F32, DT_F64
+    {DT_BOOL, DT_U8, DT_I8, DT_I16, DT_I32, DT_I64, F_, DT_U16, DT_U32, DT_U64},  /* bool */
+    {DT_U8, DT_U8, DT_I16, DT_I16, DT_I32, DT_I64, F_, DT_U16, DT_U32, DT_U64},   /* u8 */
+    {DT_I8, DT_I16, DT_I8, DT_I16, DT_I32, DT_I64, F_, DT_I32, DT_I64, DT_F64},   /* i8 */
+    {DT_I16, DT_I16, DT_I16, DT_I16, DT_I32, DT_I64, F_, DT_I32, DT_I64, DT_F64}, /* i16 */
+    {DT_I32, DT_I32, DT_I32, DT_I32, DT_I32, DT_I64, F_, DT_I32, DT_I64, DT_F64}, /* i32 */
+    {DT_I64, DT_I64, DT_I64, DT_I64, DT_I64, DT_I64, F_, DT_I64, DT_I64, DT_F64}, /* i64 */
+#undef F_
+    {DT_F16, DT_F16, DT_F16, DT_F16, DT_F16, DT_F16, DT_F16, DT_F32, DT_F32, DT_F64, DT_F16, DT_F16,
+     DT_F16}, /* f16 */
+    {DT_BF16, DT_BF16, DT_BF16, DT_BF16, DT_BF16, DT_BF16, DT_F32, DT_BF16, DT_F32, DT_F64, DT_BF16,
+     DT_BF16, DT_BF16}, /* bf16 */
+    {DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F64, DT_F32, DT_F32,
+     DT_F32}, /* f32 */
+    {DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64, DT_F64,
+     DT_F64}, /* f64 */
+#define F_ DT_F16, DT_BF16, DT_F32, DT_F64
+    {DT_U16, DT_U16, DT_I32, DT_I32, DT_I32, DT_I64, F_, DT_U16, DT_U32, DT_U64}, /* u16 */
+    {DT_U32, DT_U32, DT_I64, DT_I64, DT_I64, DT_I64, F_, DT_U32, DT_U32, DT_U64}, /* u32 */
+    {DT_U64, DT_U64, DT_F64, DT_F64, DT_F64, DT_F64, F_, DT_U64, DT_U64, DT_U64}, /* u64 */
+#undef F_
 };
 
 #define CHECK_DT(expected, found)                                                                  \
@@ -120,14 +133,16 @@ static void test_names(void) {
         const char *name;
         DType t;
     } names[] = {
-        {"f64", DT_F64},     {"f32", DT_F32},     {"f16", DT_F16},        {"bf16", DT_BF16},
-        {"i64", DT_I64},     {"i32", DT_I32},     {"i16", DT_I16},        {"i8", DT_I8},
-        {"u8", DT_U8},       {"bool", DT_BOOL},   {"float32", DT_F32},    {"float", DT_F32},
-        {"float16", DT_F16}, {"half", DT_F16},    {"bfloat16", DT_BF16},  {"float64", DT_F64},
-        {"double", DT_F64},  {"int64", DT_I64},   {"long", DT_I64},       {"int32", DT_I32},
-        {"int", DT_I32},     {"int16", DT_I16},   {"int8", DT_I8},        {"uint8", DT_U8},
-        {"F32", DT_NONE},    {"float8", DT_NONE}, {"", DT_NONE},          {"x", DT_NONE},
-        {"f32 ", DT_NONE},   {"uint16", DT_NONE}, {"complex64", DT_NONE},
+        {"f64", DT_F64},        {"f32", DT_F32},     {"f16", DT_F16},       {"bf16", DT_BF16},
+        {"i64", DT_I64},        {"i32", DT_I32},     {"i16", DT_I16},       {"i8", DT_I8},
+        {"u8", DT_U8},          {"bool", DT_BOOL},   {"float32", DT_F32},   {"float", DT_F32},
+        {"float16", DT_F16},    {"half", DT_F16},    {"bfloat16", DT_BF16}, {"float64", DT_F64},
+        {"double", DT_F64},     {"int64", DT_I64},   {"long", DT_I64},      {"int32", DT_I32},
+        {"int", DT_I32},        {"int16", DT_I16},   {"int8", DT_I8},       {"uint8", DT_U8},
+        {"F32", DT_NONE},       {"float8", DT_NONE}, {"", DT_NONE},         {"x", DT_NONE},
+        {"f32 ", DT_NONE},      {"u16", DT_U16},     {"uint16", DT_U16},    {"u32", DT_U32},
+        {"uint32", DT_U32},     {"u64", DT_U64},     {"uint64", DT_U64},    {"u128", DT_NONE},
+        {"complex64", DT_NONE},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         unit_context = names[i].name;
@@ -144,6 +159,12 @@ static void test_names(void) {
     CHECK(dtype_is_float(DT_BF16) && !dtype_is_float(DT_I64) && !dtype_is_float(DT_BOOL));
     CHECK(dtype_is_int(DT_U8) && dtype_is_int(DT_I64) && !dtype_is_int(DT_BOOL) &&
           !dtype_is_int(DT_F16));
+    CHECK(dtype_is_int(DT_U16) && dtype_is_int(DT_U32) && dtype_is_int(DT_U64));
+    CHECK(dtype_is_unsigned(DT_U8) && dtype_is_unsigned(DT_U64) && !dtype_is_unsigned(DT_I64) &&
+          !dtype_is_unsigned(DT_BOOL));
+    CHECK_INT(2, dtype_size(DT_U16));
+    CHECK_INT(4, dtype_size(DT_U32));
+    CHECK_INT(8, dtype_size(DT_U64));
 }
 
 /* ---- the dtypes the compiler gives, end to end ---------------------------- */
@@ -162,6 +183,7 @@ static void run_dt_case(void *arg) {
              "input xi32 : i32[2]\ninput xf16 : f16[2]\ninput xbf16 : bf16[2]\ninput xb : bool[2]\n"
              "input xu8 : u8[2]\ninput xi8 : i8[2]\ninput xi64 : i64[2]\ninput xf32 : f32[2]\n"
              "input zf64 : f64[]\ninput zi32 : i32[]\n"
+             "input xu16 : u16[2]\ninput xu32 : u32[2]\ninput xu64 : u64[2]\n"
              "output r = %s\n",
              k->expr);
     Compiled c;
@@ -253,6 +275,26 @@ static void test_compiled(void) {
         {__LINE__, "xi32.floor()", DT_I32},
         {__LINE__, "xi32.logical_and(xf32)", DT_BOOL},
         {__LINE__, "xb.sum(dtype=f16)", DT_F16},
+        /* u16/u32/u64: PyTorch 2.3's result_type where it has one, numpy's
+         * np.result_type otherwise (docs/language.md). */
+        {__LINE__, "xu32 + 1", DT_U32},
+        {__LINE__, "xu64 * -1", DT_U64},
+        {__LINE__, "xu16 + xi8", DT_I32},
+        {__LINE__, "xu32 + xi32", DT_I64},
+        {__LINE__, "xu64 + xi64", DT_F64},
+        {__LINE__, "xu16 + xu64", DT_U64},
+        {__LINE__, "xu32 + zi32", DT_U32},
+        {__LINE__, "xu32 * 0.5", DT_F32},
+        {__LINE__, "xu64 + xf16", DT_F16},
+        {__LINE__, "xu32 // 3", DT_U32},
+        {__LINE__, "xu16 < 2", DT_BOOL},
+        {__LINE__, "xu16.sum()", DT_I64},
+        {__LINE__, "xu64.sum()", DT_U64},
+        {__LINE__, "xu32.amax()", DT_U32},
+        {__LINE__, "xu32.argmax()", DT_I64},
+        {__LINE__, "xu32.all()", DT_BOOL},
+        {__LINE__, "xf32.to(u64)", DT_U64},
+        {__LINE__, "xu16.neg()", DT_U16},
     };
     char name[64];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
