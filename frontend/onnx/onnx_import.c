@@ -420,7 +420,8 @@ static const char *onnx_type_name(int t) {
 static int onnx_type_of(DType dt) {
     static const int types[DT_COUNT] = {
         [DT_BOOL] = 9, [DT_U8] = 2,   [DT_I8] = 3,    [DT_I16] = 5, [DT_I32] = 6,
-        [DT_I64] = 7,  [DT_F16] = 10, [DT_BF16] = 16, [DT_F32] = 1, [DT_F64] = 11};
+        [DT_I64] = 7,  [DT_F16] = 10, [DT_BF16] = 16, [DT_F32] = 1, [DT_F64] = 11,
+        [DT_U16] = 4,  [DT_U32] = 12, [DT_U64] = 13};
     return dt >= 0 && dt < DT_COUNT ? types[dt] : 0;
 }
 

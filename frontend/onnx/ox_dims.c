@@ -137,6 +137,14 @@ void ox_const_values(Ox *x, OxConst *c) {
             break;
         }
         case DT_I16: c->i[k] = (int16_t)(p[0] | p[1] << 8); break;
+        case DT_U16: c->i[k] = (uint16_t)(p[0] | p[1] << 8); break;
+        case DT_U32: {
+            uint32_t v;
+            memcpy(&v, p, 4);
+            c->i[k] = v;
+            break;
+        }
+        case DT_U64: memcpy(&c->i[k], p, 8); break; /* the u64's bits */
         case DT_I8: c->i[k] = (int8_t)p[0]; break;
         case DT_BOOL: c->i[k] = p[0] != 0; break;
         default: c->i[k] = p[0]; break;

@@ -255,16 +255,17 @@ static bool mvn(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     return true;
 }
 
-/* BitShift of uint8 (the one unsigned type tgc has): x * 2^y and
- * floor_divide(x, 2^y), 2^y in uint8 arithmetic, so that shifts of 8 or
- * more give 0 both ways (the power wraps to 0, and integer division by 0
- * is 0 in compiled code), as the shifted value truncated to 8 bits. */
+/* BitShift of an unsigned type (ONNX's only ones): x * 2^y and
+ * floor_divide(x, 2^y), 2^y in the type's arithmetic, so that shifts of
+ * its width or more give 0 both ways (the power wraps to 0, and integer
+ * division by 0 is 0 in compiled code), as the shifted value truncated to
+ * the width; the division is unsigned, so the right shift is logical. */
 static bool bitshift(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     if (!ox_op_is(n, "BitShift")) return false;
     ox_need_inputs(x, in, nin, 2);
-    if (in[0]->dt != DT_U8 || in[1]->dt != DT_U8)
-        ox_fail(x, "BitShift of %s by %s: uint8 is supported", dtype_name(in[0]->dt),
-                dtype_name(in[1]->dt));
+    if (!dtype_is_unsigned(in[0]->dt) || in[1]->dt != in[0]->dt)
+        ox_fail(x, "BitShift of %s by %s: one unsigned type (u8, u16, u32, u64) is supported",
+                dtype_name(in[0]->dt), dtype_name(in[1]->dt));
     const char *dir = ox_attr_s(x, "direction", "");
     bool left = !strcmp(dir, "LEFT");
     if (!left && strcmp(dir, "RIGHT")) ox_fail(x, "direction '%s' (LEFT or RIGHT)", dir);
@@ -274,7 +275,7 @@ static bool bitshift(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out
     ox_bind(x, out[0],
             left ? arena_printf(x->a, "%s * (2 ** %s)", a, b)
                  : arena_printf(x->a, "floor_divide(%s, 2 ** %s)", a, b));
-    ox_set_shape(out[0], DT_U8, nd, d);
+    ox_set_shape(out[0], in[0]->dt, nd, d);
     return true;
 }
 

@@ -100,6 +100,9 @@ DType ox_dtype(Ox *x, int t, const char *what) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return DT_F16;
     case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return DT_F64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return DT_BF16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return DT_U16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return DT_U32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return DT_U64;
     }
     static const char *names[] = {"undefined",  "float",   "uint8",  "int8",   "uint16",
                                   "int16",      "int32",   "int64",  "string", "bool",
@@ -107,7 +110,7 @@ DType ox_dtype(Ox *x, int t, const char *what) {
                                   "complex128", "bfloat16"};
     ox_fail(x,
             "%s: element type %s (%d) is not supported (float, float16, bfloat16, double, "
-            "int64, int32, int16, int8, uint8, bool are)",
+            "int64, int32, int16, int8, uint64, uint32, uint16, uint8, bool are)",
             what, t >= 0 && t <= 16 ? names[t] : "unknown", t);
 }
 
@@ -298,6 +301,8 @@ OxConst *ox_tensor_const(Ox *x, const Onnx__TensorProto *t, const char *what) {
     case DT_F32: have = t->n_float_data; break;
     case DT_F64: have = t->n_double_data; break;
     case DT_I64: have = t->n_int64_data; break;
+    case DT_U32:
+    case DT_U64: have = t->n_uint64_data; break; /* onnx.proto: uint64_data */
     default: have = t->n_int32_data; break;
     }
     if (have != (size_t)c->n)
@@ -310,6 +315,13 @@ OxConst *ox_tensor_const(Ox *x, const Onnx__TensorProto *t, const char *what) {
         case DT_F64: memcpy(p, &t->double_data[k], 8); break;
         case DT_I64: memcpy(p, &t->int64_data[k], 8); break;
         case DT_I32: memcpy(p, &t->int32_data[k], 4); break;
+        case DT_U64: memcpy(p, &t->uint64_data[k], 8); break;
+        case DT_U32: {
+            uint32_t v = (uint32_t)t->uint64_data[k];
+            memcpy(p, &v, 4);
+            break;
+        }
+        case DT_U16:
         case DT_I16:
         case DT_F16:
         case DT_BF16: {

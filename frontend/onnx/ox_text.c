@@ -182,14 +182,17 @@ static const void *const_bytes(Ox *x, OxConst *c, bool transposed, size_t *nbyte
             memcpy(p, &h, 2);
             break;
         }
-        case DT_I64: memcpy(p, &i, 8); break;
-        case DT_I32: {
-            int32_t v = (int32_t)i;
+        case DT_I64:
+        case DT_U64: memcpy(p, &i, 8); break;
+        case DT_I32:
+        case DT_U32: {
+            uint32_t v = (uint32_t)(uint64_t)i;
             memcpy(p, &v, 4);
             break;
         }
-        case DT_I16: {
-            int16_t v = (int16_t)i;
+        case DT_I16:
+        case DT_U16: {
+            uint16_t v = (uint16_t)(uint64_t)i;
             memcpy(p, &v, 2);
             break;
         }
