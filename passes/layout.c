@@ -15,10 +15,11 @@
  *
  * Which values: a convolution's result, and an elementwise kernel's result
  * one of whose operands of the same shape is channels-last (the layout
- * flows forward from the convolutions), when every reader indexes by
- * strides: generated elementwise, reduction and copy kernels, convolutions
- * (as source or residual, described to oneDNN by the same strides) and
- * views of those. Graph inputs, params and outputs keep the user's
+ * flows forward from the convolutions; a view already NHWC in memory
+ * counts), as do pools, pads and interpolations, when every reader
+ * indexes by strides: generated elementwise, reduction, normalisation and
+ * copy kernels, convolutions (as source or residual, described to oneDNN
+ * by the same strides) and views of those. Graph inputs, params and outputs keep the user's
  * layout, so the only reorders are the first convolution's read of the
  * input and the copy into an output. Views of a value that changes layout
  * are recomputed from the new strides; a view that then has no strides
@@ -44,11 +45,28 @@ static void nhwc(const int64_t *s, int64_t out[4]) {
     out[1] = 1, out[3] = c, out[2] = w * c, out[0] = h * w * c;
 }
 
+/* Whether t (4-d) has channels-last strides over its shape, as a
+ * permute(0, 3, 1, 2) view of a dense N, H, W, C tensor has. */
+static bool physically_nhwc(const Value *t) {
+    if (t->ndim != 4 || t->storage->dead) return false;
+    int64_t want[4];
+    nhwc(t->shape, want);
+    for (int d = 0; d < 4; d++)
+        if (t->shape[d] > 1 && t->strides[d] != want[d]) return false;
+    return true;
+}
+
 /* Whether u's reading of operand t (a value over a candidate's storage)
  * follows t's strides, whatever they are. */
 static bool reader_ok(const Value *u, const Value *t) {
     if (u->is_view) return true; /* its own readers are checked too */
     if (fusion_is_expression(u) || (op_info(u->op)->flags & OPF_REDUCTION)) return true;
+    /* Normalisations are reductions over rows that read x by its strides
+     * (codegen/kernel_desc.c: kd_reduction): ConvNeXt's layer norm over
+     * the channels reads a conv's result through permute(0, 2, 3, 1). */
+    if (u->op == OP_LAYER_NORM || u->op == OP_RMS_NORM || u->op == OP_SOFTMAX ||
+        u->op == OP_LOG_SOFTMAX)
+        return u->in[0] == t;
     if (op_info(u->op)->flags & OPF_CONV) {
         if (!is_conv2d(u)) return false;
         if (u->args[0].t == t) return true;
@@ -101,8 +119,12 @@ static bool fed_channels_last(const Lay *l, const Value *v) {
                      v->op == OP_CONCAT || v->op == OP_INDEX_SELECT;
     for (int k = 0; k < v->nin; k++) {
         const Value *t = v->in[k];
-        if (l->cl[t->storage->order] && (any_shape || (t->ndim == 4 && value_same_shape(t, v))))
-            return true;
+        bool same = t->ndim == 4 && value_same_shape(t, v);
+        if (l->cl[t->storage->order] && (any_shape || same)) return true;
+        /* A view already channels-last in memory, whatever its owner: the
+         * permute(0, 3, 1, 2) back from ConvNeXt's channels-last linears
+         * (an [N, H, W, C] product read as N, C, H, W). */
+        if (same && physically_nhwc(t)) return true;
     }
     return false;
 }

@@ -13,7 +13,8 @@
 static const char *prelude = "graph g\n"
                              "input x : f32[1, 4, 6, 5]\n"
                              "param w : f32[8, 4, 3, 3]\n"
-                             "param w2 : f32[8, 8, 1, 1]\n";
+                             "param w2 : f32[8, 8, 1, 1]\n"
+                             "param wl : f32[8, 8]\n";
 
 typedef struct LayCase {
     int line;
@@ -55,6 +56,13 @@ done:
 #define CASE(body, name, cl)                                                                       \
     { __LINE__, body, name, cl }
 
+#define CONVNEXT                                                                                   \
+    "h = conv2d(x, w, padding=1)\n"                                                                \
+    "t = layer_norm(h.permute(0, 2, 3, 1), [8])\n"                                                 \
+    "m = linear(gelu(linear(t, wl)), wl).permute(0, 3, 1, 2) * 0.5\n"                              \
+    "r = m + h\n"                                                                                  \
+    "output y = conv2d(r, w2)"
+
 static const LayCase cases[] = {
     /* between two convolutions: channels-last like them */
     CASE("h = conv2d(x, w, padding=1)\np = pad(h, [1, 1, 1, 1], mode=\"reflect\")\n"
@@ -70,6 +78,16 @@ static const LayCase cases[] = {
          "u = interpolate(h, size=[9, 7], mode=\"bilinear\", align_corners=true)\n"
          "output y = conv2d(u, w2)",
          "u", true),
+    /* ConvNeXt's block: layer norm over the channels through a permute,
+     * linears on N, H, W, C, permuted back, scaled and added to the
+     * residual; the conv's result is read by the layer norm, and the
+     * scale reads the product permuted back, already NHWC in memory */
+    CASE(CONVNEXT, "h", true),
+    CASE(CONVNEXT, "m", true),
+    CASE(CONVNEXT, "r", true),
+    /* softmax over the channels reads by strides too */
+    CASE("h = conv2d(x, w, padding=1)\noutput s = softmax(h, 1)\noutput y = conv2d(h, w2)", "h",
+         true),
     /* the conv's result itself, for comparison */
     CASE("h = conv2d(x, w, padding=1)\np = pad(h, [1, 1, 1, 1], mode=\"reflect\")\n"
          "output y = conv2d(p, w2)",
