@@ -38,8 +38,8 @@ static int by_bytes(const void *a, const void *b) {
 /* The peak and FLOPs with the given values recomputed; false when the
  * graph does not compile so. Each try builds the parsed program prog
  * afresh: the passes rewrite the graph they are given. */
-static bool measure(const CkptInput *in, const Program *prog, const int *ids, int n, int64_t *peak,
-                    int64_t *flops) {
+bool report_checkpoint_measure(const CkptInput *in, const Program *prog, const int *ids, int n,
+                               int64_t *peak, int64_t *flops) {
     Arena a = {0};
     Diag d;
     diag_init(&d, NULL);
@@ -90,14 +90,15 @@ static bool segments(Arena *a, const CkptInput *in, const Program *prog, const R
     int64_t peak, flops;
     int n = segment_ids(f, m, len, nseg, ids, names);
     out->evaluations++;
-    if (!n || !measure(in, prog, ids, n, &peak, &flops) || peak > in->budget) return false;
+    if (!n || !report_checkpoint_measure(in, prog, ids, n, &peak, &flops) || peak > in->budget)
+        return false;
     int lo = 0, hi = nseg; /* hi segments fit; lo do not (0: the plain step) */
     int64_t hi_peak = peak, hi_flops = flops;
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
         int k = segment_ids(f, m, len, mid, ids, names);
         out->evaluations++;
-        if (measure(in, prog, ids, k, &peak, &flops) && peak <= in->budget)
+        if (report_checkpoint_measure(in, prog, ids, k, &peak, &flops) && peak <= in->budget)
             hi = mid, hi_peak = peak, hi_flops = flops;
         else
             lo = mid;
@@ -127,6 +128,9 @@ bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, C
     diag_init(&quiet, NULL);
     const Program *prog = tgc_frontend_parse(a, &quiet, in->file);
     if (quiet.errors) prog = NULL;
+    /* Segments per repeated block first: a few compilations, where the
+     * single values' greedy below takes one per value tried. */
+    if (prog && report_checkpoint_blocks(a, in, prog, r0, out)) return true;
     bool *read = ARENA_ARRAY(a, bool, g->nvalues + 1);
     for (int i = 0; i < g->nvalues; i++) {
         const Value *u = g->values[i];
@@ -150,7 +154,7 @@ bool report_checkpoint_search(Arena *a, const CkptInput *in, const Report *r0, C
         ids[n] = c[k].id;
         int64_t peak, f;
         out->evaluations++;
-        if (measure(in, prog, ids, n + 1, &peak, &f) && peak < best) {
+        if (report_checkpoint_measure(in, prog, ids, n + 1, &peak, &f) && peak < best) {
             best = peak;
             flops = f;
             names[n++] = c[k].name;

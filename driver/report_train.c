@@ -368,6 +368,16 @@ void report_train_text(FILE *out, const Report *r) {
                 "                           in %d segments of %d values (the sqrt(n) rule; each "
                 "segment's last value kept), from the forward's start\n",
                 c->segments, c->segment_len);
+    if (c->nblocks) {
+        fprintf(out,
+                "                           in %d def calls (segments per repeated block; each "
+                "call's input kept, its inside recomputed):",
+                c->nblocks);
+        for (int i = 0; i < c->nblocks; i++)
+            fprintf(out, "%s %s (%s, %d values, %lld FLOPs)", i ? "," : "", c->blocks[i].path,
+                    c->blocks[i].def, c->blocks[i].values, (long long)c->blocks[i].flops);
+        fputc('\n', out);
+    }
     fprintf(out, "                           recomputed:");
     for (int i = 0; i < c->n && i < 24; i++)
         fprintf(out, " %s", c->names[i]);
@@ -406,6 +416,15 @@ void report_train_json(cJSON *root, const Report *r) {
         cJSON_AddNumberToObject(k, "evaluations", c->evaluations);
         cJSON_AddNumberToObject(k, "segments", c->segments);
         cJSON_AddNumberToObject(k, "segment_len", c->segment_len);
+        cJSON *blocks = cJSON_AddArrayToObject(k, "blocks");
+        for (int i = 0; i < c->nblocks; i++) {
+            cJSON *b = cJSON_CreateObject();
+            cJSON_AddStringToObject(b, "call", c->blocks[i].path);
+            cJSON_AddStringToObject(b, "def", c->blocks[i].def);
+            cJSON_AddNumberToObject(b, "values", c->blocks[i].values);
+            cJSON_AddNumberToObject(b, "flops", (double)c->blocks[i].flops);
+            cJSON_AddItemToArray(blocks, b);
+        }
     }
     if (t->shard) {
         const ReportShard *h = &t->sh;

@@ -90,6 +90,15 @@ typedef struct ParamInit {
     int64_t seed;
 } ParamInit;
 
+/* One call of a def block (frontend/tg/build_module.c): the values its
+ * body made point at it, so that checkpointing can cut segments at a
+ * repeated block's edges (passes/checkpoint.c). */
+typedef struct DefCall {
+    const char *def;          /* the def's name; NULL: the graph's top level */
+    const char *path;         /* the call's prefix, or DEF#N */
+    const struct DefCall *up; /* the call this one is in, or NULL */
+} DefCall;
+
 struct Value {
     int id;
     const char *name;  /* bound name, or NULL: shown as %id */
@@ -139,6 +148,9 @@ struct Value {
     const Value *grad_of;
     bool dead;
     int order; /* position in the graph's value list */
+    /* The innermost def call whose body made it, or the top level's (a .tg
+     * front end's values); NULL: made by a later pass or another front end. */
+    const DefCall *call;
 };
 
 /* A quantized weight (--quantize): q[n][k] from the weights file's tensor

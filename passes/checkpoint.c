@@ -28,6 +28,13 @@ bool checkpoint_candidate(const Graph *g, const Value *v) {
            !v->ntuple && v->op != OP_SCALAR && !(info->flags & OPF_CREATION);
 }
 
+bool checkpoint_recomputable(const Graph *g, const Value *v) {
+    const OpInfo *info = op_info(v->op);
+    return checkpoint_candidate(g, v) ||
+           (v->id < g->backward_id && (info->flags & (OPF_VIEW | OPF_MAYBE_VIEW)) &&
+            !(info->flags & OPF_LEAF) && !v->ntuple);
+}
+
 /* A tensor argument that names a chosen value with a clone reads the clone
  * instead; true when one did. */
 static bool to_clones(Arg *args, int nargs, Value **clone_of, const Graph *g, int n) {
@@ -58,8 +65,8 @@ bool pass_checkpoint(Graph *g, Diag *d, const TrainSpec *t) {
     qsort(ids, (size_t)t->nrecompute, sizeof *ids, cmp_int);
     bool *pick = ARENA_ARRAY(a, bool, n);
     for (int i = 0; i < n; i++)
-        pick[i] =
-            chosen(ids, t->nrecompute, g->values[i]->id) && checkpoint_candidate(g, g->values[i]);
+        pick[i] = chosen(ids, t->nrecompute, g->values[i]->id) &&
+                  checkpoint_recomputable(g, g->values[i]);
     /* first[i]: the position before which value i's clone must exist: its
      * first backward reader, or the first place a clone that reads it is
      * made. A chosen value read by another chosen value's clone is cloned

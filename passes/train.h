@@ -83,6 +83,9 @@ bool pass_train_mode(Graph *g, Diag *d, bool training, TrainModeUpdates *up);
 /* Whether v may be recomputed in the backward pass: a forward value that
  * is computed (not a leaf, a view or a creation op). */
 bool checkpoint_candidate(const Graph *g, const Value *v);
+/* A candidate or a view of one: a segment recomputes the views inside it
+ * too, so that the backward pass reads none of the originals. */
+bool checkpoint_recomputable(const Graph *g, const Value *v);
 /* Requires pass_train's output. Gives: for every forward value named in
  * t->recompute that the backward pass reads, or that such a clone reads
  * (a segment, recomputed as a chain), a clone computed just before its

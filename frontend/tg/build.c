@@ -452,6 +452,7 @@ Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov
         case STMT_RETURN: break; /* the parser reports a return outside a def */
         }
     }
+    module_tag_top(&B);
     if (prog->has_graph && B.g->noutputs == 0 && d->errors == 0)
         diag_error(d, prog->name_loc,
                    "graph '%s' has no outputs: mark at least one value with 'output NAME'",

@@ -121,4 +121,7 @@ bool module_is_def(Builder *B, const char *name);
 const char *module_scope_hint(void);
 /* Registers a param's full name; false (reported) when it exists already. */
 bool module_param_name(Builder *B, const char *full, SrcLoc loc);
+/* Points the values made outside every def call at the top level's DefCall
+ * (no def): Value.call NULL is then a later pass's value. */
+void module_tag_top(Builder *B);
 #endif

@@ -21,6 +21,7 @@ typedef struct ModuleCall {
     ModuleDef *md;
     const char *prefix; /* full prefix of the params, or NULL */
     const char *path;   /* prefix of value names */
+    DefCall *dc;        /* what the values its body makes point at */
     DiagFrame frame;
     bool dup_reported; /* one "param already exists" per call */
 } ModuleCall;
@@ -122,6 +123,12 @@ const char *module_value_name(Builder *B, const char *local) {
     return arena_printf(B->a, "%s.%s", B->call->path, local);
 }
 
+void module_tag_top(Builder *B) {
+    static const DefCall top = {.def = NULL, .path = "", .up = NULL};
+    for (int i = 0; i < B->g->nvalues; i++)
+        if (!B->g->values[i]->call) B->g->values[i]->call = &top;
+}
+
 const char *module_scope_hint(void) {
     return " (a def's body sees its arguments, its own names and params, the graph's "
            "dimensions and other defs)";
@@ -184,6 +191,9 @@ static Ev instantiate(Builder *B, ModuleDef *md, const Ast *call, Ev *args, int 
         mc.path = B->call ? arena_printf(B->a, "%s.%s", B->call->path, anon) : anon;
     }
     mc.frame = (DiagFrame){.up = B->d->frame, .loc = call->loc, .what = def->def_name};
+    mc.dc = ARENA_NEW(B->a, DefCall);
+    *mc.dc = (DefCall){.def = def->def_name, .path = mc.path, .up = B->call ? B->call->dc : NULL};
+    int first_value = B->g->nvalues;
 
     /* a scope of its own */
     Binding *binds = B->binds;
@@ -241,6 +251,9 @@ static Ev instantiate(Builder *B, ModuleDef *md, const Ast *call, Ev *args, int 
         }
     }
 
+    /* The values made here and not inside a nested call are this call's. */
+    for (int i = first_value; i < B->g->nvalues; i++)
+        if (!B->g->values[i]->call) B->g->values[i]->call = mc.dc;
     B->binds = binds, B->nbinds = nbinds, B->cap = cap, B->index = index, B->index_cap = index_cap;
     B->too_deep = too_deep;
     B->call = mc.up;

@@ -646,6 +646,70 @@ def case_segments(tgc, tmp):
           "segments: the recomputing step gives the same weights, bit for bit")
 
 
+BLOCKS = """
+graph blocks(batch = 512, n = 8)
+input x : f32[batch, 256]
+def Block(x):
+    param fc1.weight : f32[256, 256] = randn(std = 0.05, seed = 1)
+    param fc2.weight : f32[256, 256] = randn(std = 0.05, seed = 2)
+    h = tanh(linear(x, fc1.weight))
+    g = tanh(linear(h.view(batch, 16, 16).reshape(batch, 256), fc2.weight))
+    return x + g * h
+h = repeat(Block, n, x, prefix = "blocks")
+output loss = mean(h * h)
+"""
+
+
+def case_blocks(tgc, tmp):
+    """--checkpoint auto by segments per repeated block: 8 calls of a def
+    (two tanh layers, a view between them, a residual) peak at 17.75 MiB;
+    asked to fit 12 MiB, whole calls are recomputed, each from its kept
+    input (the views inside recomputed too: a view the backward reads would
+    keep its original alive), the first calls first, found in a few
+    compilations; the report's figures are the rebuilt step's, and the
+    step computes the same weights bit for bit."""
+    src = os.path.join(tmp, "blocks.tg")
+    with open(src, "w") as f:
+        f.write(BLOCKS)
+    budget = 12 * 2**20
+    p = run([tgc, "report", src, "--train", "loss", "--budget", "12MiB", "--checkpoint", "auto",
+             "--json"])
+    if p.returncode:
+        check(False, "blocks: report --checkpoint auto")
+        return
+    r = json.loads(p.stdout)
+    ck = r["training"].get("checkpoint", {})
+    calls = [b["call"] for b in ck.get("blocks", [])]
+    check(ck.get("fits") and r["peak_bytes"] == ck.get("peak_bytes") <= budget <
+          ck.get("peak_bytes_without", 0) and 1 <= len(calls) < 8 and
+          calls == [f"blocks.{i}" for i in range(len(calls))] and
+          all(b["def"] == "Block" and b["values"] > 0 and b["flops"] > 0 for b in ck["blocks"]) and
+          ck.get("evaluations", 99) <= 4 and ck.get("extra_flops", 0) > 0,
+          f"blocks: {ck.get('peak_bytes_without', 0) / 2**20:.2f} MiB -> "
+          f"{r['peak_bytes'] / 2**20:.2f} MiB <= 12 MiB recomputing the calls {calls} "
+          f"({ck.get('recomputed')} values, +{ck.get('extra_flops')} FLOPs, "
+          f"{ck.get('evaluations')} compilations)")
+    p = run([tgc, "report", src, "--train", "loss", "--budget", "12MiB", "--checkpoint", "auto"])
+    check(p.returncode == 0 and "def calls" in p.stdout and "blocks.0 (Block" in p.stdout,
+          "blocks: the text report names the recomputed def calls")
+    outs = []
+    np.save(os.path.join(tmp, "blocks_x.npy"),
+            np.random.default_rng(3).standard_normal((512, 256), np.float32))
+    for extra in ([], ["--checkpoint", "auto", "--budget", "12MiB"]):
+        exe = os.path.join(tmp, "blocks_ck" if extra else "blocks_plain")
+        p = run([tgc, "build", src, "-o", exe, "--train", "loss", "--lr", "0.1"] + extra)
+        if p.returncode:
+            check(False, "blocks: build " + " ".join(extra))
+            return
+        out = exe + ".safetensors"
+        p = run([exe, "--input", "x=" + os.path.join(tmp, "blocks_x.npy"), "--steps", "2",
+                 "--save-weights", out])
+        outs.append(tensorio.read_safetensors(out) if p.returncode == 0 else None)
+    check(outs[0] is not None and outs[1] is not None and
+          all(np.array_equal(outs[0][k].numpy(), outs[1][k].numpy()) for k in outs[0]),
+          "blocks: the recomputing step gives the same weights, bit for bit")
+
+
 BIG = """
 graph big_train(batch = 256)
 input  x : f32[batch, 1024]
@@ -722,7 +786,7 @@ def main():
                          ("mixed", case_mixed),
                          ("compile", lambda t, d: case_compile(t, d, args)),
                          ("errors", case_errors),
-                         ("report", case_report), ("segments", case_segments),
+                         ("report", case_report), ("segments", case_segments), ("blocks", case_blocks),
                          ("rss", lambda t, d: case_rss(t, d) if "sanitize" not in args.cflags
                           else print("skip rss: sanitizers change the resident memory"))]:
             if args.k in name:
