@@ -59,6 +59,8 @@ static const char *extreme(Ox *x, DType dt, bool least) {
     case DT_I8: return least ? "(-128)" : "127";
     case DT_I16: return least ? "(-32768)" : "32767";
     case DT_I32: return least ? "(-2147483648)" : "2147483647";
+    case DT_U16: return least ? "0" : "65535";
+    case DT_U32: return least ? "0" : "4294967295";
     default: ox_fail(x, "max/min reductions of %s are not supported", dtype_name(dt));
     }
 }
