@@ -158,7 +158,7 @@ static void add_inputs(Ox *x) {
         for (int d = 0; d < v->ndim; d++) {
             const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[d];
             if (dm && dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-                if (dm->dim_value < 1 || dm->dim_value > ((int64_t)1 << 40))
+                if (dm->dim_value < 0 || dm->dim_value > ((int64_t)1 << 40))
                     ox_fail(x, "%s: dimension %d has size %lld", what, d, (long long)dm->dim_value);
                 v->dim[d] = ox_dim_c(dm->dim_value);
                 continue;
@@ -184,6 +184,17 @@ static void add_inputs(Ox *x) {
             }
             v->dim[d] = (OxDim){x->dims[s].v, x->dims[s].tg};
         }
+        /* An input with a dimension of 0 holds no data: its value (empty)
+         * is known, so that shape inputs such as ReduceSum's empty axes
+         * fold, as ONNX Runtime reads them at run time. */
+        int64_t shape[OX_MAX_DIMS];
+        bool empty = false, fixed = true;
+        for (int d = 0; d < v->ndim; d++) {
+            fixed = fixed && !v->dim[d].sym;
+            empty = empty || (!v->dim[d].sym && v->dim[d].v == 0);
+            shape[d] = v->dim[d].v;
+        }
+        if (empty && fixed) v->c = ox_const_new(x, dt, v->ndim, shape);
         v->tg = ox_ident(x, vi->name, NULL);
         v->ready = true;
         ox_emit(x, OX_HEAD, "input %s : %s%s", v->tg, dtype_name(dt),

@@ -312,7 +312,7 @@ def run_model(tgc, src, w, model_path, frozen, rc, err):
         if n not in first:
             continue
         for d, v in enumerate(dims):
-            if isinstance(v, int) and v > 0:
+            if isinstance(v, int) and v >= 0:
                 continue
             sym = v if isinstance(v, str) else "%s_dim%d" % (n, d)
             if d < first[n].ndim:
