@@ -45,6 +45,13 @@ static const char *float_literal(Cu *cu, double x, bool dbl) {
     return dbl ? cu_str(cu, "(%a)", x) : cu_str(cu, "(%af)", (double)(float)x);
 }
 
+/* x as an int64, as cg_const takes it: saturated at int64's ends (a C
+ * cast of a double out of range is undefined), NaN as 0. */
+static long long wrap_i64(double x) {
+    if (x != x) return 0;
+    return x >= 0x1p63 ? INT64_MAX : x <= -0x1p63 ? INT64_MIN : (long long)x;
+}
+
 const char *cu_const(Cu *cu, DType t, double x) {
     switch (t) {
     case DT_BOOL: return x != 0 ? "true" : "false";
@@ -59,8 +66,8 @@ const char *cu_const(Cu *cu, DType t, double x) {
         return cu_str(cu, "(%lldLL)", (long long)x);
     }
     case DT_U8: return cu_str(cu, "((unsigned char)%u)", (unsigned)(uint8_t)(long long)x);
-    case DT_U16: return cu_str(cu, "((unsigned short)%u)", (unsigned)(uint16_t)(long long)x);
-    case DT_U32: return cu_str(cu, "(%uU)", (unsigned)(uint32_t)(long long)x);
+    case DT_U16: return cu_str(cu, "((unsigned short)%u)", (unsigned)(uint16_t)wrap_i64(x));
+    case DT_U32: return cu_str(cu, "(%uU)", (unsigned)(uint32_t)wrap_i64(x));
     case DT_U64: {
         /* As cg_const: from 2^63 up the value itself, saturated at 2^64 - 1;
          * below, wrapped through int64 (-1 -> 2^64 - 1). */
