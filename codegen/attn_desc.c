@@ -19,17 +19,22 @@ static void batch_strides(const Value *x, int nb, const int64_t *batch, int64_t 
     }
 }
 
-void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d) {
+/* The forward's description; for attention_backward (bwd) the forward's
+ * result is its operand `out` and the flags sit one place later. */
+static void describe(const CgProgram *p, const Value *v, bool bwd, RtAttnDesc *d) {
     const Value *q = v->args[0].t, *k = v->args[1].t, *val = v->args[2].t;
+    const Value *o = bwd ? v->args[4].t : v;
+    int fl = bwd ? 6 : 5;
     const Value *m = v->args[3].kind == ARG_TENSOR ? v->args[3].t : NULL;
     memset(d, 0, sizeof *d);
     d->dtype = p->dt[q->order];
-    d->causal = v->args[5].kind == ARG_BOOL && v->args[5].i;
+    d->causal = v->args[fl].kind == ARG_BOOL && v->args[fl].i;
     d->l = q->shape[q->ndim - 2];
     d->e = q->shape[q->ndim - 1];
     d->s = k->shape[k->ndim - 2];
     d->ev = val->shape[val->ndim - 1];
-    d->scale = v->args[6].kind == ARG_NUM ? v->args[6].f : 1.0 / __builtin_sqrt((double)d->e);
+    d->scale =
+        v->args[fl + 1].kind == ARG_NUM ? v->args[fl + 1].f : 1.0 / __builtin_sqrt((double)d->e);
     int nb = v->ndim - 2;
     TGC_ASSERT(nb <= RT_ATTN_MAX_BATCH);
     d->nbatch = nb;
@@ -37,11 +42,11 @@ void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d) {
     d->q_rs = q->strides[q->ndim - 2], d->q_cs = q->strides[q->ndim - 1];
     d->k_rs = k->strides[k->ndim - 2], d->k_cs = k->strides[k->ndim - 1];
     d->v_rs = val->strides[val->ndim - 2], d->v_cs = val->strides[val->ndim - 1];
-    d->o_rs = v->strides[v->ndim - 2], d->o_cs = v->strides[v->ndim - 1];
+    d->o_rs = o->strides[o->ndim - 2], d->o_cs = o->strides[o->ndim - 1];
     batch_strides(q, nb, d->batch, d->q_bs);
     batch_strides(k, nb, d->batch, d->k_bs);
     batch_strides(val, nb, d->batch, d->v_bs);
-    batch_strides(v, nb, d->batch, d->o_bs);
+    batch_strides(o, nb, d->batch, d->o_bs);
     if (m) {
         d->mask_kind = p->dt[m->order] == DT_BOOL ? 1 : 2;
         /* The mask right-aligned against [batch..., L, S]; a size-1 dim
@@ -58,16 +63,39 @@ void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d) {
     }
 }
 
+void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d) {
+    describe(p, v, false, d);
+}
+
+void cg_attn_bwd_describe(const CgProgram *p, const Value *v, RtAttnBwdDesc *d) {
+    memset(d, 0, sizeof *d);
+    describe(p, v, true, &d->f);
+    const Value *g = v->args[5].t;
+    int nb = (int)d->f.nbatch;
+    d->g_rs = g->strides[g->ndim - 2], d->g_cs = g->strides[g->ndim - 1];
+    batch_strides(g, nb, d->f.batch, d->g_bs);
+    /* the packed result: its own storage, rows of max(E, Ev) + 2 */
+    TGC_ASSERT(v->strides[v->ndim - 1] == 1 && v->strides[v->ndim - 2] == v->shape[v->ndim - 1]);
+    batch_strides(v, nb, d->f.batch, d->r_bs);
+}
+
 void cg_attn_plan(CgProgram *p, MemPlan *plan, bool cuda) {
     const Graph *g = p->g;
     if (cuda) return; /* the CUDA kernel keeps its tiles in shared memory (cu_attention.c) */
     int64_t need = 0;
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];
-        if (v->op != OP_SDPA || v->dead) continue;
-        RtAttnDesc d;
-        cg_attn_describe(p, v, &d);
-        int64_t s = (int64_t)rt_attention_scratch_bytes(&d);
+        if ((v->op != OP_SDPA && v->op != OP_SDPA_BWD) || v->dead) continue;
+        int64_t s;
+        if (v->op == OP_SDPA_BWD) {
+            RtAttnBwdDesc bd;
+            cg_attn_bwd_describe(p, v, &bd);
+            s = (int64_t)rt_attention_backward_scratch_bytes(&bd);
+        } else {
+            RtAttnDesc d;
+            cg_attn_describe(p, v, &d);
+            s = (int64_t)rt_attention_scratch_bytes(&d);
+        }
         if (s > need) need = s;
     }
     if (!need) return;

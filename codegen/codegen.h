@@ -70,6 +70,8 @@ void cg_attn_plan(CgProgram *p, MemPlan *plan, bool cuda);
 void cg_qmm_plan(CgProgram *p, MemPlan *plan, bool cuda);
 /* The runtime descriptor of attention node v (scratch not included). */
 void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d);
+/* The same for an attention_backward node (its packed result's strides too). */
+void cg_attn_bwd_describe(const CgProgram *p, const Value *v, RtAttnBwdDesc *d);
 /* The index of conv node v in p->convs. */
 int cg_conv_index(const CgProgram *p, const Value *v);
 /* The whole plan of a checked graph, as tgc build makes it: the planning

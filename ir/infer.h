@@ -24,7 +24,7 @@
     X(infer_batch_norm) X(infer_group_norm) X(infer_instance_norm) X(infer_pad) \
     X(infer_interpolate) X(infer_pixel_shuffle) X(infer_windows) \
     X(infer_pointwise_loss) X(infer_nll_loss) X(infer_cross_entropy) X(infer_bce_with_logits) \
-    X(infer_sdpa) X(infer_dropout_apply)
+    X(infer_sdpa) X(infer_sdpa_bwd) X(infer_dropout_apply)
 
 #define LAYOUT_FNS(X) \
     X(layout_identity) X(layout_slice) X(layout_reshape) X(layout_transpose) X(layout_permute) \

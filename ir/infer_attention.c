@@ -119,3 +119,31 @@ bool infer_sdpa(InferCtx *c, Value *v) {
     set_shape(v, shape, nb + 2);
     return true;
 }
+
+/* attention_backward (made by ir/vjp_attention.c, never written): the
+ * operands of the forward, its result `out` and that result's gradient,
+ * one float dtype (the bool mask aside); the result is f32
+ * [..., L + 2S, max(E, Ev) + 2], out's batch dims: dq, dk, dv and each
+ * query row's log-sum-exp and D, packed (runtime/tgcrt_abi.h). */
+bool infer_sdpa_bwd(InferCtx *c, Value *v) {
+    Value *q = ARG(v, 0)->t, *k = ARG(v, 1)->t, *val = ARG(v, 2)->t;
+    Value *out = ARG(v, 4)->t, *g = ARG(v, 5)->t;
+    const Arg *mask = ARG(v, 3);
+    bool ok = q->ndim >= 2 && k->ndim >= 2 && val->ndim >= 2 && out->ndim >= 2 &&
+              value_same_shape(out, g) && dtype_is_float(q->dtype);
+    const Value *same[4] = {k, val, out, g};
+    for (int i = 0; ok && i < 4; i++)
+        ok = same[i]->dtype == q->dtype;
+    if (ok && mask->kind == ARG_TENSOR)
+        ok = mask->t->dtype == DT_BOOL || mask->t->dtype == q->dtype;
+    if (!ok) return infer_error(c, v->loc, "internal: attention_backward's operands do not match");
+    int64_t L = q->shape[q->ndim - 2], E = q->shape[q->ndim - 1], S = k->shape[k->ndim - 2];
+    int64_t Ev = val->shape[val->ndim - 1];
+    int64_t shape[TG_MAX_DIMS];
+    memcpy(shape, out->shape, sizeof(int64_t) * (size_t)out->ndim);
+    shape[out->ndim - 2] = L + 2 * S;
+    shape[out->ndim - 1] = (E > Ev ? E : Ev) + 2;
+    v->dtype = DT_F32;
+    set_shape(v, shape, out->ndim);
+    return true;
+}

@@ -1,13 +1,24 @@
-/* The gradient of scaled_dot_product_attention, written in primitive ops:
- * the probabilities are recomputed from the operands,
+/* The gradient of scaled_dot_product_attention.
+ *
+ * Where it can, one attention_backward node (runtime/attention_bwd.c,
+ * FlashAttention-2's backward) computes dq, dk and dv from q, k, v, the
+ * mask, the forward's result and its gradient, recomputing the
+ * probabilities block by block: no [..., L, S] tensor is stored, so
+ * training memory grows linearly in the sequence. Its packed f32 result
+ * (ir/infer_attention.c) is sliced into the three gradients here.
+ *
+ * The written-out form below remains only where that node cannot serve:
+ * a float mask that needs its own gradient (dmask = dS is itself an
+ * [..., L, S] tensor) and f64 operands (the kernels compute in f32; f64
+ * attention is written out by the front end anyway, ir/lower_sugar.c).
+ * It recomputes the probabilities from the operands,
  *   P = softmax(q @ k^T * scale + mask)        (-inf where masked/causal)
  * and then, with g the output's gradient,
  *   dv = P^T @ g,  dP = g @ v^T,  dS = P * (dP - rowsum(dP * P)),
  *   dq = dS @ k * scale,  dk = dS^T @ q * scale,  dmask = dS (a float mask).
- * Unlike the forward kernel (runtime/attention.c) this stores [..., L, S]
- * tensors: a blockwise backward kernel is future work. f16/bf16 operands
- * are differentiated in f32 (the pass casts the results back). Batch dims
- * that broadcast are summed by the gradient pass (ir/vjp.h). */
+ * f16/bf16 operands are differentiated in f32 (the pass casts the results
+ * back). Batch dims that broadcast are summed by the gradient pass
+ * (ir/vjp.h). */
 #include <math.h>
 
 #include "ir/infer.h"
@@ -38,6 +49,34 @@ static Value *arange(IrB *b, int64_t n) {
     return irb_op(b, OP_ARANGE, 3, a);
 }
 
+/* The blockwise gradient: one attention_backward node, sliced. */
+static bool flash_grad(VjpCtx *c, Value *v, Value *gy, Value **gx, double scale) {
+    IrB *b = &c->b;
+    Value *q = ARG(v, 0)->t, *k = ARG(v, 1)->t, *val = ARG(v, 2)->t;
+    const Arg *mask = ARG(v, 3);
+    Arg a[8] = {irb_t(b, q),
+                irb_t(b, k),
+                irb_t(b, val),
+                mask->kind == ARG_TENSOR ? irb_t(b, mask->t)
+                                         : (Arg){.kind = ARG_ABSENT, .loc = b->loc},
+                irb_t(b, v),
+                irb_t(b, gy),
+                *ARG(v, 5),
+                irb_num(b, scale)};
+    Value *r = irb_op(b, OP_SDPA_BWD, 8, a);
+    if (!r) return false;
+    int64_t E = q->shape[q->ndim - 1], L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2];
+    int64_t Ev = val->shape[val->ndim - 1];
+    int rows = r->ndim - 2, cols = r->ndim - 1;
+    Value *dq = irb_slice(b, irb_slice(b, r, rows, 0, L, 1), cols, 0, E, 1);
+    Value *dk = irb_slice(b, irb_slice(b, r, rows, L, L + S, 1), cols, 0, E, 1);
+    Value *dv = irb_slice(b, irb_slice(b, r, rows, L + S, L + 2 * S, 1), cols, 0, Ev, 1);
+    vjp_set(c, v, 0, gx, dq);
+    vjp_set(c, v, 1, gx, dk);
+    vjp_set(c, v, 2, gx, dv);
+    return dq && dk && dv;
+}
+
 bool vjp_sdpa(VjpCtx *c, Value *v, Value *gy, Value **gx) {
     IrB *b = &c->b;
     Value *q = ARG(v, 0)->t, *k = ARG(v, 1)->t, *val = ARG(v, 2)->t;
@@ -45,6 +84,8 @@ bool vjp_sdpa(VjpCtx *c, Value *v, Value *gy, Value **gx) {
     DType t = dtype_size(q->dtype) == 2 ? DT_F32 : q->dtype;
     int64_t E = q->shape[q->ndim - 1], L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2];
     double scale = sc->kind == ARG_NUM ? sc->f : 1.0 / sqrt((double)E);
+    bool mask_grad = mask->kind == ARG_TENSOR && mask->t->dtype != DT_BOOL && vjp_needs(c, v, 3);
+    if (q->dtype != DT_F64 && !mask_grad) return flash_grad(c, v, gy, gx, scale);
     Value *qf = irb_to(b, q, t), *kf = irb_to(b, k, t), *vf = irb_to(b, val, t);
     Value *g = irb_to(b, gy, t);
 

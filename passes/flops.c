@@ -106,6 +106,16 @@ int64_t flops_value(const Value *v) {
                              k->shape[k->ndim - 2]);
         return sat_mul(ls, sat_add(sat_mul(2, sat_add(last_dim(x), v->shape[v->ndim - 1])), 5));
     }
+    case OP_SDPA_BWD: {
+        /* per (query, key) pair: the scores twice (log-sum-exp sweep and
+         * recompute), dP, dv, dq, dk products and the softmax terms */
+        const Value *q = v->in[0], *k = v->in[1], *val = v->in[2];
+        int64_t e = q->shape[q->ndim - 1], ev = val->shape[val->ndim - 1];
+        int64_t batch = value_numel(v) / (v->shape[v->ndim - 1] ? v->shape[v->ndim - 1] : 1) /
+                        (v->shape[v->ndim - 2] ? v->shape[v->ndim - 2] : 1);
+        int64_t ls = sat_mul(sat_mul(batch, q->shape[q->ndim - 2]), k->shape[k->ndim - 2]);
+        return sat_mul(ls, sat_add(sat_mul(2, sat_add(sat_mul(4, e), sat_mul(2, ev))), 10));
+    }
     case OP_EINSUM: return sat_mul(einsum_points(v), v->nin > 1 ? 2 * (v->nin - 1) : 1);
     case OP_SOFTMAX:
     case OP_LOG_SOFTMAX: return sat_mul(out, 5);

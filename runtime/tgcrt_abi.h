@@ -494,6 +494,35 @@ size_t rt_attention_scratch_bytes(const RtAttnDesc *d);
 void rt_attention(const RtAttnDesc *d, const void *q, const void *k, const void *v,
                   const void *mask, void *out, void *scratch, RtPool *pool);
 
+/* The gradient of rt_attention (attention_bwd.c), FlashAttention-2's
+ * backward: per block of query rows the row log-sum-exp is found by a
+ * sweep over the keys, D = rowsum(grad_out * out), and then for each key
+ * block the probabilities P = exp(S - lse) are recomputed from q and k,
+ * dS = P * (grad_out v^T - D), and dq += scale dS k, dk += scale dS^T q,
+ * dv += P^T grad_out are accumulated: no [l, s] buffer. f (the forward's
+ * descriptor) addresses q, k, v, mask and the forward's out (o_*); g_*
+ * address grad_out (f.dtype). The result is f32, one packed block per
+ * batch index of [l + 2s, w] rows, w = max(e, ev) + 2 (row stride w,
+ * column stride 1, batch strides r_bs): rows [0, l) hold dq in columns
+ * [0, e) and each row's log-sum-exp and D in columns w - 2, w - 1; rows
+ * [l, l + s) hold dk, rows [l + s, l + 2s) dv (columns [0, ev)). */
+typedef struct RtAttnBwdDesc {
+    RtAttnDesc f;
+    int64_t g_rs, g_cs;
+    int64_t g_bs[RT_ATTN_MAX_BATCH], r_bs[RT_ATTN_MAX_BATCH];
+} RtAttnBwdDesc;
+#define RT_ATTN_BWD_BLOCK_N 128
+/* Bytes of scratch rt_attention_backward needs: per slot the f32 blocks
+ * of q, grad_out, k, v, the probabilities and their gradient. 0 for a
+ * malformed descriptor. */
+size_t rt_attention_backward_scratch_bytes(const RtAttnBwdDesc *d);
+/* Computes the packed result; batch indices run in parallel on the pool,
+ * each in a slot of the scratch (64-byte aligned). A malformed descriptor
+ * does nothing. */
+void rt_attention_backward(const RtAttnBwdDesc *d, const void *q, const void *k, const void *v,
+                           const void *mask, const void *out, const void *grad_out,
+                           float *result, void *scratch, RtPool *pool);
+
 /* ---- naming a convolution's kernel for the profiler (conv.c) ---- */
 
 /* The implementation convolution `index` of a context's conv state runs:

@@ -72,7 +72,8 @@ LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef t, LLVMValueRef 
 }
 
 LLVMValueRef cg_call(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
-    LLVMTypeRef ps[8];
+    LLVMTypeRef ps[16];
+    TGC_ASSERT(n <= 16);
     for (int i = 0; i < n; i++)
         ps[i] = LLVMTypeOf(args[i]);
     LLVMTypeRef fty = LLVMFunctionType(ret, ps, (unsigned)n, false);

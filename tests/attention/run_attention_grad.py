@@ -1,0 +1,255 @@
+#!/usr/bin/python3
+"""Attention's gradient without the [L, S] matrix (issue 28 item 3):
+`tgc run --train` gradients of scaled_dot_product_attention's query, key
+and value, computed by the attention_backward node (ir/vjp_attention.c,
+runtime/attention_bwd.c: FlashAttention-2's backward), against
+torch.autograd in float64 on the same values, and `tgc report --train` at
+sequence lengths whose [L, S] matrix would not fit in memory.
+
+Reference: PyTorch 1.13 has no F.scaled_dot_product_attention; it is
+written by hand in float64: softmax(q @ k^T * scale + mask, -1) @ v (-inf
+where a bool mask is False or is_causal hides key j > i); the loss is
+sum(out * w) with w a random input, so each gradient is d(loss)/d(operand).
+
+Tolerance, per element |got - ref| <= rtol * |ref| + atol * max|ref|:
+  f32:  rtol 1e-4, atol 1e-5: f32 products over up to 300 keys, the
+        probabilities recomputed from an f32 log-sum-exp (measured worst
+        ~0.1 of the bound);
+  mixed-bf16: rtol 3e-2, atol 1e-2: the attention's operands, output and
+        output gradient in bf16 (8 bits) under autocast, the kernel in f32
+        between (measured worst ~0.7 of the bound, at the float mask).
+Sharp: the gradient scaled by 1.01 must fail the f32 bound.
+
+Cases, all in one graph (one build): L != S with two query blocks and two
+key blocks and Ev != E (batch 2, 3 heads); is_causal with L = S and with
+L < S; a bool mask broadcast over heads; a float mask (an input: no
+gradient of its own, so the kernel serves it) with -inf entries; batch
+dims broadcast between query, key and value (their gradients summed); an
+explicit scale on 3-D operands; 2-D operands. The graph also runs under
+--precision mixed-bf16 (attention in bf16, f32 master weights).
+
+CUDA: the f32 graph's step built with --target cuda (sm_80, sm_90): NVRTC
+compiles the two backward kernels of each attention (skipped without
+CUDA support; their values need a GPU: tests/gpu).
+
+Memory: `tgc report --train --json` of one causal head at seq 40960 and
+81920: its [L, S] f32 matrix is 25 GiB at 81920 (more than this machine's
+memory), the plan's peak must stay under 1% of it and grow at most 2.2x
+when the sequence doubles (linear, not quadratic).
+
+A sanitizer build (CMakeLists: --subset asan) runs the f32 gradients only,
+so that the kernel runs under ASan/UBSan.
+
+Usage: run_attention_grad.py --tgc build/tgc [--subset full|asan] [-v]; last line
+`attention_grad: N passed, M failed`, exit 1 when M > 0.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "diff"))
+import tensorio  # noqa: E402
+
+TOL = {"f32": (1e-4, 1e-5), "mixed-bf16": (3e-2, 1e-2)}
+TORCH = {"f32": torch.float32, "mixed-bf16": torch.bfloat16}
+
+# name: ({param: shape}, mask (shape, kind) or None, call, causal, scale)
+CASES = {
+    "plain": ({"q": [2, 3, 67, 32], "k": [2, 3, 131, 32], "v": [2, 3, 131, 24]}, None,
+              "scaled_dot_product_attention({q}, {k}, {v})", False, None),
+    "causal": ({"q": [2, 2, 131, 16], "k": [2, 2, 131, 16], "v": [2, 2, 131, 16]}, None,
+               "scaled_dot_product_attention({q}, {k}, {v}, is_causal=true)", True, None),
+    "causal_l_lt_s": ({"q": [1, 2, 67, 16], "k": [1, 2, 300, 16], "v": [1, 2, 300, 8]}, None,
+                      "scaled_dot_product_attention({q}, {k}, {v}, is_causal=true)", True, None),
+    "bool_mask": ({"q": [2, 2, 67, 16], "k": [2, 2, 131, 16], "v": [2, 2, 131, 16]},
+                  ([2, 1, 67, 131], "bool"),
+                  "scaled_dot_product_attention({q}, {k}, {v}, attn_mask={m})", False, None),
+    "float_mask": ({"q": [2, 2, 67, 16], "k": [2, 2, 131, 16], "v": [2, 2, 131, 16]},
+                   ([67, 131], "float"), "scaled_dot_product_attention({q}, {k}, {v}, {m})",
+                   False, None),
+    "broadcast": ({"q": [2, 4, 33, 16], "k": [1, 4, 70, 16], "v": [4, 70, 16]}, None,
+                  "scaled_dot_product_attention({q}, {k}, {v})", False, None),
+    "scale": ({"q": [3, 40, 16], "k": [3, 50, 16], "v": [3, 50, 16]}, None,
+              "scaled_dot_product_attention({q}, {k}, {v}, scale=0.3)", False, 0.3),
+    "two_d": ({"q": [20, 8], "k": [30, 8], "v": [30, 5]}, None,
+              "scaled_dot_product_attention({q}, {k}, {v})", False, None),
+}
+
+
+def run(cmd, verbose):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+    if verbose or p.returncode:
+        print("$", " ".join(cmd), "->", p.returncode, p.stderr.strip()[:2000])
+    return p
+
+
+def close(got, ref, rtol, atol):
+    scale = max(ref.abs().max().item(), 1e-30)
+    bound = rtol * ref.abs() + atol * scale
+    worst = ((got - ref).abs() / bound).max().item()
+    return worst <= 1.0, worst
+
+
+def make(gen):
+    """Params, inputs (masks and loss weights) and the .tg text."""
+    params, inputs, lines, outs = {}, {}, ["graph attn_grad"], []
+    for case, (shapes, mask, call, _, _) in CASES.items():
+        names = {n: "%s_%s" % (case, n) for n in shapes}
+        for n, s in shapes.items():
+            params[names[n]] = torch.randn(s, generator=gen)
+            lines.append("param %s : f32%s" % (names[n], s))
+        if mask:
+            shape, kind = mask
+            names["m"] = case + "_m"
+            if kind == "bool":
+                m = torch.rand(shape, generator=gen) < 0.7
+                m[..., 0] = True  # no row fully masked (its gradient is NaN everywhere)
+                lines.append("input %s : bool%s" % (names["m"], shape))
+            else:
+                m = torch.randn(shape, generator=gen) * 2
+                m[torch.rand(shape, generator=gen) < 0.2] = -math.inf
+                m[..., 0] = 0.0
+                lines.append("input %s : f32%s" % (names["m"], shape))
+            inputs[names["m"]] = m
+        y = case + "_y"
+        lines.append("%s = %s" % (y, call.format(**names)))
+        out_shape = reference(case, params, inputs, dry=True)
+        inputs[case + "_w"] = torch.randn(out_shape, generator=gen)
+        lines.append("input %s_w : f32%s" % (case, list(out_shape)))
+        outs.append("(%s * %s_w).sum()" % (y, case))
+    lines.append("output loss = " + " + ".join(outs))
+    return params, inputs, "\n".join(lines) + "\n"
+
+
+def reference(case, params, inputs, dry=False):
+    """The case's output in float64 from leaves (params) that require grad."""
+    shapes, mask, _, causal, scale = CASES[case]
+    q, k, v = (params["%s_%s" % (case, n)] for n in ("q", "k", "v"))
+    if dry:
+        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        return list(batch) + [q.shape[-2], v.shape[-1]]
+    sc = scale if scale is not None else 1 / math.sqrt(q.shape[-1])
+    s = q @ k.transpose(-2, -1) * sc
+    if causal:
+        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        s = s.masked_fill(~keep, -math.inf)
+    if mask:
+        m = inputs[case + "_m"]
+        s = s.masked_fill(~m, -math.inf) if m.dtype == torch.bool else s + m.double()
+    return torch.softmax(s, -1) @ v
+
+
+def grad_cases(tgc, tmp, verbose, dt):
+    gen = torch.Generator().manual_seed(28)
+    params, inputs, text = make(gen)
+    tmp = os.path.join(tmp, dt)
+    os.makedirs(tmp, exist_ok=True)
+    tg = os.path.join(tmp, "grad.tg")
+    open(tg, "w").write(text)
+    wp = os.path.join(tmp, "w.safetensors")
+    open(wp, "wb").write(tensorio.safetensors_image(list(params.items())))
+    cmd = [tgc, "run", tg, "--train", "loss", "--optimizer", "none", "--weights", wp,
+           "--output-dir", os.path.join(tmp, "out")]
+    if dt != "f32":
+        cmd += ["--precision", dt]
+    for n, x in inputs.items():
+        p = os.path.join(tmp, n + ".npy")
+        np.save(p, x.numpy())
+        cmd += ["--input", "%s=%s" % (n, p)]
+    if run(cmd, verbose).returncode:
+        return [("%s/run" % dt, False, "tgc run --train failed")]
+    # The reference sees the values tgc computes from: rounded to dt.
+    leaf = {n: x.to(TORCH[dt]).double().requires_grad_() for n, x in params.items()}
+    ins = {n: x.to(TORCH[dt]).double() if x.dtype != torch.bool else x for n, x in inputs.items()}
+    loss = sum((reference(c, leaf, ins) * ins[c + "_w"]).sum() for c in CASES)
+    loss.backward()
+    results = []
+    for n, x in leaf.items():
+        got = torch.tensor(np.load(os.path.join(tmp, "out", n + ".grad.npy")).astype(np.float64))
+        ok, worst = close(got, x.grad, *TOL[dt])
+        sharp = dt != "f32" or not close(got, x.grad * 1.01, *TOL[dt])[0]
+        why = "worst %.3g of tolerance%s" % (worst, "" if sharp else "; x1.01 passes too")
+        results.append(("grad/%s/%s" % (dt, n), ok and sharp, why))
+    return results
+
+
+def cuda_case(tgc, tmp, verbose):
+    """The same graph's training step for --target cuda: NVRTC compiles the
+    two attention_backward kernels (codegen/cuda/cu_attention_bwd.c) with
+    the module, for sm_80 and sm_90. Skipped (passed, said so) when tgc
+    has no CUDA support."""
+    tg = os.path.join(tmp, "f32", "grad.tg")
+    out = os.path.join(tmp, "cuda")
+    p = run([tgc, "build", tg, "--train", "loss", "--target", "cuda", "--gpu-arch",
+             "sm_80,sm_90", "--emit", "cuda", out, "-o", os.path.join(tmp, "cuda.exe")], verbose)
+    if p.returncode and ("built without" in p.stderr or "not built" in p.stderr):
+        return [("cuda/build", True, "skipped: tgc has no CUDA support")]
+    if p.returncode:
+        return [("cuda/build", False, "tgc build --target cuda --train failed")]
+    src = open(os.path.join(out, "attn_grad.cu")).read()
+    kernels = src.count("_sdpa_bwd_q(") + src.count("_sdpa_bwd_kv(")
+    cubins = all(os.path.getsize(os.path.join(out, "attn_grad.%s.cubin" % a)) > 0
+                 for a in ("sm_80", "sm_90"))
+    # one of each per attention node, and no [L, S] product left in the step
+    ok = kernels == 2 * len(CASES) and cubins
+    return [("cuda/build", ok, "%d backward kernels, cubins %s" % (kernels, cubins))]
+
+
+LONG_TG = """graph attn_long(seq = 4096)
+input x : f32[1, seq, 64]
+param wq : f32[64, 64]
+param wk : f32[64, 64]
+param wv : f32[64, 64]
+q = (x @ wq).view(1, seq, 1, 64).transpose(1, 2)
+k = (x @ wk).view(1, seq, 1, 64).transpose(1, 2)
+v = (x @ wv).view(1, seq, 1, 64).transpose(1, 2)
+output loss = scaled_dot_product_attention(q, k, v, is_causal=true).sum()
+"""
+
+
+def long_case(tgc, tmp, verbose):
+    tg = os.path.join(tmp, "long.tg")
+    open(tg, "w").write(LONG_TG)
+    peak = {}
+    for seq in (40960, 81920):
+        p = run([tgc, "report", tg, "--train", "loss", "--json", "-D", "seq=%d" % seq], verbose)
+        if p.returncode:
+            return [("report/long", False, "tgc report --train failed")]
+        peak[seq] = json.loads(p.stdout)["peak_bytes"]
+    ls = 81920 * 81920 * 4
+    ok = peak[81920] < ls / 100 and peak[81920] <= 2.2 * peak[40960]
+    why = "peak %d B at seq 40960, %d B at 81920 ([L, S] f32: %d B)" % (
+        peak[40960], peak[81920], ls)
+    return [("report/train_peak_linear", ok, why)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tgc", required=True)
+    ap.add_argument("-v", action="store_true")
+    ap.add_argument("--subset", choices=("full", "asan"), default="full")
+    a = ap.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for dt in ("f32", "mixed-bf16") if a.subset == "full" else ("f32",):
+            results += grad_cases(a.tgc, tmp, a.v, dt)
+        if a.subset == "full":
+            results += cuda_case(a.tgc, tmp, a.v)
+            results += long_case(a.tgc, tmp, a.v)
+    failed = [r for r in results if not r[1]]
+    for name, ok, why in results:
+        if a.v or not ok:
+            print("%s %s: %s" % ("ok  " if ok else "FAIL", name, why))
+    print("attention_grad: %d passed, %d failed" % (len(results) - len(failed), len(failed)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
