@@ -33,7 +33,7 @@ static const char *per(Ox *x, OxVal *v, OxDim along, int axis, int r, const char
     for (int k = 0; k < v->ndim; k++)
         n *= v->dim[k].v;
     if (n == 1 && v->ndim <= 1) return v->ndim ? arena_printf(x->a, "%s[0]", ref) : ref;
-    if (axis < 0) return ref;
+    if (axis < 0 || v->ndim >= 2) return ref; /* N-d: ONNX's [..., M, 1] broadcasts as given */
     if (v->ndim != 1 || v->dim[0].sym || v->dim[0].v != along.v)
         ox_fail(x, "%s must be a scalar or have %lld values (one per row or channel)", what,
                 (long long)along.v);

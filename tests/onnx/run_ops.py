@@ -8,7 +8,8 @@ one-node model built with onnx.helper and compared with numpy's result
     singular one (det 0) and f64 3x3;
   - DFT: dft_length zero-padding and truncating, onesided, complex input
     along a middle axis, inverse, opset 20's axis input (given and default);
-  - int8 MatMulInteger with per-row and per-column zero points; a
+  - int8 MatMulInteger with per-row and per-column zero points, and an
+    N-d one with an N-d zero point; a
     QLinearMatMul with per-column scales and zero points, int8 output;
     a grouped, strided, dilated ConvInteger with per-channel zero points
     and SAME_UPPER padding; a QLinearConv with per-channel scales, a bias,
@@ -117,6 +118,13 @@ def cases():
     y = np.matmul(A.astype(np.int64) - za[:, None], B.astype(np.int64) - zb).astype(np.int32)
     add("matmulinteger_int8_zero_points", helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"]),
         [("a", A), ("b", B), ("za", za), ("zb", zb)], [("y", y)])
+    # ONNX's N-d per-row zero point of an N-d A: [D, M, 1]
+    A3 = rng.integers(0, 256, (2, 4, 5), dtype=np.uint8)
+    B3 = rng.integers(0, 256, (5, 3), dtype=np.uint8)
+    za3 = rng.integers(0, 256, (2, 4, 1), dtype=np.uint8)
+    add("matmulinteger_nd_zero_point", helper.make_node("MatMulInteger", ["a", "b", "za"], ["y"]),
+        [("a", A3), ("b", B3), ("za", za3)],
+        [("y", np.matmul(A3.astype(np.int64) - za3, B3.astype(np.int64)).astype(np.int32))])
     # QLinearMatMul: per-column b scale and zero point, int8
     sa, sb, sy = np.float32(0.02), rng.uniform(0.01, 0.03, 3).astype(np.float32), np.float32(0.5)
     zy = np.int8(-3)
