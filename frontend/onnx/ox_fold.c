@@ -719,6 +719,14 @@ static const struct {
     {"ScatterND", fold_scatter_nd, 0, 0},
 };
 
+static bool wide_unsigned(DType t) {
+    return t == DT_U16 || t == DT_U32 || t == DT_U64;
+}
+static bool wide_unsigned_onnx(int64_t t) {
+    return t == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 ||
+           t == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 || t == ONNX__TENSOR_PROTO__DATA_TYPE__UINT64;
+}
+
 bool ox_fold(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin) {
     const char *op = n->op_type;
     OxVal *out = ox_val(x, n->output[0]);
@@ -736,8 +744,14 @@ bool ox_fold(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin) {
     if (flags & FOLD_DIMS) {
         r = folds[f].fn(x, op, in, nin);
     } else {
+        /* Folding computes integers in int64 without wrapping to the
+         * dtype (u64 above 2^63 is negative there): u16/u32/u64 values,
+         * and casts to them, are left to the compiled code, which computes
+         * them unsigned and wrapping. */
+        if (!strcmp(op, "Cast") && wide_unsigned_onnx(ox_attr_i(x, "to", 0))) return false;
         for (int k = 0; k < nin; k++) {
             if (in[k] && !in[k]->c) return false;
+            if (in[k] && wide_unsigned(in[k]->c->dt)) return false;
             if (in[k]) ox_const_values(x, in[k]->c);
         }
         if (nin < 1 || !in[0]) return false;

@@ -21,8 +21,8 @@ integers"):
     u64 with a signed type: u16+i32 -> i32, u32+i32 -> i64, u64+i32 -> f64;
     a float operand wins, PyTorch's rule).
 An ONNX model with uint16/32/64 inputs, outputs, initializers (typed
-fields and raw_data, u64 values above 2^63), Casts between them, Mod and
-ScatterElements' max reduction is imported and run too (`tgc run model.onnx`).
+fields and raw_data, u64 values above 2^63), Casts between them, Mod,
+ScatterElements' max reduction and arithmetic on constants alone is imported and run too (`tgc run model.onnx`).
 Each graph runs through `tgc run` (every output compared exactly with the
 reference, dtype included); the u64 graph also through `tgc build` and the
 executable; and, where tgc was built with CUDA, each graph is compiled with
@@ -240,6 +240,7 @@ def onnx_case(tgc, work):
     c32 = np.array([1, 4000000000, 7, 0], np.uint32)
     c64 = np.array([2**64 - 1, 2**63 + 1, 3, 0], np.uint64)
     c16 = np.array([65535, 1, 2, 3], np.uint16)
+    c32b = np.array([2, 1, 7, 5], np.uint32)
     nodes = [
         helper.make_node("Add", ["x", "c32"], ["s"]),
         helper.make_node("Cast", ["s"], ["s64"], to=T.UINT64),
@@ -250,15 +251,23 @@ def onnx_case(tgc, work):
         helper.make_node("Mod", ["y", "c64"], ["r"]),
         helper.make_node("ScatterElements", ["x", "si", "c32"], ["sc"], axis=0,
                          reduction="max"),
+        # constants only: what the importer may fold must wrap and compare
+        # unsigned (1 - 2 is 2^32 - 1, above 1)
+        helper.make_node("Sub", ["c32", "c32b"], ["d"]),
+        helper.make_node("Greater", ["d", "c32"], ["above"]),
+        helper.make_node("Where", ["above", "x", "d"], ["sel"]),
+        helper.make_node("Add", ["x", "d"], ["xd"]),
     ]
     inits = [helper.make_tensor("c32", T.UINT32, [4], c32.tolist()),  # uint64_data
              helper.make_tensor("c64", T.UINT64, [4], c64.tolist()),
              numpy_helper.from_array(c16, "c16"),  # raw_data
-             numpy_helper.from_array(np.array([1, 1, 3, 0], np.int64), "si")]
+             numpy_helper.from_array(np.array([1, 1, 3, 0], np.int64), "si"),
+             numpy_helper.from_array(c32b, "c32b")]
     g = helper.make_graph(nodes, "u", [vi("x", T.UINT32, [4])],
                           [vi("y", T.UINT64, [4]), vi("z", T.UINT16, [4]),
                            vi("w", T.FLOAT, [4]), vi("r", T.UINT64, [4]),
-                           vi("sc", T.UINT32, [4])], inits)
+                           vi("sc", T.UINT32, [4]), vi("sel", T.UINT32, [4]),
+                           vi("xd", T.UINT32, [4])], inits)
     model = os.path.join(work, "u.onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), model)
     x = np.array([5, 300000000, 4294967295, 65537], np.uint32)
@@ -271,7 +280,8 @@ def onnx_case(tgc, work):
     y = (x + c32).astype(np.uint64) + c64
     safe = np.where(c64 == 0, np.uint64(1), c64)
     ref = {"y": y, "z": x.astype(np.uint16) * c16, "w": y.astype(np.float32),
-           "r": np.where(c64 == 0, np.uint64(0), y % safe), "sc": x.copy()}
+           "r": np.where(c64 == 0, np.uint64(0), y % safe), "sc": x.copy(),
+           "sel": np.where((c32 - c32b) > c32, x, c32 - c32b), "xd": x + (c32 - c32b)}
     for i, u in zip([1, 1, 3, 0], c32):  # ScatterElements' max, unsigned
         ref["sc"][i] = max(ref["sc"][i], u)
     return compare("onnx", od, ref)
