@@ -6,7 +6,10 @@
  * Requires: a checked graph with layouts (after tgc_frontend: casts and
  * broadcast expands explicit, views folded). It runs in the code
  * generators' planning (pipeline_plan), so `tgc show` still prints the
- * graph as written; on --target cuda the scratch function says 0 wherever
+ * graph as written; in a training build it runs first before the gradient
+ * pass (pass_attention_fuse_train, from pass_train), since afterwards the
+ * probabilities have the backward as a second reader and the gradient of
+ * the written-out form stores them; on --target cuda the scratch function says 0 wherever
  * the flash kernel can run (codegen/cuda/cu_attention.c). Gives: the final product node
  * rewritten in place into the attention op (its name, storage and layout
  * kept), at most two views or masks placed just before it; the scores,
@@ -301,6 +304,32 @@ static bool fuse(Graph *g, const int *uses, Value *p, AttnScratchFn scratch) {
     }
     insert_before(g, p, add, 2);
     return true;
+}
+
+/* Before the gradient pass the target is not known yet: the op is taken
+ * wherever both backends' kernels run it, i.e. head dims up to 256 (the
+ * CUDA kernel's smallest tiles for E = Ev = 256 take 34 KiB of shared
+ * memory, within the 48 KiB that cg_cuda_attention_scratch allows on every
+ * architecture; the CPU's have no bound), whatever the length: in a
+ * training step the written-out form stores [..., L, S] tensors for the
+ * backward, which the op's gradient does not. */
+static size_t train_scratch(const RtAttnDesc *d) {
+    return d->e <= 256 && d->ev <= 256 ? 0 : SIZE_MAX;
+}
+
+void pass_attention_fuse_train(Graph *g) {
+    int n = g->nvalues;
+    bool *was_dead = ARENA_ARRAY(g->arena, bool, n > 0 ? n : 1);
+    Value **old = ARENA_ARRAY(g->arena, Value *, n > 0 ? n : 1);
+    for (int i = 0; i < n; i++)
+        old[i] = g->values[i], was_dead[i] = g->values[i]->dead;
+    pass_attention_fuse(g, train_scratch);
+    /* The scores and probabilities the op replaced are dead now; their
+     * source names would make the later DCE keep them and warn that no
+     * output depends on them, which the user did not write. */
+    for (int i = 0; i < n; i++)
+        if (old[i]->dead && !was_dead[i] && old[i]->op != OP_INPUT && old[i]->op != OP_PARAM)
+            old[i]->name = NULL;
 }
 
 void pass_attention_fuse(Graph *g, AttnScratchFn scratch) {

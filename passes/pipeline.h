@@ -51,6 +51,10 @@ typedef size_t (*AttnScratchFn)(const struct RtAttnDesc *d);
  * scaled_dot_product_attention where that saves memory
  * (passes/attention_fuse.c). */
 void pass_attention_fuse(Graph *g, AttnScratchFn scratch);
+/* The same in a training build, before the gradient pass (pass_train), at
+ * any length, where both targets' kernels run it (head dims <= 256): the
+ * op's gradient (ir/vjp_attention.c) then stores no [..., L, S] tensor. */
+void pass_attention_fuse_train(Graph *g);
 /* Stores the 4-d activations of convolution networks channels-last (NHWC
  * strides over their logical NCHW shape) where every reader indexes by
  * strides (passes/layout.c); run after pass_conv_epilogue. CPU only: the

@@ -9,6 +9,7 @@
 
 #include "ir/infer.h"
 #include "ir/irbuild.h"
+#include "passes/pipeline.h"
 #include "passes/train.h"
 
 TrainSpec train_spec_default(OptimKind k) {
@@ -177,6 +178,7 @@ static void unscale(Tr *r, GradSet *gs) {
 bool pass_train(Graph *g, Diag *d, const TrainSpec *t) {
     TrainModeUpdates up;
     if (!pass_train_mode(g, d, true, &up)) return false;
+    pass_attention_fuse_train(g); /* attention written out: the O(seq) gradient */
     GradSet gs;
     if (!pass_grad(g, d, t, &gs)) return false;
     InferCtx ic = {.g = g, .d = d};
