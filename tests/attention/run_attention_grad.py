@@ -30,9 +30,8 @@ out (softmax(q @ k^T * c).masked_fill(~tril(ones)) @ v, as
 examples/llama.tg), which a training build recognises before the gradient. The graph also runs under
 --precision mixed-bf16 (attention in bf16, f32 master weights).
 
-CUDA: the f32 graph's step built with --target cuda (sm_80, sm_90): NVRTC
-compiles the two backward kernels of each attention (skipped without
-CUDA support; their values need a GPU: tests/gpu).
+CUDA: the same kernels' CUDA form is run on the host by
+tests/cuda/run_attention_bwd_emul.py.
 
 Memory: `tgc report --train --json` of one causal head at seq 40960 and
 81920, as scaled_dot_product_attention and written out: its [L, S] f32 matrix is 25 GiB at 81920 (more than this machine's
@@ -186,28 +185,6 @@ def grad_cases(tgc, tmp, verbose, dt):
     return results
 
 
-def cuda_case(tgc, tmp, verbose):
-    """The same graph's training step for --target cuda: NVRTC compiles the
-    two attention_backward kernels (codegen/cuda/cu_attention_bwd.c) with
-    the module, for sm_80 and sm_90. Skipped (passed, said so) when tgc
-    has no CUDA support."""
-    tg = os.path.join(tmp, "f32", "grad.tg")
-    out = os.path.join(tmp, "cuda")
-    p = run([tgc, "build", tg, "--train", "loss", "--target", "cuda", "--gpu-arch",
-             "sm_80,sm_90", "--emit", "cuda", out, "-o", os.path.join(tmp, "cuda.exe")], verbose)
-    if p.returncode and ("built without" in p.stderr or "not built" in p.stderr):
-        return [("cuda/build", True, "skipped: tgc has no CUDA support")]
-    if p.returncode:
-        return [("cuda/build", False, "tgc build --target cuda --train failed")]
-    src = open(os.path.join(out, "attn_grad.cu")).read()
-    kernels = src.count("_sdpa_bwd_q(") + src.count("_sdpa_bwd_kv(")
-    cubins = all(os.path.getsize(os.path.join(out, "attn_grad.%s.cubin" % a)) > 0
-                 for a in ("sm_80", "sm_90"))
-    # one of each per attention node, and no [L, S] product left in the step
-    ok = kernels == 2 * len(CASES) and cubins
-    return [("cuda/build", ok, "%d backward kernels, cubins %s" % (kernels, cubins))]
-
-
 LONG_TG = """graph attn_long(seq = 4096)
 input x : f32[1, seq, 64]
 param wq : f32[64, 64]
@@ -257,7 +234,6 @@ def main():
         for dt in ("f32", "mixed-bf16") if a.subset == "full" else ("f32",):
             results += grad_cases(a.tgc, tmp, a.v, dt)
         if a.subset == "full":
-            results += cuda_case(a.tgc, tmp, a.v)
             results += long_case(a.tgc, tmp, a.v)
     failed = [r for r in results if not r[1]]
     for name, ok, why in results:
