@@ -4,7 +4,8 @@ below, `tgc build --train loss --target cuda --emit cuda` of
 loss = sum(scaled_dot_product_attention(q, k, v, ...) * w) writes the
 module's CUDA C; its two attention_backward kernels
 (codegen/cuda/cu_attention_bwd.c: k*_sdpa_bwd_q, then k*_sdpa_bwd_kv) are
-cut out, compiled for the host after attn_host.h and run in turn on one
+cut out, compiled for the host after attn_host.h (one program, TG_KERNEL
+picking the kernel) and run in turn on one
 arena file holding the forward's output and the output's gradient where
 the module places them (the offsets read from the kernels' own pointer
 expressions), with q, k, v and the mask in their interface buffers. The
@@ -30,7 +31,7 @@ import sys
 
 import torch
 
-from emul_harness import compile_kernel, kernel_source, main, raw, run_kernel
+from emul_harness import HERE, kernel_source, main, raw, run_kernel
 
 TORCH = {"f32": torch.float32, "f16": torch.float16}
 TOL = {"f32": (1e-4, 1e-5), "f16": (2e-2, 2e-3)}
@@ -155,10 +156,22 @@ def run_case(name, case, args, work):
     rslot, roff, rel = ptr["rp"]
     if rslot != 0:
         return ["the packed result is not in the arena"]
-    for kname, ksrc, rows in ((kq, srcq, L), (kkv, srckv, S)):
-        exe, err = compile_kernel(args, os.path.join(d), kname, ksrc)
-        if err:
-            return [err]
+    # Both kernels in one program (one compile): TG_KERNEL picks one.
+    src = ('#include "attn_host.h"\n%s\n%s\n#define main tg_main_q\nTG_HOST_MAIN(%s)\n'
+           '#undef main\n#define main tg_main_kv\nTG_HOST_MAIN(%s)\n#undef main\n'
+           'int main(int argc, char **argv) {\n'
+           '    const char *k = getenv("TG_KERNEL");\n'
+           '    return k && !strcmp(k, "kv") ? tg_main_kv(argc, argv) : tg_main_q(argc, argv);\n'
+           '}\n' % (srcq, srckv, kq, kkv))
+    exe = os.path.join(d, "k")
+    with open(exe + ".cpp", "w") as f:
+        f.write(src)
+    p = subprocess.run([args.cxx, "-std=c++20", "-O1", "-pthread", "-w", "-I", HERE, exe + ".cpp",
+                        "-o", exe], capture_output=True, text=True)
+    if p.returncode:
+        return ["%s: %s" % (args.cxx, p.stderr.strip()[:2000])]
+    for which, rows in (("q", L), ("kv", S)):
+        os.environ["TG_KERNEL"] = which
         err = run_kernel(exe, (nb * rows + 255) // 256, 0, files)
         if err:
             return [err]
