@@ -171,6 +171,33 @@ static Value *apply(Lay *l) {
     return NULL;
 }
 
+/* A contiguous() copy the pass made channels-last whose input already has
+ * those strides (a conv reading a permute(0, 3, 1, 2) of an N, H, W, C
+ * tensor, ConvNeXt's layer norm before each stage) copies nothing: it
+ * becomes a view of its input again, as contiguous() of a dense value is. */
+static void unfold_copies(Lay *l) {
+    Graph *g = l->g;
+    for (int i = 0; i < g->nvalues; i++) {
+        Value *v = g->values[i];
+        if (v->dead || v->op != OP_CONTIGUOUS || !l->cl[i] || v->storage != v || v->nin != 1)
+            continue;
+        const Value *t = v->in[0];
+        if (t->dtype != v->dtype || !value_same_shape(t, v) || !physically_nhwc(t)) continue;
+        for (int j = 0; j < g->nvalues; j++) {
+            Value *w = g->values[j];
+            if (w != v && w->storage == v) {
+                w->storage = t->storage;
+                w->offset += t->offset;
+            }
+        }
+        v->is_view = true;
+        v->storage = t->storage;
+        v->offset = t->offset;
+        memcpy(v->strides, t->strides, sizeof v->strides);
+        v->copy_reason = NULL;
+    }
+}
+
 void pass_layout(Graph *g) {
     if (g->train_loss || g->nvalues == 0) return;
     Lay l = {g, calloc((size_t)g->nvalues, sizeof(bool)),
@@ -198,6 +225,7 @@ void pass_layout(Graph *g) {
         while (drop_bad_readers(&l)) {
         }
     }
+    unfold_copies(&l);
 done:
     free(l.cl);
     free(l.old);

@@ -19,8 +19,9 @@ static const char *prelude = "graph g\n"
 typedef struct LayCase {
     int line;
     const char *body;
-    const char *name; /* the value checked */
-    bool cl;          /* stored channels-last */
+    const char *name;    /* the value checked */
+    bool cl;             /* stored channels-last */
+    const char *view_of; /* when set: name's first operand is a view of this value's storage */
 } LayCase;
 
 static void run_case(void *arg) {
@@ -48,13 +49,20 @@ static void run_case(void *arg) {
         want[0] = v->shape[1] * want[1];
     }
     unit_check_ints(want, 4, v->strides, v->ndim, f, k->line, "strides");
+    if (k->view_of) {
+        Value *o = find_value(g, k->view_of);
+        unit_check(o && v->nin > 0 && v->in[0]->is_view && v->in[0]->storage == o->storage, f,
+                   k->line, "the first operand is a view of the named value, not a copy");
+    }
 done:
     unit_context = NULL;
     compiled_free(&c);
 }
 
 #define CASE(body, name, cl)                                                                       \
-    { __LINE__, body, name, cl }
+    { __LINE__, body, name, cl, NULL }
+#define CASE_VIEW(body, name, view_of)                                                             \
+    { __LINE__, body, name, true, view_of }
 
 #define CONVNEXT                                                                                   \
     "h = conv2d(x, w, padding=1)\n"                                                                \
@@ -85,6 +93,12 @@ static const LayCase cases[] = {
     CASE(CONVNEXT, "h", true),
     CASE(CONVNEXT, "m", true),
     CASE(CONVNEXT, "r", true),
+    /* a conv reading a permute of an N, H, W, C tensor (ConvNeXt's
+     * downsampling after its layer norm): the contiguous() the front end
+     * puts before it copies nothing once the conv reads NHWC */
+    CASE_VIEW("h = conv2d(x, w, padding=1)\nt = layer_norm(h.permute(0, 2, 3, 1), [8])\n"
+              "d = conv2d(t.permute(0, 3, 1, 2), w2)\noutput y = conv2d(d, w2)",
+              "d", "t"),
     /* softmax over the channels reads by strides too */
     CASE("h = conv2d(x, w, padding=1)\noutput s = softmax(h, 1)\noutput y = conv2d(h, w2)", "h",
          true),
