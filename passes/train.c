@@ -50,11 +50,12 @@ static Value *add_scaled(Tr *r, Value *x, Value *y, double alpha) {
     return irb_op(&r->b, OP_ADD, 3, a);
 }
 
-/* An optimizer state: an f32 param of p's shape (or 0-d), zeros. */
+/* An optimizer state: a param of p's shape (or 0-d), zeros; f32, or f64
+ * for an f64 param (torch.optim keeps states in the param's dtype). */
 static Value *state(Tr *r, const char *name, const Value *like) {
     Value *v = value_new(r->g, OP_PARAM, r->b.loc);
     v->name = name;
-    v->dtype = DT_F32;
+    v->dtype = like && like->dtype == DT_F64 ? DT_F64 : DT_F32;
     if (like) set_shape(v, like->shape, like->ndim);
     v->init.kind = INIT_ZEROS;
     v->optim_state = true;
@@ -100,6 +101,9 @@ static void sgd(Tr *r, Value *p, Value *grad) {
 typedef struct AdamStep {
     Value *step_size; /* lr / (1 - beta1^t), f32 */
     Value *bc2_sqrt;  /* sqrt(1 - beta2^t), f32 */
+    /* the same in f64, for f64 params (PyTorch's Python floats applied to
+     * f64 tensors: no rounding to f32) */
+    Value *step_size64, *bc2_sqrt64;
 } AdamStep;
 
 static AdamStep adam_step(Tr *r) {
@@ -112,9 +116,12 @@ static AdamStep adam_step(Tr *r) {
         B(r, OP_SUB, S(r, 1), irb_unary(&r->b, OP_EXP, B(r, OP_MUL, t64, S(r, log(t->beta1)))));
     Value *bc2 =
         B(r, OP_SUB, S(r, 1), irb_unary(&r->b, OP_EXP, B(r, OP_MUL, t64, S(r, log(t->beta2)))));
+    Value *step_size = B(r, OP_DIV, S(r, t->lr), bc1), *bc2_sqrt = irb_unary(&r->b, OP_SQRT, bc2);
     AdamStep s = {
-        .step_size = irb_to(&r->b, B(r, OP_DIV, S(r, t->lr), bc1), DT_F32),
-        .bc2_sqrt = irb_to(&r->b, irb_unary(&r->b, OP_SQRT, bc2), DT_F32),
+        .step_size = irb_to(&r->b, step_size, DT_F32),
+        .bc2_sqrt = irb_to(&r->b, bc2_sqrt, DT_F32),
+        .step_size64 = step_size,
+        .bc2_sqrt64 = bc2_sqrt,
     };
     return s;
 }
@@ -126,9 +133,12 @@ static void adamw(Tr *r, const AdamStep *s, Value *p, Value *grad) {
     Value *m1 = add_scaled(r, B(r, OP_MUL, m, S(r, t->beta1)), grad, 1 - t->beta1);
     Value *v1 =
         add_scaled(r, B(r, OP_MUL, v, S(r, t->beta2)), B(r, OP_MUL, grad, grad), 1 - t->beta2);
+    bool f64 = p->dtype == DT_F64;
     Value *denom =
-        B(r, OP_ADD, B(r, OP_DIV, irb_unary(&r->b, OP_SQRT, v1), s->bc2_sqrt), S(r, t->eps));
-    Value *next = B(r, OP_SUB, p1, B(r, OP_MUL, s->step_size, B(r, OP_DIV, m1, denom)));
+        B(r, OP_ADD, B(r, OP_DIV, irb_unary(&r->b, OP_SQRT, v1), f64 ? s->bc2_sqrt64 : s->bc2_sqrt),
+          S(r, t->eps));
+    Value *next = B(r, OP_SUB, p1,
+                    B(r, OP_MUL, f64 ? s->step_size64 : s->step_size, B(r, OP_DIV, m1, denom)));
     if (!m1 || !v1 || !next) return;
     output(r, m1, named(r, m, "@next"), m);
     output(r, v1, named(r, v, "@next"), v);
@@ -202,11 +212,14 @@ bool pass_train(Graph *g, Diag *d, const TrainSpec *t) {
     AdamStep s = {0};
     if (t->optim == OPTIM_ADAMW) s = adam_step(&r);
     for (int i = 0; i < gs.n && !d->errors; i++) {
-        Value *grad = irb_to(&r.b, gs.grads[i], DT_F32);
+        /* f64 params train in f64 (states too), as torch.optim does for a
+         * model in .double(); every other param is trained in f32. */
+        bool f64 = gs.params[i]->dtype == DT_F64 && !gs.scale;
+        Value *grad = irb_to(&r.b, gs.grads[i], f64 ? DT_F64 : DT_F32);
         if (grad && !grad->grad_of && grad->op != OP_PARAM) grad->grad_of = gs.params[i];
-        if (gs.params[i]->dtype != DT_F32) {
+        if (gs.params[i]->dtype != DT_F32 && !f64) {
             diag_error(d, gs.params[i]->loc,
-                       "--train: param '%s' is %s; training keeps params in f32 (use "
+                       "--train: param '%s' is %s; training keeps params in f32 or f64 (use "
                        "--precision mixed-bf16 or mixed-f16 for low-precision compute)",
                        gs.params[i]->name, dtype_name(gs.params[i]->dtype));
             return false;
