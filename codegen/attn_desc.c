@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "ir/dropout.h"
 
 /* The strides of x (an operand with ndim - 2 batch dims of its own) for
  * the nb batch dims of the result, right-aligned: 0 where x has no such
@@ -61,6 +62,16 @@ static void describe(const CgProgram *p, const Value *v, bool bwd, RtAttnDesc *d
         memcpy(d->m_bs, st, sizeof(int64_t) * (size_t)nb);
         d->m_rs = st[nb], d->m_cs = st[nb + 1];
     }
+    /* dropout's mask: attention_dropout's p and site, or those its
+     * gradient was given (ir/dropout.h) */
+    bool drop = bwd ? v->args[8].kind == ARG_TENSOR : v->op == OP_SDPA_DROP;
+    if (drop) {
+        double p = bwd ? v->args[10].f : v->args[4].f;
+        d->dropout = 1;
+        d->drop_threshold = dropout_threshold(p);
+        d->drop_site = bwd ? v->args[11].i : v->args[9].i;
+        d->drop_scale = dropout_scale(p, DT_F32);
+    }
 }
 
 void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d) {
@@ -85,7 +96,8 @@ void cg_attn_plan(CgProgram *p, MemPlan *plan, bool cuda) {
     int64_t need = 0;
     for (int i = 0; i < g->nvalues; i++) {
         const Value *v = g->values[i];
-        if ((v->op != OP_SDPA && v->op != OP_SDPA_BWD) || v->dead) continue;
+        if ((v->op != OP_SDPA && v->op != OP_SDPA_DROP && v->op != OP_SDPA_BWD) || v->dead)
+            continue;
         int64_t s;
         if (v->op == OP_SDPA_BWD) {
             RtAttnBwdDesc bd;

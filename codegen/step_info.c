@@ -77,6 +77,7 @@ static const char *impl_of(const CgProgram *p, const Kernel *kn) {
                       : "rt_matmul: integer loop";
     case OP_QMATMUL: return "rt_qmatmul: dequantizing kernel";
     case OP_SDPA: return "rt_attention: flash attention";
+    case OP_SDPA_DROP: return "rt_attention: flash attention, dropout per tile";
     case OP_SDPA_BWD: return "rt_attention_backward: flash attention backward";
     case OP_EINSUM: return "generated contraction";
     case OP_CONV1D:

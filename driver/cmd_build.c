@@ -270,6 +270,7 @@ static bool plan(Build *s) {
      * --weights names others (written by stage, once there is a temporary
      * directory). */
     if (onnx_is_model_path(b->o.file)) b->o.onnx_out = &s->onnx;
+    b->o.train.attn_dropout_written = s->cuda;
     s->g = load_graph(&s->a, &s->d, &b->o, &s->file);
     if (!s->g) {
         if (s->d.errors > 1 && s->d.out) fprintf(stderr, "%d errors\n", s->d.errors);

@@ -354,6 +354,8 @@ static int run(const ReportOpts *ro, const Options *o) {
     rt_tmp_install_signals();
     int rc = check_values(ro, o, &prec, &target, &dev, &budget);
     if (rc) return rc;
+    /* as tgc build compiles it for the target (passes/train.h) */
+    ((Options *)o)->train.attn_dropout_written = target == TARGET_CUDA;
     Arena a = {0};
     Diag d;
     diag_init(&d, stderr);

@@ -5,8 +5,9 @@
  * of the query's dtype (added to the scores), broadcastable to [..., L, S];
  * is_causal: query i sees keys j <= i (torch.ones(L, S).tril()), never
  * with a mask; scale: 1/sqrt(E) by default; dropout_p in [0, 1], applied
- * only in a training build (passes/train_mode.c writes the op out with
- * the mask on its probabilities), ignored in the eval form. The op stays
+ * only in a training build (passes/train_mode.c makes the op
+ * attention_dropout, which applies the mask to each probability tile, or
+ * writes it out where that kernel cannot serve), ignored in the eval form. The op stays
  * one node to code generation (runtime/attention.c); its gradient is
  * ir/vjp_attention.c. At f64 the builder writes it out instead
  * (ir/lower_sugar.c). */
@@ -15,6 +16,17 @@
 #include "ir/infer.h"
 
 static const char *const NAMES[3] = {"query", "key", "value"};
+
+/* attention_dropout's and attention_backward's seed and step (args at,
+ * at + 1): dropout's 0-d i64 states (passes/train_mode.c). */
+static bool dropout_key(InferCtx *c, Value *v, int at) {
+    for (int i = at; i <= at + 1; i++)
+        if (v->args[i].kind != ARG_TENSOR || v->args[i].t->ndim != 0 ||
+            v->args[i].t->dtype != DT_I64)
+            return infer_error(c, v->args[i].loc, "internal: %s's %s must be 0-d i64",
+                               op_info(v->op)->name, i == at ? "seed" : "step");
+    return true;
+}
 
 bool infer_sdpa(InferCtx *c, Value *v) {
     Arena *a = c->g->arena;
@@ -114,6 +126,7 @@ bool infer_sdpa(InferCtx *c, Value *v) {
                            drop->f);
     if (scale->kind == ARG_NUM && !(scale->f == scale->f))
         return infer_error(c, scale->loc, "scaled_dot_product_attention: scale is NaN");
+    if (v->op == OP_SDPA_DROP && !dropout_key(c, v, 7)) return false;
     shape[nb] = L, shape[nb + 1] = Ev;
     v->dtype = q->dtype;
     set_shape(v, shape, nb + 2);
@@ -137,6 +150,7 @@ bool infer_sdpa_bwd(InferCtx *c, Value *v) {
     if (ok && mask->kind == ARG_TENSOR)
         ok = mask->t->dtype == DT_BOOL || mask->t->dtype == q->dtype;
     if (!ok) return infer_error(c, v->loc, "internal: attention_backward's operands do not match");
+    if (ARG(v, 8)->kind == ARG_TENSOR && !dropout_key(c, v, 8)) return false;
     int64_t L = q->shape[q->ndim - 2], E = q->shape[q->ndim - 1], S = k->shape[k->ndim - 2];
     int64_t Ev = val->shape[val->ndim - 1];
     int64_t shape[TG_MAX_DIMS];

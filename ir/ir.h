@@ -238,7 +238,7 @@ typedef struct OpInfo {
     InferFn infer;
     LayoutFn layout;
     VjpFn vjp;
-    ParamSpec params[8];
+    ParamSpec params[12]; /* attention_backward has 12 */
     int nparams;
 } OpInfo;
 

@@ -33,7 +33,7 @@ static void parse_signature(OpInfo *info) {
         while (*s == ' ' || *s == ',')
             s++;
         if (!*s) break;
-        TGC_ASSERT(info->nparams < 8);
+        TGC_ASSERT(info->nparams < (int)(sizeof info->params / sizeof info->params[0]));
         ParamSpec *p = &info->params[info->nparams++];
         if (*s == '*') {
             p->variadic = true;

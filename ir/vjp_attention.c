@@ -6,6 +6,8 @@
  * probabilities block by block: no [..., L, S] tensor is stored, so
  * training memory grows linearly in the sequence. Its packed f32 result
  * (ir/infer_attention.c) is sliced into the three gradients here.
+ * attention_dropout's (dropout_p in a training build) is the same node
+ * given dropout's key, site and p: it redraws the forward's mask per tile.
  *
  * The written-out form below remains only where that node cannot serve:
  * a float mask that needs its own gradient (dmask = dS is itself an
@@ -54,16 +56,22 @@ static bool flash_grad(VjpCtx *c, Value *v, Value *gy, Value **gx, double scale)
     IrB *b = &c->b;
     Value *q = ARG(v, 0)->t, *k = ARG(v, 1)->t, *val = ARG(v, 2)->t;
     const Arg *mask = ARG(v, 3);
-    Arg a[8] = {irb_t(b, q),
-                irb_t(b, k),
-                irb_t(b, val),
-                mask->kind == ARG_TENSOR ? irb_t(b, mask->t)
-                                         : (Arg){.kind = ARG_ABSENT, .loc = b->loc},
-                irb_t(b, v),
-                irb_t(b, gy),
-                *ARG(v, 5),
-                irb_num(b, scale)};
-    Value *r = irb_op(b, OP_SDPA_BWD, 8, a);
+    Arg absent = {.kind = ARG_ABSENT, .loc = b->loc};
+    /* attention_dropout: the backward redraws its mask from the same key */
+    bool drop = v->op == OP_SDPA_DROP;
+    Arg a[12] = {irb_t(b, q),
+                 irb_t(b, k),
+                 irb_t(b, val),
+                 mask->kind == ARG_TENSOR ? irb_t(b, mask->t) : absent,
+                 irb_t(b, v),
+                 irb_t(b, gy),
+                 *ARG(v, 5),
+                 irb_num(b, scale),
+                 drop ? *ARG(v, 7) : absent,
+                 drop ? *ARG(v, 8) : absent,
+                 irb_num(b, drop ? ARG(v, 4)->f : 0.0),
+                 irb_i(b, drop ? ARG(v, 9)->i : 0)};
+    Value *r = irb_op(b, OP_SDPA_BWD, 12, a);
     if (!r) return false;
     int64_t E = q->shape[q->ndim - 1], L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2];
     int64_t Ev = val->shape[val->ndim - 1];
@@ -85,7 +93,9 @@ bool vjp_sdpa(VjpCtx *c, Value *v, Value *gy, Value **gx) {
     int64_t E = q->shape[q->ndim - 1], L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2];
     double scale = sc->kind == ARG_NUM ? sc->f : 1.0 / sqrt((double)E);
     bool mask_grad = mask->kind == ARG_TENSOR && mask->t->dtype != DT_BOOL && vjp_needs(c, v, 3);
-    if (q->dtype != DT_F64 && !mask_grad) return flash_grad(c, v, gy, gx, scale);
+    /* attention_dropout is made only where the blockwise gradient serves */
+    if (v->op == OP_SDPA_DROP || (q->dtype != DT_F64 && !mask_grad))
+        return flash_grad(c, v, gy, gx, scale);
     Value *qf = irb_to(b, q, t), *kf = irb_to(b, k, t), *vf = irb_to(b, val, t);
     Value *g = irb_to(b, gy, t);
 

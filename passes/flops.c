@@ -99,7 +99,8 @@ int64_t flops_value(const Value *v) {
                             sat_mul(g.cin / g.groups, sat_mul(g.k[0], g.k[1])));
         return g.has_bias ? sat_add(f, out) : f;
     }
-    case OP_SDPA: {
+    case OP_SDPA:
+    case OP_SDPA_DROP: {
         /* the two products and the softmax over [..., L, S] */
         const Value *k = v->in[1];
         int64_t ls = sat_mul(out / (v->shape[v->ndim - 1] ? v->shape[v->ndim - 1] : 1),

@@ -25,7 +25,7 @@ Value *pipeline_lower(InferCtx *c, Value *v) {
 
 bool pipeline_prepare(Graph *g, Diag *d, const PrecisionPolicy *pol, const TrainSpec *train) {
     pass_verify(g, false);
-    if (!train && !pass_train_mode(g, d, false, NULL)) return false; /* the eval form */
+    if (!train && !pass_train_mode(g, d, false, false, NULL)) return false; /* the eval form */
     if (train && !pass_train(g, d, train)) return false;
     if (train) pass_verify(g, false);
     pass_precision(g, d, pol);

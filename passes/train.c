@@ -187,7 +187,7 @@ static void unscale(Tr *r, GradSet *gs) {
 
 bool pass_train(Graph *g, Diag *d, const TrainSpec *t) {
     TrainModeUpdates up;
-    if (!pass_train_mode(g, d, true, &up)) return false;
+    if (!pass_train_mode(g, d, true, t->attn_dropout_written, &up)) return false;
     pass_attention_fuse_train(g); /* attention written out: the O(seq) gradient */
     GradSet gs;
     if (!pass_grad(g, d, t, &gs)) return false;

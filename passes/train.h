@@ -26,6 +26,9 @@ typedef struct TrainSpec {
      * backward pass instead of keeping (tgc report --checkpoint auto). */
     const int *recompute;
     int nrecompute;
+    /* --target cuda: attention's dropout_p stays written out (softmax,
+     * dropout_apply, @ v), the CUDA kernels applying no mask. */
+    bool attn_dropout_written;
 } TrainSpec;
 
 /* The defaults of torch.optim (lr 1e-3; SGD without momentum or weight
@@ -71,14 +74,16 @@ typedef struct TrainModeUpdates {
  * dropout/dropout1d/dropout2d(training=true) and attention's dropout_p
  * resolved: with training (a --train build) in their training form (the
  * batch's statistics; x * a Philox mask made by dropout_apply from the 0-d
- * i64 states __dropout_seed and __dropout_step; attention written out with
+ * i64 states __dropout_seed and __dropout_step; attention as
+ * attention_dropout, the blockwise kernels applying the same mask per tile,
+ * or with written_attn (and where that op cannot serve) written out with
  * the mask on its probabilities), the updates of the states they own in
  * *up (when up is not NULL); otherwise in their eval form (the running
  * statistics; the identity; no attention dropout), as PyTorch's
  * model.eval() runs them. Every batch norm's running statistics are marked
  * buffers, which pass_grad never trains. Reports a running statistic
  * that is not a param, or that two batch norms share. */
-bool pass_train_mode(Graph *g, Diag *d, bool training, TrainModeUpdates *up);
+bool pass_train_mode(Graph *g, Diag *d, bool training, bool written_attn, TrainModeUpdates *up);
 
 /* Whether v may be recomputed in the backward pass: a forward value that
  * is computed (not a leaf, a view or a creation op). */

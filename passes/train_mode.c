@@ -17,6 +17,7 @@ typedef struct Tm {
     Diag *d;
     InferCtx ic;
     bool training;
+    bool written_attn;  /* attention's dropout written out (--target cuda) */
     Value *seed, *step; /* dropout's key and counter (made at the first dropout) */
     int sites;
     TrainModeUpdates *up;
@@ -162,12 +163,16 @@ static bool batch_norm(Tm *m, Value *v) {
     return true;
 }
 
+/* dropout's key, made at the first dropout */
+static void dropout_key(Tm *m, IrB *b) {
+    if (m->seed) return;
+    m->seed = i64_state(m, "__dropout_seed", b->loc);
+    m->step = i64_state(m, "__dropout_step", b->loc);
+    add_update(m, m->step, plus_one(b, m->step));
+}
+
 static Value *dropout_noise(Tm *m, IrB *b, Value *x, double p, int nmask) {
-    if (!m->seed) {
-        m->seed = i64_state(m, "__dropout_seed", b->loc);
-        m->step = i64_state(m, "__dropout_step", b->loc);
-        add_update(m, m->step, plus_one(b, m->step));
-    }
+    dropout_key(m, b);
     Arg a[6] = {irb_t(b, x),   irb_t(b, m->seed),    irb_t(b, m->step),
                 irb_num(b, p), irb_i(b, m->sites++), irb_i(b, nmask)};
     return irb_op(b, OP_DROPOUT_APPLY, 6, a);
@@ -189,10 +194,67 @@ static Value *drop_probs(void *ctx, IrB *b, Value *probs, double p) {
     return dropout_noise(ctx, b, probs, p, probs->ndim);
 }
 
+/* Whether x depends on a float param: a float mask that does needs its
+ * own gradient, an [..., L, S] tensor only the written-out form makes. */
+static bool from_param(Value *x, bool *seen, int nseen) {
+    if (x->id < nseen && seen[x->id]) return false;
+    if (x->id < nseen) seen[x->id] = true;
+    if (x->op == OP_PARAM) return dtype_is_float(x->dtype);
+    for (int i = 0; i < x->nin; i++)
+        if (from_param(x->in[i], seen, nseen)) return true;
+    return false;
+}
+
+/* The blockwise kernels' batch is the result's; the written-out form's
+ * mask is drawn over the probabilities' [..., L, S], whose batch is q's
+ * and k's broadcast: the two agree when that is the result's batch. */
+static bool same_batch(const Value *v) {
+    const Value *q = v->args[0].t, *k = v->args[1].t;
+    int nb = v->ndim - 2;
+    for (int d = 0; d < nb; d++) {
+        int qd = d - (nb - (q->ndim - 2)), kd = d - (nb - (k->ndim - 2));
+        int64_t x = qd >= 0 ? q->shape[qd] : 1, y = kd >= 0 ? k->shape[kd] : 1;
+        if ((x > y ? x : y) != v->shape[d]) return false;
+    }
+    return true;
+}
+
+/* dropout_p in a training build as attention_dropout: the blockwise
+ * forward and attention_backward apply the mask per tile, the same
+ * Philox draws over the same [..., L, S] index as the written-out form's
+ * dropout_apply, so no [L, S] tensor is made. NULL where it cannot serve
+ * (f64, a float mask that needs a gradient, probabilities whose batch is
+ * not the result's, CUDA). */
+static Value *attention_dropout(Tm *m, IrB *b, Value *v) {
+    const Arg *mask = &v->args[3];
+    if (m->written_attn || v->dtype == DT_F64 || !same_batch(v)) return NULL;
+    if (mask->kind == ARG_TENSOR && mask->t->dtype != DT_BOOL) {
+        int n = m->g->next_id;
+        bool *seen = ARENA_ARRAY(m->g->arena, bool, n > 0 ? n : 1);
+        if (from_param(mask->t, seen, n)) return NULL;
+    }
+    dropout_key(m, b);
+    Arg a[10];
+    for (int i = 0; i < 7; i++)
+        a[i] = v->args[i];
+    a[7] = irb_t(b, m->seed);
+    a[8] = irb_t(b, m->step);
+    a[9] = irb_i(b, m->sites++);
+    return irb_op(b, OP_SDPA_DROP, 10, a);
+}
+
 static bool sdpa(Tm *m, Value *v) {
     /* In eval form dropout_p is not applied: the blockwise kernel, or at
      * f64 the math path the front end leaves to this pass. */
     if (!m->training && v->dtype != DT_F64) return true;
+    if (m->training) {
+        IrB b = irb_init(&m->ic, v->loc);
+        Value *r = attention_dropout(m, &b, v);
+        if (r) {
+            become_alias(m, v, r, "scaled_dot_product_attention");
+            return true;
+        }
+    }
     Value *r = lower_sdpa_math(&m->ic, v, m->training ? drop_probs : NULL, m);
     if (!r) return false;
     graph_append(m->g, r);
@@ -211,8 +273,13 @@ static bool needs(const Value *v) {
     }
 }
 
-bool pass_train_mode(Graph *g, Diag *d, bool training, TrainModeUpdates *up) {
-    Tm m = {.g = g, .d = d, .ic = {.g = g, .d = d}, .training = training, .up = up};
+bool pass_train_mode(Graph *g, Diag *d, bool training, bool written_attn, TrainModeUpdates *up) {
+    Tm m = {.g = g,
+            .d = d,
+            .ic = {.g = g, .d = d},
+            .training = training,
+            .written_attn = written_attn,
+            .up = up};
     if (up) memset(up, 0, sizeof *up);
     /* eval-form batch norms (lowered by the front end) keep their running
      * statistics out of the optimizer too */

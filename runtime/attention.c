@@ -10,6 +10,10 @@
  *       sum = sum * c + rowsum P; acc = acc * c + P V_blk; m = m'
  *     out = acc / sum                                      // rounded once
  *
+ * With dropout (attention's dropout_p in a training build) P is multiplied
+ * by dropout's mask after the row sum is updated: the normaliser is the
+ * undropped row's, P V the dropped one's (attention_simd.h, drop_row).
+ *
  * q [l, e], k [s, e], v [s, ev], out [l, ev], mask [l, s] per batch index,
  * all addressed by element strides. Everything is computed in f32; f16 and
  * bf16 blocks are widened as they are loaded. The two block products go to
@@ -47,6 +51,7 @@ static bool valid(const RtAttnDesc *d) {
     if (d->dtype != RT_F32 && d->dtype != RT_F16 && d->dtype != RT_BF16) return false;
     if (d->mask_kind < 0 || d->mask_kind > 2 || d->nbatch < 0 || d->nbatch > RT_ATTN_MAX_BATCH)
         return false;
+    if (d->dropout && (d->drop_threshold < 0 || d->drop_threshold > (1 << 24))) return false;
     if (d->l < 0 || d->s < 0 || d->e < 0 || d->ev < 0) return false;
     for (int64_t i = 0; i < d->nbatch; i++)
         if (d->batch[i] < 0) return false;
@@ -108,6 +113,7 @@ typedef struct Ctx {
     const char *q, *k, *v, *mask;
     char *out;
     float *scratch;
+    AttnDrop drop; /* d->dropout: the mask's key (attention_simd.h) */
 } Ctx;
 
 /* Mask and causality of one row of a score block (query row gi, keys
@@ -186,6 +192,9 @@ static void run_task(const Ctx *c, int64_t b, int64_t i0, float *ws) {
                 c->mask ? c->mask + (size_t)(mo + (i0 + i) * d->m_rs) * (d->mask_kind == 1 ? 1 : es)
                         : NULL;
             float corr = row_update(c, sb + i * bn, bn, i0 + i, j0, mrow, &mx[i], &sum[i]);
+            /* the normaliser has the undropped row; P V the dropped one */
+            if (d->dropout)
+                drop_row(&c->drop, sb + i * bn, bn, (uint64_t)((b * d->l + i0 + i) * d->s + j0));
             if (corr != 1.0f)
                 for (int64_t x = 0; x < ev; x++)
                     acc[i * ev + x] *= corr;
@@ -229,9 +238,15 @@ static void zero_out(const RtAttnDesc *d, const Geo *g, char *out) {
 }
 
 void rt_attention(const RtAttnDesc *d, const void *q, const void *k, const void *v,
-                  const void *mask, void *out, void *scratch, RtPool *pool) {
+                  const void *mask, const int64_t *seed, const int64_t *step, void *out,
+                  void *scratch, RtPool *pool) {
     Ctx c = {.d = d, .q = q, .k = k, .v = v, .mask = d->mask_kind ? mask : NULL, .out = out};
     if (!geometry(d, &c.g) || c.g.ntasks == 0 || d->ev == 0) return;
+    if (d->dropout) {
+        if (!seed || !step) return;
+        c.drop = (AttnDrop){(uint64_t)*seed, (uint64_t)*step, (uint32_t)d->drop_site,
+                            (uint32_t)d->drop_threshold, (float)d->drop_scale};
+    }
     if (d->s == 0) { /* softmax over no keys, times an empty v: zeros */
         zero_out(d, &c.g, out);
         return;

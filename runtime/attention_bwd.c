@@ -10,6 +10,8 @@
  *         S = scale * Q K^T (+ mask, or -inf where masked/causal)
  *         P = exp(S - lse);  dV += P^T dO;  dP = dO V^T
  *         dS = P * (dP - D); dQ += scale dS K;  dK += scale dS^T Q
+ *       (with dropout, Z the mask times 1/(1 - p), redrawn per tile:
+ *        dP = (dO V^T) Z and dV += (P Z)^T dO)
  *
  * The log-sum-exp is recomputed here rather than saved by the forward:
  * the op table gives a node one result, and the sweep costs one product
@@ -43,6 +45,7 @@ static bool geometry(const RtAttnBwdDesc *bd, Geo *g) {
     if (d->mask_kind < 0 || d->mask_kind > 2 || d->nbatch < 0 || d->nbatch > RT_ATTN_MAX_BATCH)
         return false;
     if (d->l < 0 || d->s < 0 || d->e < 0 || d->ev < 0) return false;
+    if (d->dropout && (d->drop_threshold < 0 || d->drop_threshold > (1 << 24))) return false;
     memset(g, 0, sizeof *g);
     g->nbatch_flat = 1;
     for (int64_t i = 0; i < d->nbatch; i++) {
@@ -86,6 +89,7 @@ typedef struct Ctx {
     Geo g;
     const char *q, *k, *v, *mask, *o, *go;
     float *r, *scratch;
+    AttnDrop drop; /* d->f.dropout: the mask's key (attention_simd.h) */
 } Ctx;
 
 /* One batch index's element offsets. */
@@ -148,7 +152,7 @@ static void load_kv(const Ctx *c, const Offs *x, int64_t j0, int64_t bn, float *
 }
 
 /* One query block of batch index b: its lse and D, then every key block. */
-static void query_block(const Ctx *c, const Offs *x, int64_t i0, float *ws) {
+static void query_block(const Ctx *c, const Offs *x, int64_t b, int64_t i0, float *ws) {
     const RtAttnBwdDesc *bd = c->d;
     const RtAttnDesc *d = &bd->f;
     const Geo *g = &c->g;
@@ -194,21 +198,29 @@ static void query_block(const Ctx *c, const Offs *x, int64_t i0, float *ws) {
         scores(c, x, qb, kb, pb, i0, bm, j0, bn);
         for (int64_t i = 0; i < bm; i++)
             exp_row(pb + i * bn, bn, dq[(i0 + i) * w + w - 2]);
-        /* dV += P^T dO */
-        if (ev > 0) {
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bn, (int)ev, (int)bm, 1.0f,
-                        pb, (int)bn, gb, (int)ev, 1.0f, dv + j0 * w, (int)w);
+        if (ev > 0)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bm, (int)bn, (int)ev, 1.0f,
                         gb, (int)ev, vb, (int)ev, 0.0f, dpb, (int)bn);
-        } else {
+        else
             memset(dpb, 0, sizeof(float) * (size_t)(bm * bn));
-        }
-        /* dS = P * (dP - D) */
+        /* dS = P * (dP Z - D), then P becomes P Z (Z = 1 without dropout) */
         for (int64_t i = 0; i < bm; i++) {
             float dd = dq[(i0 + i) * w + w - 1], *p = pb + i * bn, *dp = dpb + i * bn;
+            if (d->dropout) {
+                uint64_t at = (uint64_t)((b * d->l + i0 + i) * d->s + j0);
+                drop_row(&c->drop, dp, bn, at);
+                for (int64_t j = 0; j < bn; j++)
+                    dp[j] = p[j] * (dp[j] - dd);
+                drop_row(&c->drop, p, bn, at);
+                continue;
+            }
             for (int64_t j = 0; j < bn; j++)
                 dp[j] = p[j] * (dp[j] - dd);
         }
+        /* dV += (P Z)^T dO */
+        if (ev > 0)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)bn, (int)ev, (int)bm, 1.0f,
+                        pb, (int)bn, gb, (int)ev, 1.0f, dv + j0 * w, (int)w);
         if (e > 0) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bm, (int)e, (int)bn,
                         (float)d->scale, dpb, (int)bn, kb, (int)e, 1.0f, dq + i0 * w, (int)w);
@@ -229,17 +241,23 @@ static void run_slots(void *ctx, int64_t begin, int64_t end, int thread) {
             float *r = c->r + x.r;
             memset(r, 0, sizeof(float) * (size_t)((d->l + 2 * d->s) * c->g.w));
             for (int64_t i0 = 0; i0 < d->l; i0 += c->g.bm)
-                query_block(c, &x, i0, ws);
+                query_block(c, &x, b, i0, ws);
         }
     }
 }
 
 void rt_attention_backward(const RtAttnBwdDesc *d, const void *q, const void *k, const void *v,
-                           const void *mask, const void *out, const void *grad_out, float *result,
-                           void *scratch, RtPool *pool) {
+                           const void *mask, const int64_t *seed, const int64_t *step,
+                           const void *out, const void *grad_out, float *result, void *scratch,
+                           RtPool *pool) {
     Ctx c = {.d = d, .q = q, .k = k, .v = v, .o = out, .go = grad_out, .r = result};
     c.mask = d->f.mask_kind ? mask : NULL;
     if (!geometry(d, &c.g) || c.g.nbatch_flat == 0) return;
+    if (d->f.dropout) {
+        if (!seed || !step) return;
+        c.drop = (AttnDrop){(uint64_t)*seed, (uint64_t)*step, (uint32_t)d->f.drop_site,
+                            (uint32_t)d->f.drop_threshold, (float)d->f.drop_scale};
+    }
     c.scratch = scratch;
     rt_blas_single_thread();
     rt_pool_parallel_for(pool, 0, c.g.nslots, 1, run_slots, &c);

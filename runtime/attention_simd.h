@@ -94,4 +94,35 @@ ATTN_CLONES static float exp_row(float *row, int64_t n, float m) {
         s += sum[l];
     return s;
 }
+/* Dropout's mask over a tile (RtAttnDesc.dropout): row[j] *= Z(index0 + j)
+ * for j < n, Z the kept element's drop_scale or 0. The draw is Philox
+ * 4x32-10's first word with key (seed, seed >> 32) and counter (index,
+ * index >> 32, site, step): ir/dropout.c's philox_first, which the
+ * written-out form's dropout_apply draws, so both forms drop the same
+ * probabilities. */
+static inline uint32_t attn_philox(uint64_t seed, uint64_t index, uint32_t site, uint64_t step) {
+    uint32_t c0 = (uint32_t)index, c1 = (uint32_t)(index >> 32), c2 = site, c3 = (uint32_t)step;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1, c3 = (uint32_t)p0, c0 = n0, c2 = n2;
+        k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    }
+    return c0;
+}
+
+typedef struct AttnDrop {
+    uint64_t seed, step;
+    uint32_t site, threshold;
+    float scale;
+} AttnDrop;
+
+static inline void drop_row(const AttnDrop *z, float *row, int64_t n, uint64_t index0) {
+    for (int64_t j = 0; j < n; j++)
+        row[j] *= attn_philox(z->seed, index0 + (uint64_t)j, z->site, z->step) >> 8 < z->threshold
+                      ? z->scale
+                      : 0.0f;
+}
+
 #endif

@@ -482,6 +482,15 @@ typedef struct RtAttnDesc {
     int64_t batch[RT_ATTN_MAX_BATCH];
     int64_t q_bs[RT_ATTN_MAX_BATCH], k_bs[RT_ATTN_MAX_BATCH], v_bs[RT_ATTN_MAX_BATCH];
     int64_t m_bs[RT_ATTN_MAX_BATCH], o_bs[RT_ATTN_MAX_BATCH];
+    /* dropout_p in a training build (dropout = 1): each probability tile
+     * is multiplied by dropout's mask (docs/training.md, "Dropout's
+     * mask"): element (b, i, j), b the flat index over batch, draws
+     * Philox 4x32-10 at index (b * l + i) * s + j, site drop_site, under
+     * the seed and step the call is given, and is kept, times drop_scale,
+     * when the draw's top 24 bits are below drop_threshold; the row's
+     * normaliser is the undropped one's. */
+    int64_t dropout, drop_threshold, drop_site;
+    double drop_scale;
 } RtAttnDesc;
 
 /* Bytes of scratch rt_attention needs (the compiler plans them in the
@@ -490,9 +499,11 @@ typedef struct RtAttnDesc {
 size_t rt_attention_scratch_bytes(const RtAttnDesc *d);
 /* Computes out; scratch holds rt_attention_scratch_bytes(d) bytes, 64-byte
  * aligned. A row whose keys are all masked out is NaN, as in PyTorch; s = 0
- * gives zeros. A malformed descriptor does nothing. */
+ * gives zeros. seed and step (0-d i64) key d->dropout's mask, NULL
+ * without it. A malformed descriptor does nothing. */
 void rt_attention(const RtAttnDesc *d, const void *q, const void *k, const void *v,
-                  const void *mask, void *out, void *scratch, RtPool *pool);
+                  const void *mask, const int64_t *seed, const int64_t *step, void *out,
+                  void *scratch, RtPool *pool);
 
 /* The gradient of rt_attention (attention_bwd.c), FlashAttention-2's
  * backward: per block of query rows the row log-sum-exp is found by a
@@ -516,12 +527,17 @@ typedef struct RtAttnBwdDesc {
  * of q, grad_out, k, v, the probabilities and their gradient. 0 for a
  * malformed descriptor. */
 size_t rt_attention_backward_scratch_bytes(const RtAttnBwdDesc *d);
-/* Computes the packed result; batch indices run in parallel on the pool,
+/* With dropout (f.dropout, seed and step as for rt_attention), the mask
+ * Z (keep * drop_scale, else 0) is redrawn per tile: dv += (P Z)^T
+ * grad_out and dS = P * ((grad_out v^T) Z - D), D = rowsum(grad_out *
+ * out) as before (out being the dropped result).
+ * Computes the packed result; batch indices run in parallel on the pool,
  * each in a slot of the scratch (64-byte aligned). A malformed descriptor
  * does nothing. */
 void rt_attention_backward(const RtAttnBwdDesc *d, const void *q, const void *k, const void *v,
-                           const void *mask, const void *out, const void *grad_out,
-                           float *result, void *scratch, RtPool *pool);
+                           const void *mask, const int64_t *seed, const int64_t *step,
+                           const void *out, const void *grad_out, float *result, void *scratch,
+                           RtPool *pool);
 
 /* ---- naming a convolution's kernel for the profiler (conv.c) ---- */
 

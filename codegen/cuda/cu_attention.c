@@ -98,6 +98,10 @@ static const char *ptr(CuKern *k, const Value *x, bool writable, DType *dt) {
 #define B(...) sb_printf(&k.body, __VA_ARGS__)
 
 void cu_k_attention(Cu *cu, const Value *v) {
+    if (v->op == OP_SDPA_DROP) { /* --target cuda keeps attention's dropout written out */
+        cu_fail(cu, "internal: attention_dropout has no CUDA kernel");
+        return;
+    }
     if (v->op == OP_SDPA_BWD) { /* the gradient: cu_attention_bwd.c */
         cu_k_attention_bwd(cu, v);
         return;

@@ -47,10 +47,18 @@ void k_attention(Cg *cg, const Value *v) {
     LLVMValueRef arena = LLVMBuildLoad2(B, cg->t_ptr, bufs, "arena"); /* bufs[0] */
     LLVMValueRef scratch = LLVMBuildGEP2(
         B, cg->t_i8, arena, (LLVMValueRef[]){cg_const_i64(cg, cg->p->attn_scratch_offset)}, 1, "");
-    LLVMValueRef args[10] = {LLVMBuildBitCast(B, g, cg->t_ptr, ""), cg_fwd_ptr(cg, v->args[0].t),
-                             cg_fwd_ptr(cg, v->args[1].t), cg_fwd_ptr(cg, v->args[2].t),
-                             mask ? cg_fwd_ptr(cg, mask) : LLVMConstNull(cg->t_ptr)};
-    int n = 5;
+    /* dropout's seed and step (attention_dropout's, or those its gradient
+     * was given): the states the step reads */
+    int key = bwd ? 8 : 7;
+    bool drop = bwd ? v->args[key].kind == ARG_TENSOR : v->op == OP_SDPA_DROP;
+    LLVMValueRef args[12] = {LLVMBuildBitCast(B, g, cg->t_ptr, ""),
+                             cg_fwd_ptr(cg, v->args[0].t),
+                             cg_fwd_ptr(cg, v->args[1].t),
+                             cg_fwd_ptr(cg, v->args[2].t),
+                             mask ? cg_fwd_ptr(cg, mask) : LLVMConstNull(cg->t_ptr),
+                             drop ? cg_fwd_ptr(cg, v->args[key].t) : LLVMConstNull(cg->t_ptr),
+                             drop ? cg_fwd_ptr(cg, v->args[key + 1].t) : LLVMConstNull(cg->t_ptr)};
+    int n = 7;
     if (bwd) {
         args[n++] = cg_fwd_ptr(cg, v->args[4].t);
         args[n++] = cg_fwd_ptr(cg, v->args[5].t);

@@ -34,7 +34,8 @@ CUDA: the same kernels' CUDA form is run on the host by
 tests/cuda/run_attention_bwd_emul.py.
 
 Memory: `tgc report --train --json` of one causal head at seq 40960 and
-81920, as scaled_dot_product_attention and written out: its [L, S] f32 matrix is 25 GiB at 81920 (more than this machine's
+81920, as scaled_dot_product_attention, written out, and with dropout_p
+(the mask applied per tile, never an [L, S] tensor): its [L, S] f32 matrix is 25 GiB at 81920 (more than this machine's
 memory), the plan's peak must stay under 1% of it and grow at most 2.2x
 when the sequence doubles (linear, not quadratic).
 
@@ -201,11 +202,15 @@ LONG_WRITTEN_TG = LONG_TG.replace(
     "scaled_dot_product_attention(q, k, v, is_causal=true)",
     "(softmax(((q @ k.mT) * 0.125).masked_fill(~tril(ones([seq, seq], dtype = bool)), -inf), "
     "dim = -1) @ v)")
+# With dropout_p: attention_dropout, the mask redrawn per tile in both
+# kernels (tests/train/run_bn_dropout.py checks its values).
+LONG_DROPOUT_TG = LONG_TG.replace("is_causal=true)", "dropout_p=0.1, is_causal=true)")
 
 
 def long_case(tgc, tmp, verbose):
     results = []
-    for name, text in (("sdpa", LONG_TG), ("written", LONG_WRITTEN_TG)):
+    for name, text in (("sdpa", LONG_TG), ("written", LONG_WRITTEN_TG),
+                       ("dropout", LONG_DROPOUT_TG)):
         tg = os.path.join(tmp, "long_%s.tg" % name)
         open(tg, "w").write(text)
         peak = {}

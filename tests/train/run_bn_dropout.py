@@ -30,6 +30,10 @@ on the same batches:
   65536 draws is within 5 standard deviations of 1 - p.
 - attention_f64: attention's dropout_p in a training build at f64: the
   gradients of q, k, v against torch.autograd given the same mask.
+- attention_f32: the same in an f32 build, where the blockwise kernels
+  apply the mask per tile (attention_dropout, attention_backward; the
+  profile names them): four sites crossing the kernels' blocks, causal,
+  bool and float masks.
 - errors: a running statistic that is not a param, or that two batch
   norms share, under --train: exit 1 naming the place.
 - cuda: the encoder's training step built for --target cuda (NVRTC
@@ -564,6 +568,99 @@ def case_attention_f64(tgc, tmp):
               t[n].grad, 1e-12, 1e-14)
 
 
+# --- attention's dropout in the blockwise kernels (f32) ------------------------
+
+# Sites 0-3 in graph order; shapes that cross the kernels' blocks (64 query
+# rows; 256 keys forward, 128 backward), batch dims, causal, a bool mask
+# broadcast over heads and a float mask (an input: no gradient of its own).
+ATT32 = """
+graph att32
+input  w0 : f32[2, 3, 67, 8]
+input  w1 : f32[2, 2, 131, 16]
+input  w2 : f32[2, 2, 67, 16]
+input  w3 : f32[2, 2, 67, 16]
+input  bm : bool[2, 1, 67, 131]
+input  fm : f32[67, 131]
+param  q0 : f32[2, 3, 67, 16]
+param  k0 : f32[2, 3, 300, 16]
+param  v0 : f32[2, 3, 300, 8]
+param  q1 : f32[2, 2, 131, 16]
+param  k1 : f32[2, 2, 131, 16]
+param  v1 : f32[2, 2, 131, 16]
+param  q2 : f32[2, 2, 67, 16]
+param  k2 : f32[2, 2, 131, 16]
+param  v2 : f32[2, 2, 131, 16]
+a0 = sum(scaled_dot_product_attention(q0, k0, v0, dropout_p=0.3) * w0)
+a1 = sum(scaled_dot_product_attention(q1, k1, v1, dropout_p=0.2, is_causal=true) * w1)
+a2 = sum(scaled_dot_product_attention(q2, k2, v2, bm, dropout_p=0.5) * w2)
+a3 = sum(scaled_dot_product_attention(q2, k2, v2, fm, dropout_p=0.1) * w3)
+output loss = a0 + a1 + a2 + a3
+"""
+
+
+def case_attention_f32(tgc, tmp):
+    """Attention's dropout_p in an f32 training build runs the blockwise
+    kernels (attention_dropout and attention_backward redraw the mask per
+    tile; no [L, S] tensor): the step's profile names them, and the
+    gradients of q, k, v equal torch.autograd's at f64 given the mask the
+    written-out form draws (keep_mask over the probabilities' [..., L, S],
+    site, step 0, seed 0)."""
+    src = os.path.join(tmp, "att32.tg")
+    with open(src, "w") as f:
+        f.write(ATT32)
+    g = torch.Generator().manual_seed(7)
+    sh = {"q0": (2, 3, 67, 16), "k0": (2, 3, 300, 16), "v0": (2, 3, 300, 8),
+          "q1": (2, 2, 131, 16), "k1": (2, 2, 131, 16), "v1": (2, 2, 131, 16),
+          "q2": (2, 2, 67, 16), "k2": (2, 2, 131, 16), "v2": (2, 2, 131, 16)}
+    p0 = {n: torch.randn(*s, generator=g) for n, s in sh.items()}
+    ins = {"w0": torch.randn(2, 3, 67, 8, generator=g),
+           "w1": torch.randn(2, 2, 131, 16, generator=g),
+           "w2": torch.randn(2, 2, 67, 16, generator=g),
+           "w3": torch.randn(2, 2, 67, 16, generator=g),
+           "bm": torch.rand(2, 1, 67, 131, generator=g) < 0.7,
+           "fm": torch.randn(67, 131, generator=g)}
+    wpath = os.path.join(tmp, "att32.safetensors")
+    tensorio.write_safetensors(wpath, list(p0.items()))
+    od = os.path.join(tmp, "att32_out")
+    os.makedirs(od, exist_ok=True)
+    cmd = [tgc, "run", src, "--weights", wpath, "--output-dir", od, "--train", "loss",
+           "--optimizer", "none", "--profile"]
+    for n, x in ins.items():
+        cmd += ["--input", f"{n}=" + save_npy(tmp, "att32_" + n, x)]
+    p = run(cmd)
+    check(p.returncode == 0, "attention_f32: tgc run --train loss --optimizer none")
+    if p.returncode:
+        return
+    prof = p.stdout + p.stderr
+    check(prof.count("dropout per tile") >= 1 and "rt_attention_backward" in prof
+          and "dropout_apply" not in prof,
+          "attention_f32: the step runs attention_dropout and attention_backward "
+          "(the profile names them; no dropout_apply over [L, S])")
+    t = {n: v.double().requires_grad_() for n, v in p0.items()}
+    d = {n: x.double() if x.dtype != torch.bool else x for n, x in ins.items()}
+
+    def att(q, k, v, p, site, causal=False, mask=None):
+        s = t[q] @ t[k].transpose(-2, -1) * (1 / np.sqrt(16))
+        if causal:
+            s = s.masked_fill(~torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril(),
+                              float("-inf"))
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+        P = torch.softmax(s, dim=-1)
+        return dropout_as(P, keep_mask(0, site, 0, tuple(P.shape), p), p) @ t[v]
+
+    loss = ((att("q0", "k0", "v0", 0.3, 0) * d["w0"]).sum()
+            + (att("q1", "k1", "v1", 0.2, 1, causal=True) * d["w1"]).sum()
+            + (att("q2", "k2", "v2", 0.5, 2, mask=d["bm"]) * d["w2"]).sum()
+            + (att("q2", "k2", "v2", 0.1, 3, mask=d["fm"]) * d["w3"]).sum())
+    loss.backward()
+    # f32 products over up to 300 keys: measured ~1e-6 of the scale;
+    # allowed 1e-5 (a gradient without the backward's mask is off by O(1)).
+    for n in t:
+        close(f"attention_f32: d loss / d {n}", np.load(os.path.join(od, n + ".grad.npy")),
+              t[n].grad, 1e-5, 1e-7)
+
+
 # --- bad graphs under --train ----------------------------------------------------
 
 BAD = {
@@ -643,7 +740,8 @@ def main():
                          ("nbt_param", case_nbt_param),
                          ("bert_p0", case_bert_p0),
                          ("bert", case_bert), ("mask", case_mask),
-                         ("attention_f64", case_attention_f64), ("errors", case_errors),
+                         ("attention_f64", case_attention_f64),
+                         ("attention_f32", case_attention_f32), ("errors", case_errors),
                          ("cuda", case_cuda)]:
             if args.k in name:
                 fn(tgc, tmp)
