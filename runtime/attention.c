@@ -12,7 +12,7 @@
  *
  * With dropout (attention's dropout_p in a training build) P is multiplied
  * by dropout's mask after the row sum is updated: the normaliser is the
- * undropped row's, P V the dropped one's (attention_simd.h, drop_row).
+ * undropped row's, P V the dropped one's (attention_simd.h, drop_mask).
  *
  * q [l, e], k [s, e], v [s, ev], out [l, ev], mask [l, s] per batch index,
  * all addressed by element strides. Everything is computed in f32; f16 and
@@ -193,8 +193,12 @@ static void run_task(const Ctx *c, int64_t b, int64_t i0, float *ws) {
                         : NULL;
             float corr = row_update(c, sb + i * bn, bn, i0 + i, j0, mrow, &mx[i], &sum[i]);
             /* the normaliser has the undropped row; P V the dropped one */
-            if (d->dropout)
-                drop_row(&c->drop, sb + i * bn, bn, (uint64_t)((b * d->l + i0 + i) * d->s + j0));
+            if (d->dropout) {
+                float z[RT_ATTN_BLOCK_N], *row = sb + i * bn;
+                drop_mask(&c->drop, z, bn, (uint64_t)((b * d->l + i0 + i) * d->s + j0));
+                for (int64_t j = 0; j < bn; j++)
+                    row[j] *= z[j];
+            }
             if (corr != 1.0f)
                 for (int64_t x = 0; x < ev; x++)
                     acc[i * ev + x] *= corr;

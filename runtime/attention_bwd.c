@@ -207,11 +207,12 @@ static void query_block(const Ctx *c, const Offs *x, int64_t b, int64_t i0, floa
         for (int64_t i = 0; i < bm; i++) {
             float dd = dq[(i0 + i) * w + w - 1], *p = pb + i * bn, *dp = dpb + i * bn;
             if (d->dropout) {
-                uint64_t at = (uint64_t)((b * d->l + i0 + i) * d->s + j0);
-                drop_row(&c->drop, dp, bn, at);
-                for (int64_t j = 0; j < bn; j++)
-                    dp[j] = p[j] * (dp[j] - dd);
-                drop_row(&c->drop, p, bn, at);
+                float z[RT_ATTN_BWD_BLOCK_N];
+                drop_mask(&c->drop, z, bn, (uint64_t)((b * d->l + i0 + i) * d->s + j0));
+                for (int64_t j = 0; j < bn; j++) {
+                    dp[j] = p[j] * (dp[j] * z[j] - dd);
+                    p[j] *= z[j];
+                }
                 continue;
             }
             for (int64_t j = 0; j < bn; j++)
