@@ -771,6 +771,56 @@ def case_rss(tgc, tmp):
           f"{base / 2**20:.1f}) vs report peak {peak / 2**20:.1f} MiB (within 10%)")
 
 
+DEEP = """
+graph deep(batch = 4096)
+input x : f32[batch, 256]
+
+def Layer(h):
+    param w : f32[256, 256] = randn(std = 0.06, seed = 1)
+    return tanh(linear(h, w))
+
+h = repeat(Layer, 12, x, prefix = "l")
+output loss = mean(h ** 2)
+"""
+
+
+def case_checkpoint_rss(tgc, tmp):
+    """What a checkpointed executable allocates is what the report says:
+    twelve tanh layers whose saved activations (4 MiB each) make the
+    training peak (59 MiB), built plain and with --checkpoint auto
+    --budget 40MiB; each executable's maximum resident memory less a tiny
+    training program's (its code and libraries) is within 10% of its
+    report's peak (measured: 1.004 and 1.007), and the checkpointed peak
+    is under the budget."""
+    src = os.path.join(tmp, "deep.tg")
+    with open(src, "w") as f:
+        f.write(DEEP)
+    tiny = build(tgc, tmp, "tiny_train", open(os.path.join(ROOT, "examples", "linear_regression.tg")).read(),
+                 ["--train", "loss"])
+    xs = os.path.join(ROOT, "examples", "data", "linreg_x.npy")
+    ys = os.path.join(ROOT, "examples", "data", "linreg_y.npy")
+    rc0, base = max_rss_bytes([tiny, "--input", "x=" + xs, "--input", "y=" + ys, "--steps", "2",
+                               "--threads", "1"]) if tiny else (1, 0)
+    x = os.path.join(tmp, "deep_x.npy")
+    np.save(x, np.random.default_rng(0).standard_normal((4096, 256), np.float32))
+    budget = 40 * 2**20
+    for what, extra in (("plain", []), ("checkpointed", ["--checkpoint", "auto", "--budget", "40MiB"])):
+        p = run([tgc, "report", src, "--train", "loss", "--json"] + extra)
+        exe = build(tgc, tmp, "deep_" + what, DEEP, ["--train", "loss"] + extra)
+        if p.returncode or not exe or rc0:
+            check(False, f"checkpoint rss {what}: report, build and baseline")
+            continue
+        peak = json.loads(p.stdout)["peak_bytes"]
+        if extra:
+            check(peak <= budget, f"checkpoint rss: the checkpointed peak {peak / 2**20:.2f} MiB "
+                  f"fits the 40 MiB budget")
+        rc, rss = max_rss_bytes([exe, "--input", "x=" + x, "--steps", "2", "--threads", "1"])
+        got = rss - base
+        check(rc == 0 and abs(got - peak) <= 0.10 * peak,
+              f"checkpoint rss {what}: measured {got / 2**20:.1f} MiB (max RSS {rss / 2**20:.1f} - "
+              f"baseline {base / 2**20:.1f}) vs report peak {peak / 2**20:.1f} MiB (within 10%)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", required=True)
@@ -792,7 +842,10 @@ def main():
                          ("report", case_report), ("segments", case_segments),
                          ("blocks", lambda t, d: case_blocks(t, d, "sanitize" not in args.cflags)),
                          ("rss", lambda t, d: case_rss(t, d) if "sanitize" not in args.cflags
-                          else print("skip rss: sanitizers change the resident memory"))]:
+                          else print("skip rss: sanitizers change the resident memory")),
+                         ("checkpoint_rss", lambda t, d: case_checkpoint_rss(t, d)
+                          if "sanitize" not in args.cflags
+                          else print("skip checkpoint_rss: sanitizers change the resident memory"))]:
             if args.k in name:
                 fn(tgc, tmp)
     print(f"{len(FAILS)} failure(s)")
