@@ -745,6 +745,10 @@ BY_CASE = {
     # mask has no torch.autograd reference here; tests/train/run_bn_dropout.py
     # checks its gradient against PyTorch given the same mask
     "dropout_apply": None,
+    # compiler-made likewise (attention with dropout_p in a CPU training
+    # build, passes/train_mode.c); run_bn_dropout.py's attention_f32 checks
+    # its gradient against torch.autograd in f64 given the same mask
+    "attention_dropout": None,
 }
 LOWERED_OPS = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
                "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "batch_norm",
