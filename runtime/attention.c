@@ -90,23 +90,6 @@ size_t rt_attention_scratch_bytes(const RtAttnDesc *d) {
     return (size_t)(g.nslots * g.slot_floats) * sizeof(float);
 }
 
-/* rows x cols elements at base (element strides rs, cs) as dense f32 rows
- * of ld floats. */
-static void load_block(const char *base, int64_t t, int64_t rs, int64_t cs, int64_t rows,
-                       int64_t cols, float *dst, int64_t ld) {
-    size_t es = t == RT_F32 ? 4 : 2;
-    for (int64_t r = 0; r < rows; r++) {
-        const char *row = base + (size_t)(r * rs) * es;
-        float *o = dst + r * ld;
-        if (t == RT_F32 && cs == 1) {
-            memcpy(o, row, (size_t)cols * 4);
-            continue;
-        }
-        for (int64_t c = 0; c < cols; c++)
-            o[c] = rt_load_f(row + (size_t)(c * cs) * es, t);
-    }
-}
-
 typedef struct Ctx {
     const RtAttnDesc *d;
     Geo g;

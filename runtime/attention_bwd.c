@@ -68,22 +68,6 @@ size_t rt_attention_backward_scratch_bytes(const RtAttnBwdDesc *d) {
     return (size_t)(g.nslots * g.slot_floats) * sizeof(float);
 }
 
-/* rows x cols elements at base (element strides rs, cs) as dense f32 rows. */
-static void load_block(const char *base, int64_t t, int64_t rs, int64_t cs, int64_t rows,
-                       int64_t cols, float *dst) {
-    size_t es = t == RT_F32 ? 4 : 2;
-    for (int64_t r = 0; r < rows; r++) {
-        const char *row = base + (size_t)(r * rs) * es;
-        float *o = dst + r * cols;
-        if (t == RT_F32 && cs == 1) {
-            memcpy(o, row, (size_t)cols * 4);
-            continue;
-        }
-        for (int64_t c = 0; c < cols; c++)
-            o[c] = rt_load_f(row + (size_t)(c * cs) * es, t);
-    }
-}
-
 typedef struct Ctx {
     const RtAttnBwdDesc *d;
     Geo g;
@@ -145,10 +129,11 @@ static void scores(const Ctx *c, const Offs *x, const float *qb, const float *kb
 static void load_kv(const Ctx *c, const Offs *x, int64_t j0, int64_t bn, float *kb, float *vb) {
     const RtAttnDesc *d = &c->d->f;
     size_t es = d->dtype == RT_F32 ? 4 : 2;
-    load_block(c->k + (size_t)(x->k + j0 * d->k_rs) * es, d->dtype, d->k_rs, d->k_cs, bn, d->e, kb);
+    load_block(c->k + (size_t)(x->k + j0 * d->k_rs) * es, d->dtype, d->k_rs, d->k_cs, bn, d->e, kb,
+               d->e);
     if (vb)
         load_block(c->v + (size_t)(x->v + j0 * d->v_rs) * es, d->dtype, d->v_rs, d->v_cs, bn, d->ev,
-                   vb);
+                   vb, d->ev);
 }
 
 /* One query block of batch index b: its lse and D, then every key block. */
@@ -163,9 +148,9 @@ static void query_block(const Ctx *c, const Offs *x, int64_t b, int64_t i0, floa
     float *dpb = pb + pad16(g->bm * g->bn), *mx = dpb + pad16(g->bm * g->bn);
     float *sum = mx + pad16(g->bm);
     float *dq = c->r + x->r, *dk = dq + d->l * w, *dv = dk + d->s * w;
-    load_block(c->q + (size_t)(x->q + i0 * d->q_rs) * es, d->dtype, d->q_rs, d->q_cs, bm, e, qb);
+    load_block(c->q + (size_t)(x->q + i0 * d->q_rs) * es, d->dtype, d->q_rs, d->q_cs, bm, e, qb, e);
     load_block(c->go + (size_t)(x->g + i0 * bd->g_rs) * es, d->dtype, bd->g_rs, bd->g_cs, bm, ev,
-               gb);
+               gb, ev);
     /* Causal: keys past the block's last row take part in none of its rows. */
     int64_t jend = d->causal ? min64(d->s, i0 + bm) : d->s;
     for (int64_t i = 0; i < bm; i++)

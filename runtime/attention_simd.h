@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "rt_internal.h"
+
 /* The scores' row max and exponentials are most of the kernel's time after
  * the two products; libm's expf does not vectorise and this file is built
  * for the baseline ISA, so they are written with GCC's vector extensions
@@ -177,6 +179,23 @@ static void drop_mask(const AttnDrop *z, float *out, int64_t n, uint64_t index0)
     if (__builtin_cpu_supports("avx2")) j = mask_avx2(z, out, n, index0);
 #endif
     mask_scalar(z, out, j, n, index0);
+}
+
+/* rows x cols elements at base (element strides rs, cs) as dense f32 rows
+ * of ld floats. */
+static inline void load_block(const char *base, int64_t t, int64_t rs, int64_t cs, int64_t rows,
+                              int64_t cols, float *dst, int64_t ld) {
+    size_t es = t == RT_F32 ? 4 : 2;
+    for (int64_t r = 0; r < rows; r++) {
+        const char *row = base + (size_t)(r * rs) * es;
+        float *o = dst + r * ld;
+        if (t == RT_F32 && cs == 1) {
+            memcpy(o, row, (size_t)cols * 4);
+            continue;
+        }
+        for (int64_t c = 0; c < cols; c++)
+            o[c] = rt_load_f(row + (size_t)(c * cs) * es, t);
+    }
 }
 
 #endif
