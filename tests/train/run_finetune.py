@@ -86,6 +86,25 @@ def resnet_source():
     return text + "input y : i64[batch]\noutput loss = cross_entropy(logits, y)\n"
 
 
+def resnet_data(size, B, k=2):
+    """torchvision's resnet18(num_classes=4) state dict after
+    torch.manual_seed(0), and k batches of B random images and labels."""
+    import torchvision
+    torch.manual_seed(0)
+    w0 = {n: v.detach().clone() for n, v in torchvision.models.resnet18(num_classes=4)
+          .state_dict().items()}
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(B * k, 3, size, size, generator=g)
+    y = torch.randint(0, 4, (B * k,), generator=g)
+    return w0, x, y, k
+
+
+def resnet_flags(B, size, lr):
+    """tgc build's flags for the fine-tune: SGD with momentum 0.9."""
+    return ["--train", "loss", "--optimizer", "sgd", "--lr", str(lr), "--momentum", "0.9",
+            "-D", f"batch={B}", "-D", f"size={size}", "-D", "classes=4"]
+
+
 def resnet_torch(w0, x, y, B, k, steps, dtype=torch.float32, jitter=None, lr=0.01,
                  keep_dtype=False):
     """torchvision's resnet18 from w0 (each float times 1 + 1e-7 N(0, 1)
@@ -130,17 +149,10 @@ def case_resnet18_f64(tgc, tmp, steps, size=64, B=2, lr=0.01):
     3 steps at 64x64; docs/training.md has the 100-step figure). At 32x32
     layer4's batch norms see 2 values per channel and amplify rounding
     (2e-10 after one step even in f64): use 64 or more."""
-    import torchvision
-    torch.manual_seed(0)
-    w0 = {n: v.detach().clone() for n, v in torchvision.models.resnet18(num_classes=4)
-          .state_dict().items()}
-    k = 2
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(B * k, 3, size, size, generator=g).double()
-    y = torch.randint(0, 4, (B * k,), generator=g)
+    w0, x, y, k = resnet_data(size, B)
+    x = x.double()
     exe = build(tgc, tmp, "resnet18_f64", resnet_source().replace("f32[", "f64["),
-                ["--train", "loss", "--optimizer", "sgd", "--lr", str(lr), "--momentum", "0.9",
-                 "-D", f"batch={B}", "-D", f"size={size}", "-D", "classes=4"])
+                resnet_flags(B, size, lr))
     if not exe:
         return
     w64 = {n: v.double() if v.is_floating_point() else v for n, v in w0.items()}
@@ -221,16 +233,8 @@ def case_resnet18(tgc, tmp, steps, size=64, B=2, lr=0.01):
     except ImportError:
         print("skip resnet18: torchvision is not installed")
         return
-    torch.manual_seed(0)
-    w0 = {n: v.detach().clone() for n, v in torchvision.models.resnet18(num_classes=4)
-          .state_dict().items()}
-    k = 2
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(B * k, 3, size, size, generator=g)
-    y = torch.randint(0, 4, (B * k,), generator=g)
-    exe = build(tgc, tmp, "resnet18", resnet_source(),
-                ["--train", "loss", "--optimizer", "sgd", "--lr", str(lr), "--momentum", "0.9",
-                 "-D", f"batch={B}", "-D", f"size={size}", "-D", "classes=4"])
+    w0, x, y, k = resnet_data(size, B)
+    exe = build(tgc, tmp, "resnet18", resnet_source(), resnet_flags(B, size, lr))
     if not exe:
         return
     wpath = os.path.join(tmp, "resnet18_w.safetensors")
