@@ -737,6 +737,21 @@ def max_rss_bytes(cmd):
     return int(rc), int(kb) * 1024
 
 
+def baseline_rss(tgc, tmp):
+    """(exit code, maximum RSS) of a tiny training program
+    (examples/linear_regression.tg, 2 steps): the executables' own code and
+    libraries, which the RSS cases subtract; (1, 0) when it does not
+    build."""
+    tiny = build(tgc, tmp, "tiny_train", open(os.path.join(ROOT, "examples", "linear_regression.tg")).read(),
+                 ["--train", "loss"])
+    if not tiny:
+        return 1, 0
+    xs = os.path.join(ROOT, "examples", "data", "linreg_x.npy")
+    ys = os.path.join(ROOT, "examples", "data", "linreg_y.npy")
+    return max_rss_bytes([tiny, "--input", "x=" + xs, "--input", "y=" + ys, "--steps", "2",
+                          "--threads", "1"])
+
+
 def case_rss(tgc, tmp):
     """The report's peak against the executable's measured maximum resident
     memory: a 6.3M-parameter MLP trained with AdamW (about 100 MB of
@@ -746,9 +761,7 @@ def case_rss(tgc, tmp):
     peak (pages of the arena that the plan reserves but a step never
     touches, and allocator rounding, make up the difference)."""
     exe = build(tgc, tmp, "big_train", BIG, ["--train", "loss", "--optimizer", "adamw"])
-    tiny = build(tgc, tmp, "tiny_train", open(os.path.join(ROOT, "examples", "linear_regression.tg")).read(),
-                 ["--train", "loss"])
-    if not exe or not tiny:
+    if not exe:
         return
     src = os.path.join(tmp, "big_train.tg")
     p = run([tgc, "report", src, "--train", "loss", "--optimizer", "adamw", "--json"])
@@ -761,10 +774,7 @@ def case_rss(tgc, tmp):
     np.save(os.path.join(tmp, "big_t.npy"), g.standard_normal((256, 256), np.float32))
     rc, rss = max_rss_bytes([exe, "--input", "x=" + os.path.join(tmp, "big_x.npy"), "--input",
                              "t=" + os.path.join(tmp, "big_t.npy"), "--steps", "2", "--threads", "1"])
-    xs = os.path.join(ROOT, "examples", "data", "linreg_x.npy")
-    ys = os.path.join(ROOT, "examples", "data", "linreg_y.npy")
-    rc0, base = max_rss_bytes([tiny, "--input", "x=" + xs, "--input", "y=" + ys, "--steps", "2",
-                               "--threads", "1"])
+    rc0, base = baseline_rss(tgc, tmp)
     got = rss - base
     check(rc == 0 and rc0 == 0 and abs(got - peak) <= 0.10 * peak,
           f"rss: measured {got / 2**20:.1f} MiB (max RSS {rss / 2**20:.1f} - baseline "
@@ -795,12 +805,7 @@ def case_checkpoint_rss(tgc, tmp):
     src = os.path.join(tmp, "deep.tg")
     with open(src, "w") as f:
         f.write(DEEP)
-    tiny = build(tgc, tmp, "tiny_train", open(os.path.join(ROOT, "examples", "linear_regression.tg")).read(),
-                 ["--train", "loss"])
-    xs = os.path.join(ROOT, "examples", "data", "linreg_x.npy")
-    ys = os.path.join(ROOT, "examples", "data", "linreg_y.npy")
-    rc0, base = max_rss_bytes([tiny, "--input", "x=" + xs, "--input", "y=" + ys, "--steps", "2",
-                               "--threads", "1"]) if tiny else (1, 0)
+    rc0, base = baseline_rss(tgc, tmp)
     x = os.path.join(tmp, "deep_x.npy")
     np.save(x, np.random.default_rng(0).standard_normal((4096, 256), np.float32))
     budget = 40 * 2**20
