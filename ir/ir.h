@@ -143,6 +143,10 @@ struct Value {
     /* A batch norm's running statistic (passes/train_mode.c): a buffer in
      * PyTorch's sense, updated by its batch_norm, never by the optimizer. */
     bool buffer;
+    /* A param declared `state` (graph-language "State"): zero when a
+     * context is created, kept between runs, never read from a weights
+     * file; a slice_scatter into it writes its storage in place. */
+    bool state;
     /* A training step's gradient of this param, as the optimizer reads it
      * (passes/train.c); tgc report counts where it lives. */
     const Value *grad_of;

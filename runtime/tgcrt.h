@@ -190,6 +190,18 @@ bool rt_cpu_has_all(const char *features, char *missing, size_t nmissing);
 int rt_cpu_best(const char *const *features, int n);
 void rt_context_destroy(RtContext *c); /* NULL is fine */
 
+/* ---- state kept between runs (params declared `state`: a KV cache) ---- */
+
+/* Zeroes every state of c (what a new context holds). */
+RtStatus rt_context_reset_state(RtContext *c);
+/* Creates a context of p over owner's params and states (matched by
+ * name, declared type and storage dtype: TGCRT_ERR_ARG naming the first
+ * that differs), owner's arena (p's must fit in it) and owner's thread
+ * pool: two programs over one KV cache (tgc build --generate's prefill
+ * and step), run one at a time on one thread. owner must outlive it;
+ * destroying it frees only what it owns. */
+RtStatus rt_context_create_shared(const RtProgram *p, RtContext *owner, RtContext **out);
+
 /* ---- profiling a context (profile.c; rt_prof_mark, what the forward
  * calls, is in tgcrt_abi.h) ---- */
 

@@ -179,6 +179,10 @@ typedef struct RtTensorInfo {
     RtInitKind init; /* params only */
     double init_a, init_b;
     int64_t init_seed;
+    /* params only: declared `state` (a KV cache): zero when the context is
+     * created and after rt_context_reset_state, kept between runs, never
+     * read from a weights file; written in place by the forward. */
+    bool state;
 } RtTensorInfo;
 
 /* The generated entry point. bufs[0] is the arena, then one pointer per
@@ -285,6 +289,27 @@ typedef struct RtProgram {
 /* The main() of an executable from tgc build: the flags and behaviour of
  * cli.md "Compiled executables". Returns the exit code. */
 int rt_main(const RtProgram *p, int argc, char **argv);
+
+/* ---- generation (tgc build --generate; gen.c, gen_main.c) ----
+ * A decoder compiled twice over the same params and states (its KV
+ * cache): `prefill` takes `chunk` tokens a run, `step` one. Both take the
+ * token ids (i64[batch, seq]) and the position of the run's first token
+ * (i64[]), and give the logits (f32[batch, seq, vocab], or another
+ * floating dtype); the runs write the states in place. A prompt runs in
+ * chunks, the last one padded (a causal decoder's padding only writes
+ * cache rows that decoding overwrites before it reads them), then one step
+ * per new token. */
+typedef struct RtGenProgram {
+    const RtProgram *prefill; /* seq = chunk */
+    const RtProgram *step;    /* seq = 1 */
+    int64_t batch, chunk, max_seq, vocab;
+    int ids_input, pos_input; /* indices in each program's inputs (the same in both) */
+    int logits_output;        /* index in each program's outputs */
+} RtGenProgram;
+/* The main() of a generating executable: cli.md "Additions (round 3)"
+ * (--prompt, --max-new-tokens, --temperature, --top-k, --top-p, --seed,
+ * --output-dir, --weights, --threads). Returns the exit code. */
+int rt_gen_main(const RtGenProgram *g, int argc, char **argv);
 
 /* ---- the profiler (profile.c) ----
  *
