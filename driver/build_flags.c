@@ -117,6 +117,8 @@ int build_flags_parse(BuildOpts *b, Mode mode, int argc, char **argv) {
             b->gpu_arch = argv[++i];
         } else if (!strcmp(a, "--cuda-graph")) {
             b->cuda_graph = true;
+        } else if (!strcmp(a, "--generate")) {
+            b->generate = true;
         } else if (!strcmp(a, "--embed-weights")) {
             b->embed = true;
         } else if (!strcmp(a, "--static-runtime")) {
@@ -155,7 +157,9 @@ int build_flags_parse(BuildOpts *b, Mode mode, int argc, char **argv) {
             if (!def) return usage_err(b, "-D needs NAME=VALUE%s", "");
             if (b->o.ndims >= 64) return usage_err(b, "too many -D options%s", "");
             if (!options_parse_define(def, &b->o.dims[b->o.ndims])) {
-                fprintf(stderr, "tgc %s: error: -D %s: expected NAME=VALUE with an integer VALUE\n",
+                fprintf(stderr,
+                        "tgc %s: error: -D %s: expected NAME=VALUE with an integer VALUE, or "
+                        "NAME=LO:HI with LO <= HI\n",
                         b->cmd, def);
                 return 1;
             }
@@ -220,6 +224,7 @@ int build_flags_parse(BuildOpts *b, Mode mode, int argc, char **argv) {
         fprintf(stderr, "usage: %s\n", b->usage);
         return 2;
     }
+    if (!b->generate && options_refuse_ranges(b->cmd, b->o.dims, b->o.ndims)) return 1;
     int rc = options_precision_finish(&b->o);
     return rc ? rc : options_train_finish(&b->o);
 }

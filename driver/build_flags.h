@@ -18,6 +18,7 @@ typedef struct BuildOpts {
     bool embed, static_rt, cuda_graph;
     bool layout_nchw;     /* --layout nchw: no channels-last pass (passes/layout.c) */
     bool print_link;      /* tgc compile --print-link-line */
+    bool generate;        /* --generate: a decoder's prefill and step over one KV cache */
     const char *gpu_arch; /* --gpu-arch LIST, as given */
     int threads;
     /* tgc run: passed to the program */

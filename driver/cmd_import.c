@@ -84,7 +84,8 @@ int cmd_import(int argc, char **argv) {
             }
             if (!options_parse_define(def, &o.dims[o.ndims])) {
                 fprintf(stderr,
-                        "tgc import: error: -D %s: expected NAME=VALUE with an integer VALUE\n",
+                        "tgc import: error: -D %s: expected NAME=VALUE with an integer VALUE, or "
+                        "NAME=LO:HI with LO <= HI\n",
                         def);
                 options_free(&o);
                 return 1;
@@ -115,7 +116,7 @@ int cmd_import(int argc, char **argv) {
     o.onnx_out = &im;
     IoSet io;
     ioset_init(&io, "import");
-    if (!wout) goto done;
+    if (!wout || options_refuse_ranges("import", o.dims, o.ndims)) goto done;
     if (!onnx_is_model_path(o.file)) {
         fprintf(stderr, "tgc import: error: '%s': expected an ONNX model (a .onnx file)\n", o.file);
         goto done;

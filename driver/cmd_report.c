@@ -135,7 +135,7 @@ static int64_t peak_at(FitCtx *c, const char *dim, int64_t value) {
     int n = 0;
     for (int i = 0; i < in->o->ndims; i++)
         if (strcmp(in->o->dims[i].name, dim)) ov[n++] = in->o->dims[i];
-    ov[n++] = (DimOverride){dim, value};
+    ov[n++] = (DimOverride){dim, value, value, false};
     Arena a = {0};
     Diag d;
     diag_init(&d, NULL);
@@ -537,6 +537,7 @@ int cmd_report(int argc, char **argv) {
     }
     Options o;
     rc = options_parse(&o, nrest, rest, USAGE);
+    if (!rc && options_refuse_ranges("report", o.dims, o.ndims)) rc = 1;
     o.weights = ro.weights;
     if (!rc)
         rc = run(&ro, &o);

@@ -7,6 +7,7 @@
 static int compile_and(int argc, char **argv, const char *usage_line, bool show) {
     Options o;
     int rc = options_parse(&o, argc, argv, usage_line);
+    if (!rc && options_refuse_ranges(o.command, o.dims, o.ndims)) rc = 1;
     if (rc) {
         options_free(&o);
         return rc < 0 ? 0 : rc;

@@ -83,7 +83,10 @@ Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file);
 /* Reads a whole regular file (at most 1 GiB); NULL after a message. */
 char *driver_read_file(const char *path, int *len);
 
-bool options_parse_define(const char *s, DimOverride *out); /* NAME=VALUE */
+bool options_parse_define(const char *s, DimOverride *out); /* NAME=VALUE or NAME=LO:HI */
+/* Prints cmd's error and returns true when a -D gave a range (LO:HI): only
+ * --generate builds and reports take one. */
+bool options_refuse_ranges(const char *cmd, const DimOverride *dims, int n);
 
 void usage(FILE *out);
 int cmd_build(int argc, char **argv);

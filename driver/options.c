@@ -21,10 +21,33 @@ bool options_parse_define(const char *s, DimOverride *out) {
     char *end;
     errno = 0;
     long long v = strtoll(eq + 1, &end, 10);
-    if (errno || end == eq + 1 || *end) return false;
+    if (errno || end == eq + 1) return false;
+    long long lo = v;
+    bool range = *end == ':';
+    if (range) {
+        const char *hi_s = end + 1;
+        v = strtoll(hi_s, &end, 10);
+        if (errno || end == hi_s || lo > v) return false;
+    }
+    if (*end) return false;
     out->name = strndup(s, (size_t)(eq - s));
     out->value = v;
+    out->lo = lo;
+    out->range = range;
     return true;
+}
+
+bool options_refuse_ranges(const char *cmd, const DimOverride *dims, int n) {
+    for (int i = 0; i < n; i++) {
+        if (!dims[i].range) continue;
+        fprintf(stderr,
+                "tgc %s: error: -D %s=%lld:%lld: a range of sizes is accepted only with "
+                "--generate (for its batch and prompt length); other builds take one size per "
+                "dimension\n",
+                cmd, dims[i].name, (long long)dims[i].lo, (long long)dims[i].value);
+        return true;
+    }
+    return false;
 }
 
 int options_precision_flag(Options *o, int argc, char **argv, int *i, const char *usage_line) {
@@ -129,7 +152,9 @@ int options_parse(Options *o, int argc, char **argv, const char *usage_line) {
             if (o->ndims >= 64)
                 return usage_error(o->command, usage_line, "too many -D options%s", "");
             if (!options_parse_define(def, &o->dims[o->ndims])) {
-                fprintf(stderr, "tgc %s: error: -D %s: expected NAME=VALUE with an integer VALUE\n",
+                fprintf(stderr,
+                        "tgc %s: error: -D %s: expected NAME=VALUE with an integer VALUE, or "
+                        "NAME=LO:HI with LO <= HI\n",
                         o->command, def);
                 return 1;
             }

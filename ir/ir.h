@@ -175,10 +175,13 @@ typedef struct Dim {
     SrcLoc loc;
 } Dim;
 
-/* A value given for a symbolic dimension by name (-D NAME=VALUE). */
+/* A value given for a symbolic dimension by name (-D NAME=VALUE), or a
+ * range (-D NAME=LO:HI: value is HI, the bound the graph is built at). */
 typedef struct DimOverride {
     const char *name;
     int64_t value;
+    int64_t lo; /* a range's lower bound; == value when none was given */
+    bool range;
 } DimOverride;
 
 typedef struct Graph {

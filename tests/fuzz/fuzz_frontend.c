@@ -155,7 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char name[256];
         if (first_dim_name(&file, name, sizeof name)) {
             size_t nvals = sizeof override_values / sizeof override_values[0];
-            DimOverride ov = {name, override_values[data[0] % nvals]};
+            DimOverride ov = {name, override_values[data[0] % nvals], 0, false};
             compile(&file, &ov, 1, NULL);
         }
     } else if (size >= 2 && data[size - 1] % 4 == 1 && devnull) {

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Arena a = {0};
     Diag d;
     diag_init(&d, NULL);
-    DimOverride ov = {"batch", 3};
+    DimOverride ov = {"batch", 3, 3, false};
     int nov = size && (data[size - 1] & 1) ? 1 : 0;
     OnnxImport im;
     if (onnx_import(&a, &d, NULL, data, size, &ov, nov, &im)) {
