@@ -14,6 +14,7 @@
 #include "driver/driver.h"
 #include "driver/build_cc.h"
 #include "driver/build_flags.h"
+#include "driver/build_internal.h"
 #include "driver/link_line.h"
 #include "driver/devices.h"
 #include "driver/report_checkpoint.h"
@@ -216,40 +217,10 @@ static bool publish_emitted(const BuildOpts *b, Arena *a, const char *src, const
     return true;
 }
 
-/* One build's state: what drive's steps share, and what its end frees.
- * Each step returns false to stop, with rc the exit status. */
-typedef struct Build {
-    BuildOpts b;
-    int rc;
-    Arena a;
-    Diag d;
-    SrcFile file;
-    Graph *g;
-    CgProgram p;
-    LinkNeeds needs;
-    bool cuda;
-    CudaOptions cuo;
-    IoSet io;
-    OnnxImport onnx;
-    RtAtomicFile outf, hdrf;
-    char tmp[PATH_MAX];
-    int tmp_slot;
-    char lib[PATH_MAX], inc[PATH_MAX];
-    char oweights[PATH_MAX + 32], qweights[PATH_MAX + 32]; /* weights made here */
-    char obj[PATH_MAX + 32], glue_path[PATH_MAX + 32];
-    char emit_tmp[PATH_MAX + 16];
-    char prog[PATH_MAX + 160];
-    char *cuda_decl;
-    const char *emitted[2 * CG_CUDA_MAX_ARCHS + 4];
-    int nemit;
-    const char *dest; /* what the linker wrote */
-    char scratch[PATH_MAX + 32];
-} Build;
-
 /* The graph, planned (pipeline_plan through cg_program_plan_layout), and
  * every output checked and begun: nothing is written before every output
  * is checked against every file read and every other output (cli.md). */
-static bool plan(Build *s) {
+bool build_plan(Build *s) {
     BuildOpts *b = &s->b;
     if (!build_flags_cuda(b, s->cuda, &s->cuo)) return false;
     if (b->print_link && !b->o.file) {
@@ -295,7 +266,7 @@ static bool plan(Build *s) {
 /* The runtime found, the temporary directory made, and the weights the
  * program embeds written there: an ONNX model's initializers, or the
  * quantized weights (the scales are part of what was built). */
-static bool stage(Build *s) {
+bool build_stage(Build *s) {
     BuildOpts *b = &s->b;
     if (!toolchain_find_runtime(s->lib, s->inc, sizeof s->lib)) {
         fprintf(stderr,
@@ -385,7 +356,7 @@ static bool emit_cuda(Build *s) {
 }
 
 /* The kernels' object file (and the --emit listings, published). */
-static bool emit(Build *s) {
+bool build_emit(Build *s) {
     BuildOpts *b = &s->b;
     if (s->cuda) {
         if (!emit_cuda(s)) return false;
@@ -412,7 +383,7 @@ static bool emit(Build *s) {
 /* The C glue (program descriptor, main or the header's API), written and
  * compiled on its own first: the compiler rejecting generated code is an
  * internal error (build_cc.c). */
-static bool glue_compile(Build *s) {
+bool build_glue_compile(Build *s) {
     BuildOpts *b = &s->b;
     FILE *f = fopen(s->glue_path, "w");
     if (!f) {
@@ -442,7 +413,7 @@ static bool glue_compile(Build *s) {
 /* The object (tgc compile, with its header) or the executable. The linker
  * writes the temporary beside -o; a device or FIFO at -o is written in
  * place, from a scratch file. */
-static bool link_program(Build *s) {
+bool build_link_program(Build *s) {
     BuildOpts *b = &s->b;
     snprintf(s->scratch, sizeof s->scratch, "%s/link.out", s->tmp);
     s->dest = b->mode == MODE_RUN       ? s->prog
@@ -456,7 +427,7 @@ static bool link_program(Build *s) {
 }
 
 /* -o (and --header) committed through the atomic writer. */
-static bool publish(Build *s) {
+bool build_publish(Build *s) {
     BuildOpts *b = &s->b;
     int e = s->dest == s->scratch ? rt_afile_copy_from(&s->outf, s->scratch) : 0;
     if (e) {
@@ -519,11 +490,12 @@ static int drive(Mode mode, int argc, char **argv) {
     rt_afile_init(&s->hdrf);
     s->cuda = b->target && !strcmp(b->target, "cuda");
     ioset_init(&s->io, b->cmd);
-    if (plan(s) && stage(s) && emit(s) && glue_compile(s) && link_program(s)) {
+    if (build_plan(s) && build_stage(s) && build_emit(s) && build_glue_compile(s) &&
+        build_link_program(s)) {
         if (mode == MODE_RUN)
             run_program(s);
         else
-            publish(s);
+            build_publish(s);
     }
     ioset_free(&s->io);
     onnx_import_free(&s->onnx);
