@@ -344,7 +344,9 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
                 "int main(int argc, char **argv) { return rt_main(&tgc_program, argc, argv); }\n");
         return;
     }
-    /* The header's API over the runtime's contexts. */
+    /* The header's API over the runtime's contexts; the descriptor itself
+     * for programs that drive contexts (tgc build --generate's main). */
+    fprintf(f, "const RtProgram *%s_program(void) { return &tgc_program; }\n", g);
     fprintf(f,
             "typedef struct %1$s_ctx %1$s_ctx;\n"
             "int %1$s_create(%1$s_ctx **out, const char *weights_path, int threads) {\n"
@@ -474,7 +476,9 @@ void cg_write_header(FILE *f, const CgProgram *p, const char *link_line) {
         "size_t %1$s_input_bytes(int i);\n"
         "size_t %1$s_output_bytes(int i);\n"
         "const char *%1$s_input_name(int i);\n"
-        "const char *%1$s_output_name(int i);\n\n",
+        "const char *%1$s_output_name(int i);\n"
+        "/* The program's descriptor, for the runtime's own API (tgcrt.h). */\n"
+        "const struct RtProgram *%1$s_program(void);\n\n",
         g);
     if (p->g->train_loss)
         fprintf(f,
