@@ -49,6 +49,15 @@ size_t rt_ctx_storage_bytes(const RtTensorInfo *t);
  * caller in messages), then points the forward's input slots at them,
  * converting those whose storage dtype differs into the staging buffers. */
 RtStatus rt_ctx_stage_inputs(RtContext *c, const void *const *inputs, const char *fn);
+/* The descriptor's checks (every tensor entry, the train descriptor). */
+RtStatus rt_ctx_check_program(RtContext *c);
+/* A storage-dtype staging buffer for t into *slot when its storage dtype
+ * differs from the declared one (what: "input", "output"). */
+RtStatus rt_ctx_alloc_staging(RtContext *c, const RtTensorInfo *t, void **slot, const char *what);
+/* Checks the conv and step tables and allocates the buffer table
+ * (c->bufs, its index-error cell set) and the per-tensor tables (owned,
+ * in_stage, out_stage). */
+RtStatus rt_ctx_alloc_tables(RtContext *c);
 /* Runs the forward on c->bufs as they are; TGCRT_ERR_VALUE with the
  * message when a kernel found an index out of range. */
 RtStatus rt_ctx_forward(RtContext *c);

@@ -36,7 +36,7 @@ static RtStatus check_tensor(RtContext *c, const char *what, int i, const RtTens
     return TGCRT_OK;
 }
 
-static RtStatus check_program(RtContext *c) {
+RtStatus rt_ctx_check_program(RtContext *c) {
     const RtProgram *p = c->p;
     /* A CUDA program has steps instead of a forward function. */
     if (p->ninputs < 0 || p->nparams < 0 || p->noutputs < 0 || !p->forward == !p->cuda ||
@@ -191,7 +191,7 @@ void rt_ctx_copy_param_tensor(RtContext *c, const RtStTensor *w, const RtTensorI
 
 /* ---- creation ---- */
 
-static RtStatus alloc_staging(RtContext *c, const RtTensorInfo *t, void **slot, const char *what) {
+RtStatus rt_ctx_alloc_staging(RtContext *c, const RtTensorInfo *t, void **slot, const char *what) {
     if (t->storage == t->desc.dtype || c->p->cuda) return TGCRT_OK; /* CUDA: pinned staging */
     size_t nb = rt_ctx_storage_bytes(t);
     if (!(*slot = rt_aligned_alloc(nb)))
@@ -201,19 +201,10 @@ static RtStatus alloc_staging(RtContext *c, const RtTensorInfo *t, void **slot, 
     return TGCRT_OK;
 }
 
-static RtStatus setup(RtContext *c, int threads, const char *path, const void *mem, size_t len,
-                      const char *mem_name) {
+RtStatus rt_ctx_alloc_tables(RtContext *c) {
     const RtProgram *p = c->p;
-    RtStatus s = check_program(c);
-    if (s) return s;
-    /* A CUDA program fails here, before any weight is read, where there is
-     * no driver; its steps are checked like the rest of the descriptor. */
-    if (p->cuda && ((s = rt_cuda_check_program(p, &c->err)) || (s = rt_cuda_probe(&c->err))))
-        return s;
-    if (threads < 0)
-        return rt_error_set(&c->err, TGCRT_ERR_ARG,
-                            "thread count %d is negative (0 means the program's default)", threads);
-    /* ... then the index-error cell the kernels set (RtForwardFn). */
+    /* The buffers: the arena, the inputs, params and outputs, then the
+     * index-error cell the kernels set (RtForwardFn). */
     size_t err_slot = 1 + (size_t)p->ninputs + (size_t)p->nparams + (size_t)p->noutputs;
     size_t nbufs = err_slot + 1 + (p->nconvs > 0);
     if (p->nconvs < 0 || (p->nconvs > 0 && (!p->convs || !p->conv_setup || !p->conv_free ||
@@ -233,6 +224,22 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
     c->out_stage = calloc((size_t)p->noutputs + 1, sizeof *c->out_stage);
     if (!c->bufs || !c->owned || !c->in_stage || !c->out_stage)
         return rt_error_set(&c->err, TGCRT_ERR_NOMEM, "out of memory creating a context");
+    return TGCRT_OK;
+}
+
+static RtStatus setup(RtContext *c, int threads, const char *path, const void *mem, size_t len,
+                      const char *mem_name) {
+    const RtProgram *p = c->p;
+    RtStatus s = rt_ctx_check_program(c);
+    if (s) return s;
+    /* A CUDA program fails here, before any weight is read, where there is
+     * no driver; its steps are checked like the rest of the descriptor. */
+    if (p->cuda && ((s = rt_cuda_check_program(p, &c->err)) || (s = rt_cuda_probe(&c->err))))
+        return s;
+    if (threads < 0)
+        return rt_error_set(&c->err, TGCRT_ERR_ARG,
+                            "thread count %d is negative (0 means the program's default)", threads);
+    if ((s = rt_ctx_alloc_tables(c))) return s;
 
     if ((s = rt_pool_create(threads ? threads : p->default_threads, &c->pool, &c->err))) return s;
     rt_blas_set_threads(rt_pool_threads(c->pool));
@@ -258,11 +265,11 @@ static RtStatus setup(RtContext *c, int threads, const char *path, const void *m
     }
 
     for (int i = 0; !s && i < p->ninputs; i++)
-        s = alloc_staging(c, &p->inputs[i], &c->in_stage[i], "input");
+        s = rt_ctx_alloc_staging(c, &p->inputs[i], &c->in_stage[i], "input");
     /* A training context's own output buffers serve as the staging
      * (rt_train_out_stage). */
     for (int i = 0; !s && !p->train && i < p->noutputs; i++)
-        s = alloc_staging(c, &p->outputs[i], &c->out_stage[i], "output");
+        s = rt_ctx_alloc_staging(c, &p->outputs[i], &c->out_stage[i], "output");
     if (!s && p->train) s = rt_train_setup(c);
     if (s) return s;
     if (p->cuda) /* the params at storage dtype, uploaded once */
