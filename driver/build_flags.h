@@ -16,9 +16,13 @@ typedef struct BuildOpts {
     const char *out, *header, *target, *weights, *emit_kind, *emit_dir, *cpu;
     const char *checkpoint, *budget; /* --train --checkpoint auto --budget SIZE */
     bool embed, static_rt, cuda_graph;
-    bool layout_nchw;     /* --layout nchw: no channels-last pass (passes/layout.c) */
-    bool print_link;      /* tgc compile --print-link-line */
-    bool generate;        /* --generate: a decoder's prefill and step over one KV cache */
+    bool layout_nchw; /* --layout nchw: no channels-last pass (passes/layout.c) */
+    bool print_link;  /* tgc compile --print-link-line */
+    bool generate;    /* --generate: a decoder's prefill and step over one KV cache */
+    /* Set by tgc build --generate per program it links (driver/cmd_generate.c):
+     * the part ("prefill", "step"): the graph is named NAME_PART, its glue has
+     * no main, and -o is begun by the caller. */
+    const char *gen_part;
     const char *gpu_arch; /* --gpu-arch LIST, as given */
     int threads;
     /* tgc run: passed to the program */

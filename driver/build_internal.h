@@ -49,4 +49,8 @@ bool build_emit(Build *s);         /* the kernels' object */
 bool build_glue_compile(Build *s); /* the C glue, compiled */
 bool build_link_program(Build *s); /* the object or the executable */
 bool build_publish(Build *s);      /* -o (and --header) committed */
+
+/* tgc build --generate (driver/cmd_generate.c): b parsed; returns the exit
+ * status. b's options stay the caller's to free. */
+int cmd_generate(const BuildOpts *b);
 #endif

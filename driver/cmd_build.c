@@ -249,6 +249,7 @@ bool build_plan(Build *s) {
     }
     if (b->checkpoint && !(s->g = checkpointed(b, &s->a, &s->d, s->g, &s->file, s->cuda)))
         return false;
+    if (b->gen_part) s->g->name = arena_printf(&s->a, "%s_%s", s->g->name, b->gen_part);
     cg_program_plan_layout(&s->a, s->g, &s->p, s->cuda, !b->layout_nchw);
     /* What the program links: oneDNN on the CPU (convolutions, f32 products). */
     s->needs = (LinkNeeds){.conv = !s->cuda, .cuda = s->cuda, .static_blas = b->static_rt};
@@ -258,7 +259,7 @@ bool build_plan(Build *s) {
     }
     s->nemit = emit_names(b, &s->a, s->g->name, &s->cuo, s->emitted);
     if (!files_distinct(b, &s->a, &s->p, &s->onnx, s->emitted, s->nemit, &s->io)) return false;
-    if (b->mode != MODE_RUN && !begin_output(b, &s->outf, b->out)) return false;
+    if (b->mode != MODE_RUN && !b->gen_part && !begin_output(b, &s->outf, b->out)) return false;
     if (b->mode == MODE_COMPILE && !begin_output(b, &s->hdrf, b->header)) return false;
     return !b->weights || b->o.quant_bits || check_weights(b, &s->p);
 }
@@ -393,7 +394,7 @@ bool build_glue_compile(Build *s) {
     }
     char wabs[PATH_MAX];
     GlueOptions go = {.default_threads = b->threads,
-                      .with_main = b->mode != MODE_COMPILE,
+                      .with_main = b->mode != MODE_COMPILE && !b->gen_part,
                       .cuda_decl = s->cuda_decl,
                       .levels = &b->levels};
     if (b->embed) go.embed_path = realpath(b->weights, wabs) ? wabs : b->weights;
@@ -482,6 +483,12 @@ static int drive(Mode mode, int argc, char **argv) {
         options_free(&b->o);
         cg_cpu_levels_free(&b->levels);
         return rc < 0 ? 0 : rc;
+    }
+    if (b->generate) {
+        rc = cmd_generate(b);
+        options_free(&b->o);
+        cg_cpu_levels_free(&b->levels);
+        return rc;
     }
     s->rc = 1;
     diag_init(&s->d, stderr);

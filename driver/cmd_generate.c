@@ -1,0 +1,253 @@
+/* tgc build --generate: a decoder compiled twice over one KV cache, the
+ * prefill (seq = the chunk, driver/generate.h) and the decoding step
+ * (seq = 1), each through tgc build's own steps (build_internal.h) as a
+ * program without a main, then linked into one executable whose main is
+ * the runtime's rt_gen_main. The two programs declare the same params and
+ * states (the cache); the runtime shares them, and one arena sized for the
+ * larger of the two, between the programs' contexts. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "driver/build_cc.h"
+#include "driver/build_internal.h"
+#include "driver/generate.h"
+#include "driver/toolchain.h"
+#include "tgcrt.h"
+
+/* The inputs and outputs rt_gen_main drives, found by the conventions of
+ * cli.md "Additions (round 3)": the token ids (the i64 input of rank 2),
+ * `pos` (i64[]), `logits` ([batch, seq, vocab], floating). */
+typedef struct GenIface {
+    int ids, pos, logits;
+    int64_t batch, vocab;
+    int nstates;
+} GenIface;
+
+static bool find_iface(const char *cmd, const Graph *g, const CgInterface *it, GenIface *gi) {
+    gi->ids = gi->pos = gi->logits = -1;
+    for (int i = 0; i < it->ninputs; i++) {
+        const Value *v = it->inputs[i];
+        if (v->name && !strcmp(v->name, "pos") && v->dtype == DT_I64 && v->ndim == 0)
+            gi->pos = i;
+        else if (v->dtype == DT_I64 && v->ndim == 2 && gi->ids < 0)
+            gi->ids = i;
+        else {
+            fprintf(stderr,
+                    "tgc %s: error: --generate: input '%s' of graph '%s': a generating graph "
+                    "takes the token ids (i64[batch, seq]) and its first position `pos` (i64[]), "
+                    "nothing else\n",
+                    cmd, v->name ? v->name : "?", g->name);
+            return false;
+        }
+    }
+    for (int i = 0; i < it->noutputs; i++) {
+        const Value *v = it->outputs[i];
+        if (v->name && !strcmp(v->name, "logits")) gi->logits = i;
+    }
+    gi->nstates = 0;
+    for (int i = 0; i < it->nparams; i++)
+        gi->nstates += it->params[i]->state;
+    const char *missing = gi->ids < 0      ? "an input of token ids i64[batch, seq]"
+                          : gi->pos < 0    ? "an input `pos : i64[]` (the first token's position)"
+                          : gi->logits < 0 ? "an output named `logits` [batch, seq, vocab]"
+                          : !gi->nstates   ? "a `state` (the KV cache the steps write)"
+                                           : NULL;
+    if (missing) {
+        fprintf(stderr, "tgc %s: error: --generate: graph '%s' has no %s\n", cmd, g->name, missing);
+        return false;
+    }
+    const Value *lg = it->outputs[gi->logits], *ids = it->inputs[gi->ids];
+    if (lg->ndim != 3 || !dtype_is_float(lg->dtype) || lg->shape[0] != ids->shape[0] ||
+        lg->shape[1] != ids->shape[1]) {
+        fprintf(stderr,
+                "tgc %s: error: --generate: output 'logits' of graph '%s' must be floating "
+                "[batch, seq, vocab] over the token ids' [batch, seq]\n",
+                cmd, g->name);
+        return false;
+    }
+    gi->batch = ids->shape[0];
+    gi->vocab = lg->shape[2];
+    return true;
+}
+
+static const Dim *graph_dim(const Graph *g, const char *name) {
+    for (int i = 0; i < g->ndims; i++)
+        if (!strcmp(g->dims[i].name, name)) return &g->dims[i];
+    return NULL;
+}
+
+/* The user's -D list with `seq` set to seq and every range at its upper
+ * bound (the batch: a smaller one runs padded, rows being independent). */
+static void part_dims(BuildOpts *pb, int64_t seq) {
+    bool has_seq = false;
+    for (int i = 0; i < pb->o.ndims; i++) {
+        DimOverride *d = &pb->o.dims[i];
+        d->range = false;
+        d->lo = d->value;
+        if (!strcmp(d->name, "seq")) {
+            d->value = d->lo = seq;
+            has_seq = true;
+        }
+    }
+    if (!has_seq) pb->o.dims[pb->o.ndims++] = (DimOverride){"seq", seq, seq, false};
+}
+
+/* The graph as the user's flags give it, to read its dims (seq, max_seq). */
+static bool read_dims(const BuildOpts *b, int64_t *seq, int64_t *max_seq) {
+    Arena a = {0};
+    Diag d;
+    diag_init(&d, stderr);
+    SrcFile file;
+    Options o = b->o;
+    for (int i = 0; i < o.ndims; i++)
+        o.dims[i].range = false;
+    Graph *g = load_graph(&a, &d, &o, &file);
+    bool ok = g != NULL;
+    const Dim *s = g ? graph_dim(g, "seq") : NULL, *m = g ? graph_dim(g, "max_seq") : NULL;
+    if (g && (!s || !m)) {
+        fprintf(stderr,
+                "tgc %s: error: --generate: graph '%s' declares no dimension '%s' (a generating "
+                "graph has `seq`, the tokens of a run, and `max_seq`, the cache's length)\n",
+                b->cmd, g->name, !s ? "seq" : "max_seq");
+        ok = false;
+    }
+    if (ok) {
+        *seq = s->value;
+        *max_seq = m->value;
+    }
+    if (!g && d.errors > 1 && d.out) fprintf(stderr, "%d errors\n", d.errors);
+    arena_free(&a);
+    return ok;
+}
+
+static void part_init(Build *s, const BuildOpts *b, const char *part, int64_t seq) {
+    memset(s, 0, sizeof *s);
+    s->b = *b;
+    s->b.gen_part = part;
+    part_dims(&s->b, seq);
+    s->rc = 1;
+    diag_init(&s->d, stderr);
+    s->tmp_slot = -1;
+    rt_afile_init(&s->outf);
+    rt_afile_init(&s->hdrf);
+    ioset_init(&s->io, b->cmd);
+}
+
+static void part_free(Build *s) {
+    ioset_free(&s->io);
+    onnx_import_free(&s->onnx);
+    rt_afile_abort(&s->outf);
+    rt_afile_abort(&s->hdrf);
+    rt_tmp_remove(s->tmp_slot);
+    free(s->cuda_decl);
+    arena_free(&s->a);
+}
+
+/* The executable's main: the two programs' descriptors and the
+ * conventions' indices for rt_gen_main. */
+static bool write_main(const char *path, Build *parts, const GenIface *gi, int64_t chunk,
+                       int64_t max_seq) {
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    const char *pre = parts[0].g->name, *step = parts[1].g->name;
+    fprintf(f,
+            "/* Generated by tgc build --generate. */\n#include \"tgcrt.h\"\n\n"
+            "const RtProgram *%s_program(void);\nconst RtProgram *%s_program(void);\n\n"
+            "int main(int argc, char **argv) {\n"
+            "    RtGenProgram g = {%s_program(), %s_program(), %lld, %lld, %lld, %lld, %d, %d, "
+            "%d};\n"
+            "    return rt_gen_main(&g, argc, argv);\n}\n",
+            pre, step, pre, step, (long long)gi->batch, (long long)chunk, (long long)max_seq,
+            (long long)gi->vocab, gi->ids, gi->pos, gi->logits);
+    bool bad = ferror(f);
+    return fclose(f) == 0 && !bad;
+}
+
+/* Both programs' objects, then the main, linked into -o. */
+static bool link_all(Build *parts, const GenIface *gi, int64_t chunk, int64_t max_seq) {
+    Build *s = &parts[0];
+    const BuildOpts *b = &s->b;
+    char dir[PATH_MAX + 8], objs[2][PATH_MAX + 32], kern[PATH_MAX + 32], mainc[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/gen", s->tmp);
+    if (mkdir(dir, 0700) != 0) {
+        fprintf(stderr, "tgc %s: error: cannot create '%s': %s\n", b->cmd, dir, strerror(errno));
+        return false;
+    }
+    for (int k = 0; k < 2; k++) {
+        snprintf(objs[k], sizeof objs[k], "%s/part%d.o", dir, k);
+        if (build_cc_link_object(b->cmd, parts[k].tmp, true, objs[k], parts[k].g->name))
+            return false;
+    }
+    /* Both programs as the kernels' object of the main's link. */
+    snprintf(kern, sizeof kern, "%s/kernels.o", dir);
+    char *argv[] = {(char *)toolchain_cc(), "-r", "-nostdlib", "-o", kern, objs[0], objs[1], NULL};
+    if (toolchain_exec(argv, false) != 0) {
+        fprintf(stderr, "tgc %s: error: cannot link the prefill and step programs\n", b->cmd);
+        return false;
+    }
+    snprintf(mainc, sizeof mainc, "%s/glue.c", dir);
+    if (!write_main(mainc, parts, gi, chunk, max_seq)) {
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, mainc, strerror(errno));
+        return false;
+    }
+    int rc = build_cc_glue(b->cmd, s->inc, dir, false, true);
+    if (rc) {
+        s->rc = rc;
+        return false;
+    }
+    snprintf(s->scratch, sizeof s->scratch, "%s/link.out", s->tmp);
+    s->dest = rt_afile_path(&s->outf) ? rt_afile_path(&s->outf) : s->scratch;
+    return !build_cc_link_exe(b->cmd, s->lib, dir, true, &s->needs, s->dest, b->out);
+}
+
+static int refuse(const BuildOpts *b, const char *why) {
+    fprintf(stderr, "tgc %s: error: --generate: %s\n", b->cmd, why);
+    return 1;
+}
+
+int cmd_generate(const BuildOpts *b) {
+    if (b->mode != MODE_BUILD)
+        return refuse(b, "only tgc build makes a generating program in this version");
+    if (b->target && !strcmp(b->target, "cuda"))
+        return refuse(b, "generating programs are built for the CPU only in this version");
+    if (b->o.tf.loss) return refuse(b, "a generating program does not train (--train)");
+    if (onnx_is_model_path(b->o.file))
+        return refuse(b, "an ONNX decoder cannot be built for generation yet; import it "
+                         "(tgc import) and declare its cache as `state` in the .tg");
+    if (b->emit_kind) return refuse(b, "--emit is not supported with --generate");
+    int64_t seq, max_seq;
+    if (!read_dims(b, &seq, &max_seq)) return 1;
+    int64_t chunk = generate_chunk(seq);
+    if (chunk < 1 || max_seq < 1) return refuse(b, "seq and max_seq must be at least 1");
+    Build parts[2];
+    part_init(&parts[0], b, "prefill", chunk);
+    part_init(&parts[1], b, "step", 1);
+    int rc = 1;
+    GenIface gi[2];
+    bool ok = true;
+    for (int k = 0; ok && k < 2; k++)
+        ok = build_plan(&parts[k]) && find_iface(b->cmd, parts[k].g, &parts[k].p.iface, &gi[k]);
+    /* One arena serves both: each program declares the larger size. */
+    int64_t arena = 0;
+    for (int k = 0; ok && k < 2; k++)
+        if (parts[k].p.plan->arena_bytes > arena) arena = parts[k].p.plan->arena_bytes;
+    for (int k = 0; ok && k < 2; k++) {
+        ok = build_stage(&parts[k]) && build_emit(&parts[k]);
+        ((MemPlan *)parts[k].p.plan)->arena_bytes = arena; /* planned by this build */
+        /* The weights are the prefill's (the context that owns them); the
+         * step shares them. */
+        if (k == 1) parts[k].b.embed = false;
+        ok = ok && build_glue_compile(&parts[k]);
+    }
+    if (ok && link_all(parts, &gi[0], chunk, max_seq) && build_publish(&parts[0])) rc = 0;
+    if (!ok || rc) {
+        for (int k = 0; k < 2; k++)
+            if (parts[k].rc > 1) rc = parts[k].rc;
+    }
+    part_free(&parts[0]);
+    part_free(&parts[1]);
+    return rc;
+}
