@@ -220,7 +220,8 @@ int cmd_generate(const BuildOpts *b) {
     if (b->emit_kind) return refuse(b, "--emit is not supported with --generate");
     int64_t seq, max_seq;
     if (!read_dims(b, &seq, &max_seq)) return 1;
-    int64_t chunk = generate_chunk(seq);
+    /* A chunk longer than the cache could not be written into it. */
+    int64_t chunk = generate_chunk(seq) < max_seq ? generate_chunk(seq) : max_seq;
     if (chunk < 1 || max_seq < 1) return refuse(b, "seq and max_seq must be at least 1");
     Build parts[2];
     part_init(&parts[0], b, "prefill", chunk);
