@@ -7,7 +7,9 @@
  *      $(pkg-config --cflags --libs openblas) -ldnnl -lpthread     # with oneDNN
  *   ./limits THREADS SECONDS WHAT...
  *
- * WHAT is `copy:MIB` (memcpy of a MIB MiB buffer), `sgemm:N` (N x N x N),
+ * WHAT is `copy:MIB` (memcpy of a MIB MiB buffer), `read:MIB` (a sum of
+ * every 8-byte word of a MIB MiB buffer: a read-only stream, what a
+ * matrix-vector product does with its weights), `sgemm:N` (N x N x N),
  * `sgemm:MxKxN` (an [M, K] x [K, N] product), or, only with -DLIMITS_DNNL,
  * the same shapes as `dnnl_sgemm:` (oneDNN's dnnl_sgemm, which makes a
  * primitive per call), `dnnl_matmul:` (oneDNN's matmul primitive, made once
@@ -17,6 +19,7 @@
  * Each measurement runs once as a warm-up, then about SECONDS worth of timed
  * runs (at least 5), and prints one line:
  *   copy: threads=T mib=M reps=R median_s=... rw_gbps=... best_rw_gbps=...
+ *   read: threads=T mib=M reps=R median_s=... read_gbps=... best_read_gbps=...
  *   sgemm: threads=T n=N reps=R median_s=... gflops=... best_gflops=...
  *   sgemm: threads=T m=M k=K n=N reps=R ...      (when not square)
  *   dnnl_sgemm: ...                              (the same fields)
@@ -24,6 +27,9 @@
  * rw_gbps counts bytes read + bytes written (2 x the buffer) per second of
  * the median run; best_* are the same of the fastest run. The copy splits the buffer into T
  * page-aligned slices, one memcpy per thread (glibc's memcpy: non-temporal stores at this size).
+ * read_gbps counts the bytes read (1 x the buffer); the read splits the buffer the same way,
+ * each thread summing its slice with SSE2 loads into four accumulators, so that the sum is
+ * bound by the memory, not by the adds' latency.
  * sgemm is cblas_sgemm(RowMajor, NoTrans, NoTrans, alpha 1, beta 0) on f32
  * with openblas_set_num_threads(T); dnnl_sgemm is oneDNN's row-major
  * dnnl_sgemm('N', 'N', ...) with omp_set_num_threads(T) (Debian's oneDNN
@@ -33,10 +39,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #ifdef LIMITS_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
@@ -76,35 +86,74 @@ static void *xmalloc(size_t bytes) {
     return p;
 }
 
-/* ---- copy ---- */
+/* ---- copy and read ---- */
 
 typedef struct {
-    char *dst;
+    char *dst; /* NULL: read only */
     const char *src;
     size_t bytes;
     pthread_barrier_t *start, *end;
     int rounds;
+    uint64_t sum; /* the read's result, kept so that the loads are not dropped */
 } Slice;
 
-/* A worker thread: one memcpy of its slice per round, between barriers. */
-static void *copy_worker(void *p) {
+/* The sum of the 8-byte words of p[0, bytes) (bytes a multiple of 64, p
+ * 16-byte aligned: the slices are page-aligned). Four independent
+ * accumulators of two words each: two 16-byte loads per cycle keep up with
+ * any memory, where one scalar accumulator would be bound by the adds. */
+static uint64_t read_sum(const char *p, size_t bytes) {
+#ifdef __SSE2__
+    __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i + 64 <= bytes; i += 64) {
+        a0 = _mm_add_epi64(a0, _mm_load_si128((const __m128i *)(p + i)));
+        a1 = _mm_add_epi64(a1, _mm_load_si128((const __m128i *)(p + i + 16)));
+        a2 = _mm_add_epi64(a2, _mm_load_si128((const __m128i *)(p + i + 32)));
+        a3 = _mm_add_epi64(a3, _mm_load_si128((const __m128i *)(p + i + 48)));
+    }
+    uint64_t w[2];
+    _mm_storeu_si128((__m128i *)w, _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3)));
+    return w[0] + w[1];
+#else
+    const uint64_t *q = (const uint64_t *)p;
+    uint64_t a[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i + 4 <= bytes / 8; i += 4)
+        for (int j = 0; j < 4; j++)
+            a[j] += q[i + j];
+    return a[0] + a[1] + a[2] + a[3];
+#endif
+}
+
+static void slice_once(Slice *s) {
+    if (s->dst)
+        memcpy(s->dst, s->src, s->bytes);
+    else
+        s->sum += read_sum(s->src, s->bytes);
+}
+
+/* A worker thread: one memcpy (or read) of its slice per round, between
+ * barriers. */
+static void *stream_worker(void *p) {
     Slice *s = p;
     for (int r = 0; r < s->rounds; r++) {
         pthread_barrier_wait(s->start);
-        memcpy(s->dst, s->src, s->bytes);
+        slice_once(s);
         pthread_barrier_wait(s->end);
     }
     return NULL;
 }
 
-static void bench_copy(int t, size_t mib, double seconds) {
+/* copy:MIB (read_only 0) or read:MIB (1) with t threads. */
+static void bench_stream(int t, size_t mib, double seconds, int read_only) {
     size_t bytes = mib << 20;
-    char *src = xmalloc(bytes), *dst = xmalloc(bytes);
+    char *src = xmalloc(bytes), *dst = read_only ? NULL : xmalloc(bytes);
     memset(src, 1, bytes);
-    memset(dst, 2, bytes);
-    /* Estimate one copy (single thread, pages already touched). */
+    if (dst) memset(dst, 2, bytes);
+    /* Estimate one pass (single thread, pages already touched). */
     double t0 = now();
-    memcpy(dst, src, bytes);
+    if (dst)
+        memcpy(dst, src, bytes);
+    else if (read_sum(src, bytes) == 42)
+        fputc(' ', stderr); /* uses the sum */
     int reps = reps_for((now() - t0) / t, seconds);
     int rounds = reps + 1; /* + the warm-up */
 
@@ -116,25 +165,41 @@ static void bench_copy(int t, size_t mib, double seconds) {
     size_t per = (bytes / (size_t)t) & ~(size_t)4095;
     for (int i = 0; i < t; i++) {
         size_t off = per * (size_t)i;
-        sl[i] = (Slice){dst + off, src + off, i == t - 1 ? bytes - off : per, &start, &end, rounds};
+        sl[i] = (Slice){dst ? dst + off : NULL,
+                        src + off,
+                        i == t - 1 ? bytes - off : per,
+                        &start,
+                        &end,
+                        rounds,
+                        0};
     }
     for (int i = 1; i < t; i++)
-        pthread_create(&th[i], NULL, copy_worker, &sl[i]);
+        pthread_create(&th[i], NULL, stream_worker, &sl[i]);
     double *v = malloc(sizeof *v * (size_t)rounds);
     for (int r = 0; r < rounds; r++) {
         pthread_barrier_wait(&start);
         double a = now();
-        memcpy(sl[0].dst, sl[0].src, sl[0].bytes);
+        slice_once(&sl[0]);
         pthread_barrier_wait(&end);
         v[r] = now() - a;
     }
-    for (int i = 1; i < t; i++)
+    uint64_t sum = sl[0].sum;
+    for (int i = 1; i < t; i++) {
         pthread_join(th[i], NULL);
+        sum += sl[i].sum;
+    }
     pthread_barrier_destroy(&start);
     pthread_barrier_destroy(&end);
     double m = median(v + 1, reps), best = v[1]; /* sorted by median() */
-    printf("copy: threads=%d mib=%zu reps=%d median_s=%.6f rw_gbps=%.2f best_rw_gbps=%.2f\n", t,
-           mib, reps, m, 2.0 * (double)bytes / m / 1e9, 2.0 * (double)bytes / best / 1e9);
+    double moved = read_only ? (double)bytes : 2.0 * (double)bytes;
+    const char *unit = read_only ? "read_gbps" : "rw_gbps";
+    printf("%s: threads=%d mib=%zu reps=%d median_s=%.6f %s=%.2f best_%s=%.2f",
+           read_only ? "read" : "copy", t, mib, reps, m, unit, moved / m / 1e9, unit,
+           moved / best / 1e9);
+    /* Every byte is 1: the sum of the words tells that every load ran. */
+    if (read_only && sum != (uint64_t)rounds * (bytes / 8) * 0x0101010101010101ull)
+        printf(" BAD_SUM");
+    printf("\n");
     free(v);
     free(src);
     free(dst);
@@ -317,7 +382,7 @@ static int parse_shape(const char *p, int *m, int *k, int *n) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: limits THREADS SECONDS copy:MIB|sgemm:N|sgemm:MxKxN|"
+        fprintf(stderr, "usage: limits THREADS SECONDS copy:MIB|read:MIB|sgemm:N|sgemm:MxKxN|"
                         "dnnl_sgemm:N|dnnl_sgemm:MxKxN...\n");
         return 2;
     }
@@ -331,7 +396,9 @@ int main(int argc, char **argv) {
         long v;
         int m, k, n;
         if (sscanf(argv[i], "copy:%ld", &v) == 1 && v > 0)
-            bench_copy(t, (size_t)v, seconds);
+            bench_stream(t, (size_t)v, seconds, 0);
+        else if (sscanf(argv[i], "read:%ld", &v) == 1 && v > 0)
+            bench_stream(t, (size_t)v, seconds, 1);
         else if (!strncmp(argv[i], "sgemm:", 6) && parse_shape(argv[i] + 6, &m, &k, &n))
             bench_sgemm(LIB_OPENBLAS, t, m, k, n, seconds);
 #ifdef LIMITS_DNNL
@@ -343,7 +410,8 @@ int main(int argc, char **argv) {
             bench_sgemm(LIB_OPENBLAS_SPLIT, t, m, k, n, seconds);
 #endif
         else {
-            fprintf(stderr, "limits: expected copy:MIB, sgemm:N or sgemm:MxKxN%s, got '%s'\n",
+            fprintf(stderr,
+                    "limits: expected copy:MIB, read:MIB, sgemm:N or sgemm:MxKxN%s, got '%s'\n",
 #ifdef LIMITS_DNNL
                     " (or dnnl_sgemm:, dnnl_matmul:, sgemm_split: the same)",
 #else
