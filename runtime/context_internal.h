@@ -39,6 +39,9 @@ struct RtContext {
     RtProfile *prof;
     RtForwardFn forward; /* p->forward, or the chosen CPU level's (rt_cpu_select) */
     int cpu_level;       /* its index in p->levels */
+    /* rt_context_create_shared: the context whose params, states, arena
+     * and pool this one uses (it owns none of them); NULL otherwise. */
+    RtContext *owner;
 };
 
 /* ---- program.c ---- */

@@ -105,6 +105,16 @@ static RtStatus load_param(RtContext *c, int i, const char *end) {
     void **slot = &c->bufs[1 + c->p->ninputs + i];
     char e[RT_DESC_STR_MAX];
     size_t nb = rt_ctx_storage_bytes(t), n = numel_of(t);
+    /* A state (a KV cache) starts at zero and is never read from a file,
+     * even one that holds a tensor of its name: it is the runs' own. */
+    if (t->state) {
+        if (!(c->owned[i] = rt_aligned_alloc(nb)))
+            return rt_error_set(&c->err, TGCRT_ERR_NOMEM,
+                                "out of memory for state '%s' (%zu bytes)", t->name, nb);
+        if (nb) memset(c->owned[i], 0, nb);
+        *slot = c->owned[i];
+        return TGCRT_OK;
+    }
     const RtStTensor *w = c->st ? rt_st_find(c->st, t->name) : NULL;
 
     if (!w) {
@@ -427,8 +437,8 @@ void rt_context_destroy(RtContext *c) {
     free(c->bufs);
     rt_prof_free(c->prof);
     rt_cuda_destroy(c->cuda);
-    rt_arena_release(&c->arena);
-    rt_pool_destroy(c->pool);
+    rt_arena_release(&c->arena); /* a shared context's is zeroed: the owner's is in bufs[0] */
+    if (!c->owner) rt_pool_destroy(c->pool);
     rt_st_close(c->st);
     free(c);
 }

@@ -202,6 +202,84 @@ RtStatus rt_context_reset_state(RtContext *c);
  * destroying it frees only what it owns. */
 RtStatus rt_context_create_shared(const RtProgram *p, RtContext *owner, RtContext **out);
 
+/* ---- sampling the next token (sample.c; docs/runtime.md "Generation") ---- */
+
+typedef struct RtSampling {
+    double temperature; /* 0: greedy (argmax, first index of the largest); else > 0 */
+    int64_t top_k;      /* keep the k largest (and what ties with the k-th); 0: no limit */
+    double top_p;       /* keep the smallest most likely set of mass >= top_p; in (0, 1], 1: all */
+    uint64_t seed;      /* the draws' seed (row r draws from its own stream) */
+} RtSampling;
+
+/* TGCRT_ERR_ARG, saying which, for settings out of the ranges above. */
+RtStatus rt_sampling_check(const RtSampling *s, RtError *err);
+
+/* xoshiro256** seeded by splitmix64 from seed XOR ((stream + 1) *
+ * 0xD1B54A32D192ED03): a stream per (seed, stream). */
+typedef struct RtRng {
+    uint64_t s[4];
+} RtRng;
+void rt_rng_seed(RtRng *r, uint64_t seed, uint64_t stream);
+uint64_t rt_rng_next(RtRng *r);
+double rt_rng_uniform(RtRng *r); /* (next >> 11) * 2^-53: [0, 1) */
+
+/* torch.argmax of n floating values (f64, f32, f16, bf16): the first index
+ * of the largest; a NaN is the largest. */
+int64_t rt_argmax(const void *logits, RtDType dt, int64_t n);
+
+/* A sampler over rows of `vocab` logits, one generator per row (0..rows). */
+typedef struct RtSampler RtSampler;
+RtStatus rt_sampler_create(const RtSampling *s, int64_t vocab, int64_t rows, RtSampler **out,
+                           RtError *err);
+/* The next token of `row` from its logits (vocab values of dt): greedy at
+ * temperature 0, else Hugging Face's order (temperature, top-k, top-p)
+ * and one draw of the row's generator from the renormalised rest.
+ * TGCRT_ERR_VALUE when sampling meets a NaN or +inf logit, or only -inf. */
+RtStatus rt_sampler_next(RtSampler *r, int64_t row, const void *logits, RtDType dt, int64_t *token,
+                         RtError *err);
+void rt_sampler_destroy(RtSampler *r); /* NULL is fine */
+
+/* ---- generation over an RtGenProgram (gen.c; rt_gen_main is gen_main.c's) ----
+ *
+ * Two contexts over one set of params and states (the KV cache): the
+ * program with the larger arena is created first and owns them, the other
+ * is shared over it (rt_context_create_shared). A generation resets the
+ * states, runs the prompt through `prefill` in chunks (the last padded
+ * with token 0), then `step` once per new token after the first. */
+typedef struct RtGen RtGen;
+/* Weights from weights_path, else the programs' embedded image, else the
+ * initialisers; threads as rt_context_create. On failure *out is still an
+ * RtGen (unless out of memory: NULL) whose rt_gen_error says why. */
+RtStatus rt_gen_create(const RtGenProgram *g, const char *weights_path, int threads, RtGen **out);
+/* The same with the weights as a safetensors image in memory (kept alive
+ * by the caller); st NULL: initialisers only. */
+RtStatus rt_gen_create_from_memory(const RtGenProgram *g, const void *st, size_t len, int threads,
+                                   RtGen **out);
+/* Generates max_new tokens after each of `batch` prompts (prompt: i64
+ * [batch, prompt_len], 1 <= batch <= g->batch, prompt_len >= 1, ids in
+ * [0, vocab), prompt_len + max_new <= g->max_seq) into tokens_out (i64
+ * [batch, prompt_len + max_new]: the prompt, then the new tokens). Rows
+ * are independent: rows past `batch` of the build's batch run copies of
+ * row 0 and are dropped. TGCRT_ERR_SHAPE / TGCRT_ERR_VALUE for prompts
+ * out of those ranges, a run's error as rt_context_run gives it. */
+RtStatus rt_gen_generate(RtGen *gen, const int64_t *prompt, int64_t batch, int64_t prompt_len,
+                         int64_t max_new, const RtSampling *s, int64_t *tokens_out);
+/* The last generation's times: the prompt's tokens and the prefill runs'
+ * time; the decode's step runs (one per new token after the first, which
+ * the prefill's logits give) and their time. Per sequence: a batch of b
+ * rows counts its tokens once. */
+typedef struct RtGenStats {
+    int64_t prefill_tokens, prefill_runs;
+    double prefill_ms;
+    int64_t decode_tokens;
+    double decode_ms;
+} RtGenStats;
+const RtGenStats *rt_gen_stats(const RtGen *gen);
+const char *rt_gen_error(const RtGen *gen); /* "" when none */
+/* The prefill's (0) or the step's (1) context, NULL for another index. */
+RtContext *rt_gen_context(RtGen *gen, int which);
+void rt_gen_destroy(RtGen *gen); /* NULL is fine */
+
 /* ---- profiling a context (profile.c; rt_prof_mark, what the forward
  * calls, is in tgcrt_abi.h) ---- */
 

@@ -439,7 +439,8 @@ static RtStatus write_role(RtContext *c, RtAtomicFile *af, const char *path, int
     if (!t || !conv) s = rt_error_set(&c->err, TGCRT_ERR_NOMEM, "out of memory writing '%s'", path);
     for (int i = 0; !s && i < p->nparams; i++) {
         const RtTensorInfo *ti = &p->params[i];
-        if (role_of(p, i) != role) continue;
+        /* A state (a KV cache) belongs to the runs, not to the model. */
+        if (role_of(p, i) != role || ti->state) continue;
         if (c->train && (s = host_current(c, i, &c->err))) break;
         const void *data = c->bufs[1 + p->ninputs + i];
         size_t nb = 0;
@@ -513,7 +514,7 @@ RtStatus rt_context_load_params(RtContext *c, const char *path, int role) {
      * nothing. */
     for (int i = 0; !s && i < p->nparams; i++) {
         const RtTensorInfo *t = &p->params[i];
-        if (role_of(p, i) != role) continue;
+        if (role_of(p, i) != role || t->state) continue; /* never from a file */
         const RtStTensor *w = rt_st_find(st, t->name);
         char e[RT_DESC_STR_MAX];
         if (!w)
@@ -526,7 +527,7 @@ RtStatus rt_context_load_params(RtContext *c, const char *path, int role) {
     }
     if (!s) s = rt_train_pair_check(c, st, role, true);
     for (int i = 0; !s && i < p->nparams; i++)
-        if (role_of(p, i) == role) {
+        if (role_of(p, i) == role && !p->params[i].state) {
             rt_ctx_copy_param_tensor(c, rt_st_find(st, p->params[i].name), &p->params[i],
                                      c->bufs[1 + p->ninputs + i]);
             if (c->cuda) c->train->lent[i] = true; /* uploaded before the next step */

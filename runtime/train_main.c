@@ -71,7 +71,9 @@ static void print_help(const RtProgram *p, const Args *a) {
         if (tr->role[i] == RT_ROLE_WEIGHT)
             printf("  %s: %s, %s\n", p->params[i].name,
                    rt_desc_format(&p->params[i].desc, s, sizeof s),
-                   trained(p, i) ? "trained" : "frozen");
+                   p->params[i].state ? "a state (kept between steps, never saved)"
+                   : trained(p, i)    ? "trained"
+                                      : "frozen");
     printf("\noptimizer state (--load-state, --save-state):\n");
     for (int i = 0; i < p->nparams; i++)
         if (tr->role[i] == RT_ROLE_STATE)
