@@ -12,7 +12,8 @@
 #include "codegen/kernel_desc.h"
 
 /* Kernels each backend writes itself. */
-#define CG_BACKEND_KINDS(X) X(elementwise) X(reduce) X(norm) X(qmatmul) X(attention) X(conv)
+#define CG_BACKEND_KINDS(X)                                                                        \
+    X(elementwise) X(reduce) X(norm) X(qmatmul) X(attention) X(conv) X(slice_write)
 /* Kinds the dispatch describes (kernel_desc.c, einsum_desc.c) and writes
  * through the backend's copy, gather, product and contraction. */
 #define CG_DESCRIBED_KINDS(X) X(reshape_copy) X(cat) X(repeat) X(flip) X(gather) X(matmul) X(einsum)

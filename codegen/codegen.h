@@ -72,6 +72,11 @@ void cg_qmm_plan(CgProgram *p, MemPlan *plan, bool cuda);
 void cg_attn_describe(const CgProgram *p, const Value *v, RtAttnDesc *d);
 /* The same for an attention_backward node (its packed result's strides too). */
 void cg_attn_bwd_describe(const CgProgram *p, const Value *v, RtAttnBwdDesc *d);
+/* The runtime descriptor of slice_scatter node v (codegen/slice_write_desc.c)
+ * and its index-error description (runtime/rt_index_error.h) into what;
+ * false with the reason in what when the operands' storage dtypes differ. */
+bool cg_slice_write_describe(const CgProgram *p, const Value *v, RtSliceWriteDesc *d, char *what,
+                             size_t nwhat);
 /* The index of conv node v in p->convs. */
 int cg_conv_index(const CgProgram *p, const Value *v);
 /* The whole plan of a checked graph, as tgc build makes it: the planning

@@ -116,7 +116,7 @@ static void tensor_table(FILE *f, const CgProgram *p, const char *name, Value **
         c_double(f, v->init.a);
         fputs(", ", f);
         c_double(f, v->init.b);
-        fprintf(f, ", %" PRId64 "},\n", v->init.seed);
+        fprintf(f, ", %" PRId64 ", %s},\n", v->init.seed, v->state ? "true" : "false");
     }
     if (n == 0) fprintf(f, "    {0},\n");
     fprintf(f, "};\n");
@@ -199,6 +199,14 @@ static void asm_path(FILE *f, const char *path) {
 
 /* int NAME_run(NAME_ctx *ctx, const T *in_x, ..., T *out_0, ...): the same
  * in the glue and the header. */
+/* States (params declared `state`) get their API only where there are
+ * some: a program without them links no state functions. */
+static bool has_states(const CgProgram *p) {
+    for (int i = 0; i < p->iface.nparams; i++)
+        if (p->iface.params[i]->state) return true;
+    return false;
+}
+
 static void run_prototype(FILE *f, const CgProgram *p) {
     const CgInterface *it = &p->iface;
     fprintf(f, "int %s_run(%s_ctx *ctx", p->g->name, p->g->name);
@@ -401,6 +409,13 @@ void cg_write_glue(FILE *f, const CgProgram *p, const GlueOptions *o) {
     for (int i = 0; i < it->noutputs; i++)
         fprintf(f, "%sout_%d", i ? ", " : "", i);
     fprintf(f, "};\n    return %s_run_buffers(ctx, in, out);\n}\n", g);
+    if (has_states(p))
+        fprintf(f,
+                "int %1$s_reset_state(%1$s_ctx *ctx) {\n"
+                "    return (int)rt_context_reset_state((RtContext *)ctx);\n}\n"
+                "int %1$s_get_state(%1$s_ctx *ctx, const char *name, void *dst) {\n"
+                "    return (int)rt_context_get_state((RtContext *)ctx, name, dst);\n}\n",
+                g);
     cg_write_profile_api(f, p);
 }
 
@@ -500,6 +515,21 @@ void cg_write_header(FILE *f, const CgProgram *p, const char *link_line) {
                 "int %1$s_save_params(%1$s_ctx *ctx, const char *path, int state);\n"
                 "int %1$s_load_params(%1$s_ctx *ctx, const char *path, int state);\n\n",
                 g);
+    if (has_states(p)) {
+        fprintf(f, "/* States (`state` in the graph: a KV cache), kept between runs: zero when\n"
+                   " * the context is created and after reset_state; get_state copies one, by\n"
+                   " * name, at its storage dtype:");
+        for (int i = 0; i < it->nparams; i++)
+            if (it->params[i]->state) {
+                fprintf(f, "\n *   %s: ", it->params[i]->name);
+                shape_comment(f, it->params[i]);
+            }
+        fprintf(f,
+                " */\n"
+                "int %1$s_reset_state(%1$s_ctx *ctx);\n"
+                "int %1$s_get_state(%1$s_ctx *ctx, const char *name, void *dst);\n\n",
+                g);
+    }
     cg_write_profile_decls(f, p);
     fputs("#ifdef __cplusplus\n}\n#endif\n#endif\n", f);
 }

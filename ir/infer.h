@@ -24,12 +24,13 @@
     X(infer_batch_norm) X(infer_group_norm) X(infer_instance_norm) X(infer_pad) \
     X(infer_interpolate) X(infer_pixel_shuffle) X(infer_windows) \
     X(infer_pointwise_loss) X(infer_nll_loss) X(infer_cross_entropy) X(infer_bce_with_logits) \
-    X(infer_sdpa) X(infer_sdpa_bwd) X(infer_dropout_apply)
+    X(infer_sdpa) X(infer_sdpa_bwd) X(infer_dropout_apply) X(infer_slice_scatter)
 
 #define LAYOUT_FNS(X) \
     X(layout_identity) X(layout_slice) X(layout_reshape) X(layout_transpose) X(layout_permute) \
     X(layout_squeeze) X(layout_unsqueeze) X(layout_expand) X(layout_narrow) X(layout_select) \
-    X(layout_diagonal) X(layout_contiguous) X(layout_to) X(layout_windows)
+    X(layout_diagonal) X(layout_contiguous) X(layout_to) X(layout_windows) \
+    X(layout_slice_scatter)
 /* clang-format on */
 
 #define DECLARE_INFER(fn) bool fn(InferCtx *c, Value *v);

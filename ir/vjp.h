@@ -38,7 +38,9 @@ typedef struct VjpCtx {
     /* vjp_attention.c */ \
     X(vjp_sdpa) \
     /* dropout.c */ \
-    X(vjp_dropout_apply)
+    X(vjp_dropout_apply) \
+    /* infer_scatter.c */ \
+    X(vjp_slice_scatter)
 /* clang-format on */
 #define DECLARE_VJP(fn) bool fn(VjpCtx *c, Value *v, Value *gy, Value **gx);
 VJP_FNS(DECLARE_VJP)

@@ -14,6 +14,7 @@ bool contiguous_materialize(Value *v, Diag *d) {
             "the input's strides allow no view of this shape (PyTorch's reshape copies here too)";
         break;
     case OP_CONTIGUOUS: v->copy_reason = "the input is not contiguous"; break;
+    case OP_SLICE_SCATTER: return true; /* a new tensor unless it updates a state in place */
     case OP_TO:
         v->copy_reason = "the dtype changes";
         return true; /* a cast is a new tensor, not an inserted copy */

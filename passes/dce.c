@@ -1,6 +1,7 @@
 /* Dead-value removal. Requires: outputs marked. Gives: v->dead on every
  * value no output depends on; unnamed dead values leave the graph, named
  * ones stay (tgc show lists every name) and are warned about. */
+#include "ir/state.h"
 #include "passes/pass_util.h"
 #include "passes/pipeline.h"
 
@@ -9,6 +10,10 @@ void pass_dce(Graph *g, Diag *d) {
         g->values[i]->dead = true;
     for (int i = 0; i < g->noutputs; i++)
         g->outputs[i]->dead = false;
+    /* A state's update writes what the next run reads: it lives even when
+     * no output of this run depends on it. */
+    for (int i = 0; i < g->nvalues; i++)
+        if (ir_is_state_update(g->values[i])) g->values[i]->dead = false;
     for (int i = g->nvalues - 1; i >= 0; i--) {
         Value *v = g->values[i];
         if (v->dead) continue;

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "ir/state.h"
+
 bool fusion_is_expression(const Value *v) {
     if (v->is_view || v->storage != v || v->ntuple) return false;
     unsigned f = op_info(v->op)->flags;
@@ -18,7 +20,10 @@ bool fusion_is_expression(const Value *v) {
     }
 }
 
+/* A state's update is a view of the state (its result) and yet a kernel:
+ * the write into the state's storage. */
 static bool materialises(const Value *v) {
+    if (!v->dead && ir_is_state_update(v)) return true;
     return !v->dead && !v->is_view && v->storage == v && !v->ntuple &&
            !(op_info(v->op)->flags & OPF_LEAF);
 }
@@ -50,7 +55,7 @@ KernelPlan *fusion_plan(Arena *a, const Graph *g) {
      * per tensor argument, a view of it as a use that blocks inlining. */
     for (int i = 0; i < g->nvalues; i++) {
         Value *v = g->values[i];
-        if (v->dead || v->is_view) continue;
+        if (v->dead || (v->is_view && !ir_is_state_update(v))) continue;
         for (int k = 0; k < v->nin; k++) {
             Value *u = v->in[k], *o = u->storage;
             if (!o) continue;
@@ -126,7 +131,7 @@ KernelPlan *fusion_plan(Arena *a, const Graph *g) {
         kn->out_copy = -1;
         SchedStep *s = &kn->step;
         s->writes = ARENA_ARRAY(a, Value *, 1);
-        s->writes[0] = v;
+        s->writes[0] = v->storage; /* v, or the state an update writes */
         s->nwrites = 1;
         s->reads = ARENA_ARRAY(a, Value *, nr > 0 ? nr : 1);
         memcpy(s->reads, reads, sizeof(Value *) * (size_t)nr);

@@ -22,7 +22,8 @@ static bool frozen_by(const char *pattern, const char *name) {
 }
 
 static bool is_trainable(const Value *v, const TrainSpec *t) {
-    if (v->op != OP_PARAM || !dtype_is_float(v->dtype) || v->buffer) return false;
+    /* A state (a KV cache) holds what runs wrote, never a weight. */
+    if (v->op != OP_PARAM || !dtype_is_float(v->dtype) || v->buffer || v->state) return false;
     for (int i = 0; i < t->nfreeze; i++)
         if (frozen_by(t->freeze[i], v->name)) return false;
     return true;
@@ -54,7 +55,8 @@ static bool check_freeze(Graph *g, Diag *d, const TrainSpec *t) {
     for (int k = 0; k < t->nfreeze; k++) {
         bool found = false;
         for (int i = 0; i < g->nvalues && !found; i++)
-            found = g->values[i]->op == OP_PARAM && frozen_by(t->freeze[k], g->values[i]->name);
+            found = g->values[i]->op == OP_PARAM && !g->values[i]->state &&
+                    frozen_by(t->freeze[k], g->values[i]->name);
         if (!found) {
             diag_plain_error(
                 d, "--freeze: '%s' is not a param of graph '%s' and matches none of its params",

@@ -564,6 +564,34 @@ void rt_attention_backward(const RtAttnBwdDesc *d, const void *q, const void *k,
                            const void *out, const void *grad_out, float *result, void *scratch,
                            RtPool *pool);
 
+/* ---- slice_scatter's write for generated code (slice_write.c) ----
+ *
+ * dst = input with dst[..., start : start + len*step : step, ...] along
+ * dim replaced by src (torch.slice_scatter). In place (input NULL) dst is
+ * a state's storage and only the slice is written; else input is copied
+ * into dst first. All int64 fields, emitted as a constant i64 array. */
+#define RT_SLICE_WRITE_MAX_DIMS 12
+typedef struct RtSliceWriteDesc {
+    int64_t elem_bytes; /* one element of dst, input and src */
+    int64_t ndim, dim;
+    int64_t start; /* the start when the start pointer is NULL */
+    int64_t step, len;
+    int64_t start_dtype;                     /* RtDType of *start (an integer type) */
+    int64_t shape[RT_SLICE_WRITE_MAX_DIMS];  /* dst's and input's; src's has len at dim */
+    int64_t dst_st[RT_SLICE_WRITE_MAX_DIMS]; /* element strides */
+    int64_t in_st[RT_SLICE_WRITE_MAX_DIMS];
+    int64_t src_st[RT_SLICE_WRITE_MAX_DIMS];
+} RtSliceWriteDesc;
+/* A run-time start (start not NULL) outside [0, shape[dim] - len] writes
+ * nothing and sets the index-error cell (rt_index_error.h): description
+ * `what`, the start's value, offset 0; the run then fails. */
+void rt_slice_write(const RtSliceWriteDesc *d, void *dst, const void *input, const void *src,
+                    const void *start, int64_t *index_error, const char *what);
+/* Copies state `name` of c (a param declared `state`) into dst, at its
+ * storage dtype (state_read.c; tgc compile's NAME_get_state). */
+struct RtContext;
+RtStatus rt_context_get_state(struct RtContext *c, const char *name, void *dst);
+
 /* ---- naming a convolution's kernel for the profiler (conv.c) ---- */
 
 /* The implementation convolution `index` of a context's conv state runs:

@@ -150,6 +150,7 @@ void k_product(Cg *cg, const MM *mm, const Value *a, const Value *b, const Value
 void k_qmatmul(Cg *cg, const Value *v);
 void k_conv(Cg *cg, const Value *v);
 void k_attention(Cg *cg, const Value *v);
+void k_slice_write(Cg *cg, const Value *v); /* k_slice_write.c */
 LLVMValueRef cg_fwd_ptr(Cg *cg, const Value *v);
 
 /* kernels */

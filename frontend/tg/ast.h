@@ -64,6 +64,7 @@ struct Stmt {
     int nnames;
     TypeAst type; /* input, param */
     Ast *expr;    /* let, output with "=", param initialiser */
+    bool state;   /* a param declared `state` (graph-language "State") */
     bool broken;  /* had a syntax error: its names are bound to nothing, quietly */
     /* def NAME(names...): body. A param's name may be dotted (ln_1.weight). */
     const char *def_name;

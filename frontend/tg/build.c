@@ -8,6 +8,7 @@
 
 #include "frontend/tg/build_internal.h"
 #include "frontend/tg/graph_name.h"
+#include "ir/state.h"
 
 static bool eval_dim(Builder *B, const Ast *n, int64_t *out, const char *what) {
     Ev e = bld_eval(B, n);
@@ -321,6 +322,11 @@ static void stmt_leaf(Builder *B, const Stmt *s) {
     if (!bld_name_free(B, s->names[0], s->name_locs[0])) return;
     Value *v = value_new(B->g, s->kind == STMT_INPUT ? OP_INPUT : OP_PARAM, s->name_locs[0]);
     v->name = module_value_name(B, s->names[0]); /* h.0.ln_1.weight inside a call */
+    v->state = s->state;
+    if (v->state) {
+        v->label = "state"; /* tgc show's op column */
+        v->init.kind = INIT_ZEROS;
+    }
     bool ok = eval_type(B, &s->type, v);
     if (ok && s->kind == STMT_PARAM) ok = module_param_name(B, v->name, s->name_locs[0]);
     if (ok && s->expr) ok = param_initialiser(B, s->expr, v);
@@ -453,6 +459,7 @@ Graph *build_graph(Arena *a, Diag *d, const Program *prog, const DimOverride *ov
         }
     }
     module_tag_top(&B);
+    if (d->errors == 0) ir_check_states(B.g, d);
     if (prog->has_graph && B.g->noutputs == 0 && d->errors == 0)
         diag_error(d, prog->name_loc,
                    "graph '%s' has no outputs: mark at least one value with 'output NAME'",

@@ -452,7 +452,7 @@ static void parse_graph(Parser *P, Program *prog) {
     (void)kw;
 }
 
-/* stmt := 'input' NAME ':' type | 'param' NAME ':' type ['=' expr]
+/* stmt := 'input' NAME ':' type | 'param' NAME ':' type ['=' expr] | 'state' NAME ':' type
  *       | 'output' NAME ['=' expr] | NAME (',' NAME)* '=' expr */
 static bool parse_stmt(Parser *P, Stmt *s, bool in_def) {
     Token *t = peek(P);
@@ -466,13 +466,19 @@ static bool parse_stmt(Parser *P, Stmt *s, bool in_def) {
                           "an output at the top level)");
         return false;
     }
-    if (t->kind == TK_INPUT || t->kind == TK_PARAM) {
+    /* 'state' is a keyword only before a name: a value may still be called state. */
+    bool state =
+        t->kind == TK_IDENT && !strcmp(t->text, "state") && peek_at(P, 1)->kind == TK_IDENT;
+    if (t->kind == TK_INPUT || t->kind == TK_PARAM || state) {
         next(P);
         s->kind = t->kind == TK_INPUT ? STMT_INPUT : STMT_PARAM;
-        Token *name =
-            expect(P, TK_IDENT, t->kind == TK_INPUT ? "the input's name" : "the param's name");
+        s->state = state;
+        Token *name = expect(P, TK_IDENT,
+                             t->kind == TK_INPUT ? "the input's name"
+                             : state             ? "the state's name"
+                                                 : "the param's name");
         if (!name) return false;
-        if (t->kind == TK_PARAM && at(P, TK_DOT)) { /* a dotted name: ln_1.weight */
+        if (s->kind == STMT_PARAM && at(P, TK_DOT)) { /* a dotted name: ln_1.weight */
             Token dotted = *name;
             size_t len = strlen(name->text);
             char *buf = NULL;
@@ -495,6 +501,12 @@ static bool parse_stmt(Parser *P, Stmt *s, bool in_def) {
         }
         if (!expect(P, TK_COLON, "':' and a type such as f32[batch, 784]")) return false;
         if (!parse_type(P, &s->type)) return false;
+        if (state && at(P, TK_ASSIGN)) {
+            parse_error(P, peek(P)->loc,
+                        "a state has no initialiser: it is zero when a context is created and "
+                        "after a reset, then holds what the program writes into it");
+            return false;
+        }
         if (s->kind == STMT_PARAM && accept(P, TK_ASSIGN)) {
             s->expr = parse_expr(P);
             if (!s->expr) return false;
