@@ -80,6 +80,7 @@ static const char *impl_of(const CgProgram *p, const Kernel *kn) {
     case OP_SDPA_DROP: return "rt_attention: flash attention, dropout per tile";
     case OP_SDPA_BWD: return "rt_attention_backward: flash attention backward";
     case OP_EINSUM: return "generated contraction";
+    case OP_SLICE_SCATTER: return "rt_slice_write: slice write";
     case OP_CONV1D:
     case OP_CONV2D:
     case OP_CONV_TRANSPOSE1D:
