@@ -13,6 +13,7 @@
 #include "driver/report.h"
 #include "driver/report_checkpoint.h"
 #include "driver/report_cpu.h"
+#include "driver/report_generate.h"
 #include "driver/report_train.h"
 #include "frontend/onnx/onnx_import.h"
 #include "support/atomic_file.h"
@@ -25,6 +26,8 @@ static const char *USAGE =
     "                  [--group-size N] [--accuracy N [--weights W]] [--target cpu|cuda]\n"
     "                  [--html FILE] [--train LOSS [--optimizer O] [--shard N [--zero 1|2|3]]\n"
     "                  [--checkpoint auto] ...] [--cpu LEVEL,...] [--threads N]\n"
+    "       tgc report MODEL --generate --max-seq S [--fit batch|seq] [-D batch=B|LO:HI]\n"
+    "                  [-D seq=LO:HI] [--cache-dtype f32|f16|bf16] [...]\n"
     "       tgc report --list-devices [--json]";
 
 static void help(void) {
@@ -55,13 +58,19 @@ static void help(void) {
         "                     and params (3, the default)\n"
         "  --checkpoint auto  --train with a budget: recompute activations in the backward pass\n"
         "                     instead of keeping them, until the peak fits (extra FLOPs shown)\n"
+        "  --generate         a generating executable (tgc build --generate): weights, the KV\n"
+        "                     cache (the graph's states), the larger arena of the prefill\n"
+        "                     (seq = the prompt's chunk) and the decode step (seq = 1)\n"
+        "  --max-seq S        --generate: the cache's length in tokens (the dimension max_seq)\n"
+        "  --cache-dtype D    --generate: the KV cache's dtype, f32, f16 or bf16 (default: the\n"
+        "                     states' storage dtype under --precision)\n"
         "  --list-devices     print the device presets and their memory sizes\n");
 }
 
 typedef struct ReportOpts {
     const char *device, *budget, *fit, *target, *html, *accuracy, *weights, *shard, *checkpoint,
-        *zero, *cpu, *threads;
-    bool list_devices, json, help;
+        *zero, *cpu, *threads, *max_seq, *cache_dtype;
+    bool list_devices, json, help, generate;
 } ReportOpts;
 
 static int usage_error(const char *msg, const char *arg) {
@@ -88,6 +97,8 @@ static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *n
         {"--zero", offsetof(ReportOpts, zero)},
         {"--cpu", offsetof(ReportOpts, cpu)},
         {"--threads", offsetof(ReportOpts, threads)},
+        {"--max-seq", offsetof(ReportOpts, max_seq)},
+        {"--cache-dtype", offsetof(ReportOpts, cache_dtype)},
     };
     *nrest = 0;
     rest[(*nrest)++] = argv[0];
@@ -105,6 +116,8 @@ static int split_args(int argc, char **argv, ReportOpts *ro, char **rest, int *n
         if (taken) continue;
         if (!strcmp(a, "--list-devices")) {
             ro->list_devices = true;
+        } else if (!strcmp(a, "--generate")) {
+            ro->generate = true;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             ro->help = true;
         } else {
@@ -123,6 +136,7 @@ static const TrainSpec *train_spec(const Options *o) {
 
 typedef struct FitCtx {
     const CkptInput *in; /* the source, options and budget, as the checkpoint search's */
+    const GenPlan *gen;  /* --generate: both programs are planned at each value */
     int64_t failed_value;
     int evaluations;
 } FitCtx;
@@ -131,6 +145,16 @@ typedef struct FitCtx {
  * graph does not compile there (messages are not printed). */
 static int64_t peak_at(FitCtx *c, const char *dim, int64_t value) {
     const CkptInput *in = c->in;
+    if (c->gen) {
+        Arena a = {0};
+        PrecisionPolicy pol = options_policy(in->o);
+        Report *r = report_generate_at(&a, c->gen, &pol, dim, value);
+        int64_t peak = r ? r->peak_bytes : -1;
+        if (!r && !c->failed_value) c->failed_value = value;
+        arena_free(&a);
+        c->evaluations++;
+        return peak;
+    }
     DimOverride *ov = calloc((size_t)in->o->ndims + 1, sizeof *ov);
     int n = 0;
     for (int i = 0; i < in->o->ndims; i++)
@@ -345,6 +369,48 @@ static bool count_arg(const char *flag, const char *s, const char *what, long lo
     return true;
 }
 
+/* --generate's flags (and the ones that do not go with it): 0, or the
+ * exit code after a message. *max_seq 0 when --max-seq is not given. */
+static int generate_args(const ReportOpts *ro, const Options *o, int64_t *max_seq, DType *cache) {
+    *max_seq = 0;
+    *cache = DT_NONE;
+    if (!ro->generate) {
+        if (ro->max_seq || ro->cache_dtype)
+            return usage_error(ro->max_seq ? "--max-seq needs --generate"
+                                           : "--cache-dtype needs --generate",
+                               NULL);
+        return 0;
+    }
+    const char *other = ro->html         ? "--html"
+                        : ro->accuracy   ? "--accuracy"
+                        : ro->checkpoint ? "--checkpoint"
+                        : ro->shard      ? "--shard"
+                        : ro->zero       ? "--zero"
+                                         : NULL;
+    if (other) {
+        fprintf(stderr, "tgc report: error: %s does not apply to --generate\n", other);
+        return 1;
+    }
+    int rc = gen_check_options(o);
+    if (rc) return rc;
+    if (ro->max_seq) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(ro->max_seq, &end, 10);
+        if (errno || end == ro->max_seq || *end || n < 1 || n > FIT_CAP) {
+            fprintf(stderr,
+                    "tgc report: error: --max-seq %s: expected the cache's length in tokens, from "
+                    "1 to %lld\n",
+                    ro->max_seq, (long long)FIT_CAP);
+            return 1;
+        }
+        *max_seq = n;
+    }
+    if (ro->cache_dtype && !gen_parse_cache_dtype("report", ro->cache_dtype, cache)) return 1;
+    if (ro->fit && !gen_fit_dim(ro->fit)) return 1;
+    return 0;
+}
+
 static int run(const ReportOpts *ro, const Options *o) {
     Precision prec;
     Target target;
@@ -353,6 +419,9 @@ static int run(const ReportOpts *ro, const Options *o) {
     /* Interrupted, the page's temporary and --accuracy's builds go too. */
     rt_tmp_install_signals();
     int rc = check_values(ro, o, &prec, &target, &dev, &budget);
+    int64_t max_seq;
+    DType cache_dtype;
+    if (!rc) rc = generate_args(ro, o, &max_seq, &cache_dtype);
     if (rc) return rc;
     /* as tgc build compiles it for the target (passes/train.h) */
     ((Options *)o)->train.attn_dropout_written = target == TARGET_CUDA;
@@ -366,6 +435,7 @@ static int run(const ReportOpts *ro, const Options *o) {
     memset(&im, 0, sizeof im);
     Options first = *o;
     first.onnx_out = &im;
+    if (ro->generate) gen_declared_dims(&first);
     Graph *g = load_graph(&a, &d, &first, &file);
     /* Before anything is written: --html may not be a file read, the
      * model's external data included (cli.md). */
@@ -383,9 +453,31 @@ static int run(const ReportOpts *ro, const Options *o) {
         arena_free(&a);
         return 1;
     }
-    if (ro->fit && !has_dim(g, ro->fit)) {
+    /* --generate: g is the graph as given; the report is the prefill
+     * program's (the options og), finished with the decode step's. */
+    Options og;
+    GenPlan gp;
+    const char *fit = ro->fit;
+    if (ro->generate) {
+        rc = gen_prepare(g, o, &file, max_seq, cache_dtype, &og, &gp);
+        if (rc) {
+            arena_free(&a);
+            return rc;
+        }
+        gp.target = target;
+        gp.fit = ro->fit;
+        if (fit) fit = gen_fit_dim(fit);
+        o = &og;
+        PrecisionPolicy pol = options_policy(o);
+        g = tgc_frontend_train(&a, &d, &file, o->dims, o->ndims, &pol, NULL);
+        if (!g || d.errors) {
+            arena_free(&a);
+            return 1;
+        }
+    }
+    if (fit && !has_dim(g, fit)) {
         fprintf(stderr, "tgc report: error: --fit %s: graph '%s' has no dimension '%s'\n", ro->fit,
-                g->name, ro->fit);
+                g->name, fit);
         list_dims(g);
         arena_free(&a);
         return 1;
@@ -436,6 +528,15 @@ static int run(const ReportOpts *ro, const Options *o) {
         }
     }
     Report *r = report_build(&a, g, prec, target);
+    PrecisionPolicy base = options_policy(o);
+    if (ro->generate && !report_generate_finish(r, &gp, &base, stderr)) {
+        fprintf(stderr,
+                "tgc report: error: --generate: graph '%s' does not compile as the decode step "
+                "(seq = 1)\n",
+                g->name);
+        arena_free(&a);
+        return 1;
+    }
     /* What the checkpoint search and the --fit search compile and plan. */
     CkptInput plan = {.file = &file,
                       .o = o,
@@ -468,8 +569,11 @@ static int run(const ReportOpts *ro, const Options *o) {
     r->cpu = cpu;
     if (r->train) r->train->ckpt = ck;
     ChoiceCtx cc = {.a = &a, .file = &file, .o = o, .target = target, .shard = shard, .zero = zero};
-    PrecisionPolicy base = options_policy(o);
-    report_choices(r, &base, report_of_policy, &cc);
+    GenChoiceCtx gc = {.a = &a, .gp = &gp};
+    if (ro->generate)
+        report_choices(r, &base, report_generate_of_policy, &gc);
+    else
+        report_choices(r, &base, report_of_policy, &cc);
     if (runs && !measure_accuracy(r, ro, o, &file, runs)) {
         if (r->acc) free(r->acc->out);
         arena_free(&a);
@@ -489,10 +593,10 @@ static int run(const ReportOpts *ro, const Options *o) {
     /* The text report answers "the largest batch that fits" in its first lines
      * unasked when there is a budget and a dimension named batch (the JSON's
      * max_fit stays --fit's, as cli.md says). */
-    const char *fit_dim = ro->fit;
+    const char *fit_dim = fit;
     if (!fit_dim && !o->json && r->has_budget && has_dim(g, "batch")) fit_dim = "batch";
     if (fit_dim) {
-        FitCtx c = {.in = &plan};
+        FitCtx c = {.in = &plan, .gen = ro->generate ? &gp : NULL};
         r->fit.present = true;
         r->fit.dim = fit_dim;
         fit_search(&c, &r->fit);
@@ -537,7 +641,8 @@ int cmd_report(int argc, char **argv) {
     }
     Options o;
     rc = options_parse(&o, nrest, rest, USAGE);
-    if (!rc && options_refuse_ranges("report", o.dims, o.ndims)) rc = 1;
+    /* --generate takes ranges for batch and seq (generate_args) */
+    if (!rc && !ro.generate && options_refuse_ranges("report", o.dims, o.ndims)) rc = 1;
     o.weights = ro.weights;
     if (!rc)
         rc = run(&ro, &o);

@@ -84,6 +84,7 @@ typedef struct Report {
     struct ReportTrain *train; /* --train: the training step's parts (driver/report_train.h) */
     struct ReportCpu *cpu;     /* --target cpu: the CPU levels compiled (driver/report_cpu.h) */
     const bool *in_place;      /* by output: an update written over its param (no buffer) */
+    struct ReportGen *gen;     /* --generate: both programs' figures (driver/report_generate.h) */
 } Report;
 
 /* The Report of the same graph and options under another policy, or NULL

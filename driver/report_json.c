@@ -5,6 +5,7 @@
 #include "driver/accuracy.h"
 #include "driver/report.h"
 #include "driver/report_cpu.h"
+#include "driver/report_generate.h"
 #include "driver/report_train.h"
 #include "passes/flops.h"
 
@@ -187,6 +188,7 @@ char *report_json(const Report *r) {
         add(pr, "peak_bytes", r->proc.peak_bytes);
     }
     report_train_json(root, r);
+    report_generate_json(root, r);
     add(root, "flops", r->flops);
     cJSON *byd = cJSON_AddArrayToObject(root, "by_dtype");
     for (int q = 0; q < r->nquant; q++) {

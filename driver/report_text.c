@@ -6,6 +6,7 @@
 #include "driver/accuracy.h"
 #include "driver/report.h"
 #include "driver/report_cpu.h"
+#include "driver/report_generate.h"
 #include "driver/report_train.h"
 
 #define BAR_WIDTH 40
@@ -289,8 +290,24 @@ static void print_cuda(FILE *out, const Report *r) {
     }
 }
 
+static void print_assumptions(FILE *out, const Report *r) {
+    fprintf(out, "\nassumptions\n");
+    const char **as = report_assumptions(r);
+    for (int i = 0; as[i]; i++)
+        fprintf(out, "  - %s\n", as[i]);
+}
+
 void report_text(FILE *out, const Report *r) {
     print_verdict(out, r);
+    /* --generate: the executable's figures; the prefill program's own
+     * summary, peak step and timeline would count another peak. */
+    if (r->gen) {
+        report_generate_text(out, r);
+        print_by_dtype(out, r);
+        report_cpu_text(out, r->cpu);
+        print_assumptions(out, r);
+        return;
+    }
     print_summary(out, r);
     report_train_text(out, r);
     print_peak(out, r);
@@ -299,8 +316,5 @@ void report_text(FILE *out, const Report *r) {
     print_accuracy(out, r);
     print_cuda(out, r);
     report_cpu_text(out, r->cpu);
-    fprintf(out, "\nassumptions\n");
-    const char **as = report_assumptions(r);
-    for (int i = 0; as[i]; i++)
-        fprintf(out, "  - %s\n", as[i]);
+    print_assumptions(out, r);
 }
