@@ -301,6 +301,58 @@ static void test_run_failures(void) {
     fail_run(1, "cuGraphLaunch", 1, 1, "cuGraphLaunch failed");
 }
 
+/* ---- a state on the GPU: kept between runs, zeroed by reset ---- */
+
+/* slots: 0 arena, 1 x, 2 w, 3 s (a state), 4 y, 5 the error cell */
+static const RtTensorInfo ST_PARAMS[] = {
+    FP_PARAM("w", RT_F32, RT_F16, RT_INIT_ONES, 0, 0, 0, 2, 4, 3),
+    {.name = "s", .desc = {RT_F32, 1, {4}}, .storage = RT_F32, .state = true}};
+static const RtTensorInfo ST_OUT[] = {FP_TENSOR("y", RT_F32, RT_F32, 1, 4)};
+static const RtCudaStep ST_STEPS[] = {
+    {RT_CUDA_LAUNCH, "k_acc", 1, 32, 0, NULL, {0, 0}, {0, 0}, {0, 0}, NULL}};
+static RtCudaProgram ST_CUDA = {IMAGES, 3, ST_STEPS, 1, NULL, 0, 0, NULL, 0};
+
+/* s += 1 (in place, on the "device"); y = s. */
+static void k_acc(void **params, unsigned grid[3], unsigned block[3]) {
+    (void)grid, (void)block;
+    float *st = table(params)[3], *y = table(params)[4];
+    for (int i = 0; i < 4; i++)
+        y[i] = st[i] += 1;
+}
+
+static void test_state(void) {
+    RtProgram p = {.name = "stateful",
+                   .ninputs = 1,
+                   .nparams = 2,
+                   .noutputs = 1,
+                   .inputs = IN,
+                   .params = ST_PARAMS,
+                   .outputs = ST_OUT,
+                   .arena_bytes = 64,
+                   .default_threads = 1,
+                   .cuda = &ST_CUDA};
+    fake_config(1, 90, 1 << 30);
+    RtContext *c = NULL;
+    CHECK_INT(TGCRT_OK, rt_context_create(&p, NULL, 1, &c));
+    float x[8] = {0}, y[4];
+    const void *in[] = {x};
+    void *out[] = {y};
+    for (int r = 1; r <= 3; r++) { /* zero at creation, kept between runs */
+        CHECK_INT(TGCRT_OK, rt_context_run(c, in, out));
+        CHECK(y[0] == (float)r && y[3] == (float)r);
+    }
+    CHECK_INT(TGCRT_OK, rt_context_reset_state(c));
+    CHECK_INT(TGCRT_OK, rt_context_run(c, in, out));
+    CHECK(y[0] == 1 && y[3] == 1);
+    /* Shared contexts are CPU only: said so. */
+    RtContext *sh = NULL;
+    CHECK_INT(TGCRT_ERR_ARG, rt_context_create_shared(&p, c, &sh));
+    CHECK_HAS(rt_context_error(sh), "shared contexts of CUDA programs are not supported yet");
+    rt_context_destroy(sh);
+    rt_context_destroy(c);
+    CHECK_INT(0, fake_alive());
+}
+
 int main(void) {
     if (!fake_cuda_load()) return 1;
     size_t one[] = {8}, mm[] = {sizeof(RtMatmulDesc), 8, 8, 8};
@@ -308,6 +360,7 @@ int main(void) {
     fake_kernel("k_check", k_check, 1, one);
     fake_kernel("k_empty", k_empty, 1, one);
     fake_kernel("tg_matmul", tg_matmul, 4, mm);
+    fake_kernel("k_acc", k_acc, 1, one);
 
     test_runs(0);
     test_runs(1);
@@ -316,5 +369,6 @@ int main(void) {
     test_create_failures();
     test_run_failures();
     test_matmul_program();
+    test_state();
     return rt_test_report();
 }
