@@ -122,8 +122,9 @@ int gen_prepare(const Graph *g, const Options *o, const SrcFile *file, int64_t m
     gp->chunk = generate_chunk(gp->seq_hi);
     gp->batch_lo = db ? db->lo : batch ? batch->value : 1;
     if (gp->seq_lo < 1 || gp->batch_lo < 1) {
-        fprintf(stderr, "tgc report: error: --generate: -D %s: a range starts at 1 or more\n",
-                gp->seq_lo < 1 ? "seq" : "batch");
+        fprintf(stderr, "tgc report: error: --generate: -D %s: expected at least 1 (%s)\n",
+                gp->seq_lo < 1 ? "seq" : "batch",
+                gp->seq_lo < 1 ? "a prompt's tokens" : "sequences");
         return 1;
     }
     /* The prefill's sizes: ranges at their upper bounds, seq at the chunk. */

@@ -180,6 +180,7 @@ def check_errors(c, tgc, tmp):
     check_error(c, tgc, "-D max_seq disagrees", KV, gen + ["-D", "max_seq=32"], (1,),
                 ["max_seq=32", "--max-seq 64"])
     check_error(c, tgc, "a range without --generate", KV, ["-D", "seq=1:8"], (1,), ["seq=1:8"])
+    check_error(c, tgc, "-D seq=0:8", KV, gen + ["-D", "seq=0:8"], (1,), ["-D seq", "at least 1"])
 
 
 def main():
