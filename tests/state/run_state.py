@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""State suite: `state` declarations and slice_scatter (graph-language
+"State"; docs/language.md).
+
+1. slice_scatter against PyTorch 1.13: one graph holding every case (int
+   start/end/step on several dims, negative dims and starts, f32, i64 and
+   bf16, strided operands, the method and positional forms, a tensor start
+   of i64 and of i32), built once with `tgc build`, run at tensor starts
+   0, 2 and 4 (the largest valid); every output equals
+   torch.ops.aten.slice_scatter on the same inputs exactly (a copy: no
+   arithmetic; bf16 compared after the exact round trip through f32).
+   (torch.slice_scatter's Python binding in 1.13 reads its start and end
+   wrongly, "cannot be represented as a SymInt"; the aten op is the same
+   function with positional arguments.)
+2. A run-time start out of range (5, past the end; -1) exits 1 with a
+   message naming the start, the op and the valid range, and writes no
+   output.
+3. A state kept between runs and updated in place, through `tgc compile`:
+   state_main.c (see its header) runs at positions 0, 1, 2, reads the
+   state back, resets it, and checks every value against what it computes
+   from the inputs it chose.
+Last line: "state: N passed, M failed"; exit 1 when M > 0.
+
+Usage: run_state.py --tgc TGC --rtlib LIBTGCRT.a --rtinc RUNTIME_DIR --cc CC
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.append(os.path.join(HERE, ".."))  # link_line.py
+from link_line import link_libs  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+TIMEOUT = 300
+
+# name, dtype, input shape, src shape, call (after "slice_scatter(x, s, "
+# or as written), strided: the operands are transposed views
+CASES = [
+    ("rows", "f32", [5, 6], [3, 6], "dim=0, start=1, end=4", (0, 1, 4, 1)),
+    ("neg_dim_step", "f32", [4, 6, 3], [4, 2, 3], "dim=-2, start=-4, step=2", (1, -4, None, 2)),
+    ("i64_step3", "i64", [3, 8], [3, 2], "dim=1, start=2, end=7, step=3", (1, 2, 7, 3)),
+    ("bf16_last", "bf16", [2, 5, 4], [2, 5, 2], "dim=2, end=2", (2, None, 2, 1)),
+    ("i64_neg_start", "i64", [2, 7], [2, 3], "dim=-1, start=-3", (1, -3, None, 1)),
+    ("clamped_end", "f32", [6, 2], [2, 2], "0, 4, 100", (0, 4, 100, 1)),  # positional
+    ("whole", "f32", [3, 4], [3, 4], "dim=1", (1, None, None, 1)),
+]
+TSHAPE, TSRC = [2, 3, 6, 4], [2, 3, 2, 4]  # the tensor-start cases: dim 2
+
+
+def graph():
+    lines = ["graph ss"]
+    for i, (name, dt, shp, sshp, call, _) in enumerate(CASES):
+        io = "f32" if dt == "bf16" else dt
+        lines += [f"input x{i} : {io}{shp}", f"input s{i} : {io}{sshp}"]
+        x, s = f"x{i}", f"s{i}"
+        if dt == "bf16":
+            x, s = f"x{i}.to(bf16)", f"s{i}.to(bf16)"
+        r = f"slice_scatter({x}, {s}, {call})"
+        if dt == "bf16":
+            r = f"{r}.to(f32)"
+        lines.append(f"output r_{name} = {r}")
+    # strided operands: transposed views of the inputs
+    lines += ["input xt : f32[6, 5]", "input st : f32[2, 5]",
+              "output r_strided = xt.transpose(0, 1).slice_scatter(st.transpose(0, 1), 1, 1, 5, 2)"]
+    lines += [f"input xp : f32{TSHAPE}", f"input sp : f32{TSRC}", "input pos : i64[]",
+              "input pos32 : i32[]", f"input sq : i64{TSRC}", f"input xq : i64{TSHAPE}",
+              "output r_pos = slice_scatter(xp, sp, dim=2, start=pos)",
+              "output r_pos32 = slice_scatter(xq, sq, 2, pos32)"]
+    return "\n".join(lines) + "\n"
+
+
+def data(rng):
+    feed = {}
+    for i, (name, dt, shp, sshp, _, _) in enumerate(CASES):
+        for key, shape in (("x", shp), ("s", sshp)):
+            if dt == "i64":
+                a = rng.integers(-50, 50, size=shape).astype(np.int64)
+            else:
+                a = rng.standard_normal(shape).astype(np.float32)
+                if dt == "bf16":  # values bf16 holds exactly: the round trip is exact
+                    a = torch.from_numpy(a).to(torch.bfloat16).float().numpy()
+            feed[f"{key}{i}"] = a
+    feed["xt"] = rng.standard_normal([6, 5]).astype(np.float32)
+    feed["st"] = rng.standard_normal([2, 5]).astype(np.float32)
+    feed["xp"] = rng.standard_normal(TSHAPE).astype(np.float32)
+    feed["sp"] = rng.standard_normal(TSRC).astype(np.float32)
+    feed["xq"] = rng.integers(-9, 9, size=TSHAPE).astype(np.int64)
+    feed["sq"] = rng.integers(100, 200, size=TSRC).astype(np.int64)
+    return feed
+
+
+def aten(x, s, dim, start, end, step):
+    return torch.ops.aten.slice_scatter(x, s, dim, start, end, step)
+
+
+def reference(feed, pos):
+    t = {k: torch.from_numpy(v) for k, v in feed.items()}
+    ref = {}
+    for i, (name, dt, _, _, _, (dim, start, end, step)) in enumerate(CASES):
+        x, s = t[f"x{i}"], t[f"s{i}"]
+        if dt == "bf16":
+            x, s = x.to(torch.bfloat16), s.to(torch.bfloat16)
+        r = aten(x, s, dim, start, end, step)
+        ref[f"r_{name}"] = r.float() if dt == "bf16" else r
+    ref["r_strided"] = aten(t["xt"].t(), t["st"].t(), 1, 1, 5, 2)
+    ref["r_pos"] = aten(t["xp"], t["sp"], 2, pos, pos + TSRC[2], 1)
+    ref["r_pos32"] = aten(t["xq"], t["sq"], 2, pos, pos + TSRC[2], 1)
+    return {k: v.numpy() for k, v in ref.items()}
+
+
+class Results:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print(f"FAIL: {what}" + (f"\n  {detail}" if detail else ""))
+        return ok
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=TIMEOUT, **kw)
+
+
+def diff_cases(R, args, d):
+    src = os.path.join(d, "ss.tg")
+    with open(src, "w") as f:
+        f.write(graph())
+    exe = os.path.join(d, "ss")
+    p = run([args.tgc, "build", src, "-o", exe])
+    if not R.check(p.returncode == 0, "tgc build of the slice_scatter graph", p.stdout):
+        return
+    feed = data(np.random.default_rng(27))
+    for k, v in feed.items():
+        np.save(os.path.join(d, f"{k}.npy"), v)
+    ins = []
+    for k in feed:
+        ins += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
+    for pos in (0, 2, TSHAPE[2] - TSRC[2]):
+        np.save(os.path.join(d, "pos.npy"), np.array(pos, dtype=np.int64))
+        np.save(os.path.join(d, "pos32.npy"), np.array(pos, dtype=np.int32))
+        out = os.path.join(d, f"out{pos}")
+        os.makedirs(out, exist_ok=True)
+        pins = ["--input", f"pos={d}/pos.npy", "--input", f"pos32={d}/pos32.npy"]
+        p = run([exe] + ins + pins + ["--output-dir", out])
+        if not R.check(p.returncode == 0, f"the executable at start {pos}", p.stdout):
+            continue
+        for name, want in reference(feed, pos).items():
+            got = np.load(os.path.join(out, f"{name}.npy"))
+            same = got.dtype == want.dtype and got.shape == want.shape and \
+                np.array_equal(got, want)
+            R.check(same, f"{name} at start {pos} equals aten.slice_scatter",
+                    f"got {got.dtype}{list(got.shape)}, expected {want.dtype}"
+                    f"{list(want.shape)}; max |diff| "
+                    f"{np.abs(got.astype(np.float64) - want).max() if got.shape == want.shape else '-'}")
+    # A run-time start out of range: exit 1, named, no output written.
+    for pos in (TSHAPE[2] - TSRC[2] + 1, -1):
+        np.save(os.path.join(d, "pos.npy"), np.array(pos, dtype=np.int64))
+        np.save(os.path.join(d, "pos32.npy"), np.array(0, dtype=np.int32))
+        out = os.path.join(d, f"bad{pos}")
+        os.makedirs(out, exist_ok=True)
+        p = run([exe] + ins + ["--input", f"pos={d}/pos.npy", "--input", f"pos32={d}/pos32.npy",
+                               "--output-dir", out])
+        msg = f"start {pos} of 'pos' (slice_scatter, line"
+        R.check(p.returncode == 1 and msg in p.stdout and "expected 0 to 4" in p.stdout
+                and not os.listdir(out),
+                f"start {pos} out of range exits 1 naming it, writing nothing",
+                f"rc {p.returncode}: {p.stdout.strip()}")
+
+
+KV = """graph kv
+input x : f32[1, 1, 8]
+input pos : i64[]
+state cache : f32[1, 4, 8]
+c2 = slice_scatter(cache, x * 2, dim=1, start=pos)
+output y = c2.sum(dim=1)
+state seen : f32[1, 4, 8]
+unread = slice_scatter(seen, x, dim=1, start=pos)
+"""
+
+
+def state_cases(R, args, d):
+    src = os.path.join(d, "kv.tg")
+    with open(src, "w") as f:
+        f.write(KV)
+    obj, hdr = os.path.join(d, "kv.o"), os.path.join(d, "kv.h")
+    p = run([args.tgc, "compile", src, "-o", obj, "--header", hdr])
+    if not R.check(p.returncode == 0, "tgc compile of the state graph", p.stdout):
+        return
+    R.check("warning" not in p.stdout, "an update no output reads is no dead value", p.stdout)
+    exe = os.path.join(d, "state_main")
+    cmd = [args.cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1", "-I", d, "-I",
+           args.rtinc, os.path.join(HERE, "state_main.c"), obj, args.rtlib] + \
+        link_libs([args.tgc, "compile"]) + args.sanitize_flags.split() + ["-o", exe]
+    p = run(cmd)
+    if not R.check(p.returncode == 0, "state_main.c builds against kv.h", p.stdout):
+        return
+    p = run([exe])
+    R.check(p.returncode == 0 and "state_main: ok" in p.stdout,
+            "a state persists across runs, is written in place, resets to zeros", p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tgc", required=True)
+    ap.add_argument("--rtlib", required=True)
+    ap.add_argument("--rtinc", required=True)
+    ap.add_argument("--cc", required=True)
+    ap.add_argument("--sanitize-flags", default="")
+    args = ap.parse_args()
+    R = Results()
+    with tempfile.TemporaryDirectory() as d:
+        diff_cases(R, args, d)
+        state_cases(R, args, d)
+    print(f"state: {R.passed} passed, {R.failed} failed")
+    return 1 if R.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
