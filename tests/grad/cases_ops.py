@@ -418,6 +418,15 @@ param a : {dt}[m, n, k]
 input i : i64[j]
 y = index_select(a, 1, i)
 """, dict(m=M, n=N, k=K, j=(4, 8)), {"i": "idx:{n}"})
+op("slice_scatter", """
+param a : {dt}[m, n]
+param b : {dt}[m - 1, n]
+param c : {dt}[m, 3]
+input p : i64[]
+y = slice_scatter(a * a, b * 2, dim=0, start=1) + slice_scatter(a, c, 1, 0, 3).sum()
+y2 = slice_scatter(a.transpose(0, 1), b.transpose(0, 1), dim=1, start=-(m - 1), step=1) * 3
+y3 = slice_scatter(a, c, dim=1, start=p) * 1.5
+""", dict(m=(3, 6), n=(4, 8)), {"p": "vals:1"}, ys=("y", "y2", "y3"))
 op("index_tensor", """
 param a : {dt}[m, n]
 input i : i64[j, 2]

@@ -296,6 +296,7 @@ def base_env():
         "full_like": torch.full_like,
         "tril": torch.tril, "triu": torch.triu,
         "scaled_dot_product_attention": _sdpa,
+        "slice_scatter": _slice_scatter,
     })
     # Compile-time numbers: `math`, float("-inf"), int(3.7) (a call to the
     # dtype alias `float`/`int` is rewritten to these by CALL_CAST below), and
@@ -320,6 +321,17 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     elif attn_mask is not None:
         s = s + attn_mask
     return torch.softmax(s, -1) @ value
+
+
+def _slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """torch.slice_scatter through aten's positional form: 1.13's Python
+    binding misreads start and end ("cannot be represented as a SymInt").
+    A 0-d tensor start (the .tg extension: a run-time position) is its
+    value, the slice start .. start + src.size(dim)."""
+    if isinstance(start, torch.Tensor):
+        start = int(start)
+        end = start + src.shape[dim]
+    return torch.ops.aten.slice_scatter(input, src, dim, start, end, step)
 
 
 def _fold_numbers(pyfn, tensorfn):
