@@ -231,6 +231,12 @@ int cmd_generate(const BuildOpts *b) {
     bool ok = true;
     for (int k = 0; ok && k < 2; k++)
         ok = build_plan(&parts[k]) && find_iface(b->cmd, parts[k].g, &parts[k].p.iface, &gi[k]);
+    /* -o, begun once both programs are planned (the parts do not). */
+    int e = ok ? rt_afile_begin(&parts[0].outf, b->out) : 0;
+    if (e) {
+        fprintf(stderr, "tgc %s: error: cannot write '%s': %s\n", b->cmd, b->out, strerror(e));
+        ok = false;
+    }
     /* One arena serves both: each program declares the larger size. */
     int64_t arena = 0;
     for (int k = 0; ok && k < 2; k++)
