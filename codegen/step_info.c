@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "codegen/kernel_desc.h"
+#include "ir/state.h"
 #include "passes/flops.h"
 
 /* A growing string (the op list and the shapes can be long). */
@@ -122,6 +123,8 @@ static void write_step(FILE *f, const CgProgram *p, const Kernel *kn) {
         str_type(&shapes, p->dt[r->order], r);
         bytes += nbytes(p, r);
     }
+    /* An in-place update moves its slice, not the state: src read, written. */
+    if (kn->out_copy < 0 && ir_is_state_update(v)) bytes = 2 * nbytes(p, v->args[1].t);
     fputs("    {", f);
     cg_write_c_string(f, ops.s);
     fputs(", ", f);

@@ -15,7 +15,10 @@
 2. A run-time start out of range (5, past the end; -1) exits 1 with a
    message naming the start, the op and the valid range, and writes no
    output.
-3. A state kept between runs and updated in place, through `tgc compile`:
+3. docs/language.md's State example (a decode step over a KV cache)
+   builds, and one step equals attention over the keys it wrote; `state`
+   is still a plain name where no name follows it.
+4. A state kept between runs and updated in place, through `tgc compile`:
    state_main.c (see its header) runs at positions 0, 1, 2, reads the
    state back, resets it, and checks every value against what it computes
    from the inputs it chose.
@@ -209,6 +212,50 @@ def state_cases(R, args, d):
             "a state persists across runs, is written in place, resets to zeros", p.stdout)
 
 
+def doc_example(R, args, d):
+    """docs/language.md's State example: one decode step at pos 3 from an
+    empty cache equals attention over the keys written there."""
+    with open(os.path.join(HERE, "..", "..", "docs", "language.md")) as f:
+        text = f.read()
+    start = text.index("graph decode(")
+    src = text[start:text.index("```", start)]
+    path = os.path.join(d, "decode.tg")
+    with open(path, "w") as f:
+        f.write(src)
+    exe = os.path.join(d, "decode")
+    p = run([args.tgc, "build", path, "-o", exe])
+    if not R.check(p.returncode == 0, "docs/language.md's State example builds", p.stdout):
+        return
+    rng = np.random.default_rng(3)
+    feed = {k: rng.standard_normal([1, 4, 1, 16]).astype(np.float32) for k in "qkv"}
+    feed["pos"] = np.array(3, dtype=np.int64)
+    ins = []
+    for k, a in feed.items():
+        np.save(os.path.join(d, f"dec_{k}.npy"), a)
+        ins += ["--input", f"{k}={os.path.join(d, 'dec_' + k + '.npy')}"]
+    out = os.path.join(d, "dec_out")
+    os.makedirs(out, exist_ok=True)
+    p = run([exe] + ins + ["--output-dir", out])
+    if not R.check(p.returncode == 0, "docs/language.md's State example runs", p.stdout):
+        return
+    t = {k: torch.from_numpy(v) for k, v in feed.items()}
+    kc, vc = torch.zeros(1, 4, 64, 16), torch.zeros(1, 4, 64, 16)
+    kc[:, :, 3:4], vc[:, :, 3:4] = t["k"], t["v"]
+    scores = (t["q"] @ kc.transpose(-2, -1)) / 4.0
+    scores[..., 4:] = float("-inf")
+    want = (torch.softmax(scores, -1) @ vc).numpy()
+    got = np.load(os.path.join(out, "out.npy"))
+    R.check(np.allclose(got, want, rtol=1e-5, atol=1e-6),
+            "docs/language.md's State example equals attention over the written cache",
+            f"max |diff| {np.abs(got - want).max()}")
+    # 'state' is a keyword only before a name: a value may be called state.
+    path = os.path.join(d, "named.tg")
+    with open(path, "w") as f:
+        f.write("graph named\ninput x : f32[2]\nstate = x * 2\noutput y = state + 1\n")
+    p = run([args.tgc, "check", path])
+    R.check(p.returncode == 0, "a value may be named state", p.stdout)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", required=True)
@@ -221,6 +268,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         diff_cases(R, args, d)
         state_cases(R, args, d)
+        doc_example(R, args, d)
     print(f"state: {R.passed} passed, {R.failed} failed")
     return 1 if R.failed else 0
 
