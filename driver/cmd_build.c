@@ -260,7 +260,8 @@ bool build_plan(Build *s) {
     s->nemit = emit_names(b, &s->a, s->g->name, &s->cuo, s->emitted);
     if (!files_distinct(b, &s->a, &s->p, &s->onnx, s->emitted, s->nemit, &s->io)) return false;
     if (b->mode != MODE_RUN && !b->gen_part && !begin_output(b, &s->outf, b->out)) return false;
-    if (b->mode == MODE_COMPILE && !begin_output(b, &s->hdrf, b->header)) return false;
+    if (b->mode == MODE_COMPILE && !b->gen_part && !begin_output(b, &s->hdrf, b->header))
+        return false;
     return !b->weights || b->o.quant_bits || check_weights(b, &s->p);
 }
 

@@ -79,6 +79,79 @@ def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
+DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "llg.h"
+/* argv: weights prompt.bin batch prompt_len max_new tokens.bin */
+int main(int argc, char **argv) {
+    if (argc != 7) return 2;
+    int64_t b = atoll(argv[3]), p = atoll(argv[4]), n = atoll(argv[5]);
+    int64_t *prompt = malloc(sizeof(int64_t) * b * p), *toks = malloc(sizeof(int64_t) * b * (p + n));
+    FILE *f = fopen(argv[2], "rb");
+    if (!f || fread(prompt, sizeof(int64_t), b * p, f) != (size_t)(b * p)) return 2;
+    fclose(f);
+    llama_generate_gen *g = NULL;
+    if (llama_generate_gen_create(&g, argv[1], 1)) {
+        fprintf(stderr, "create: %s\n", llama_generate_gen_error(g));
+        return 1;
+    }
+    /* twice: each call starts from an empty cache */
+    for (int k = 0; k < 2; k++)
+        if (llama_generate_generate(g, prompt, b, p, n, 0.0, 0, 1.0, 0, toks)) {
+            fprintf(stderr, "generate: %s\n", llama_generate_gen_error(g));
+            return 1;
+        }
+    int bad = llama_generate_generate(g, prompt, b, p, 200, 0.0, 0, 1.0, 0, toks) == 0;
+    fprintf(stderr, "%s\n", llama_generate_gen_error(g));
+    llama_generate_gen_destroy(g);
+    f = fopen(argv[6], "wb");
+    fwrite(toks, sizeof(int64_t), b * (p + n), f);
+    fclose(f);
+    free(prompt);
+    free(toks);
+    return bad ? 3 : 0;
+}
+"""
+
+
+def compile_api(tgc, work, model):
+    """tgc compile --generate: the same tokens through the header's API."""
+    obj, hdr = os.path.join(work, "llg.o"), os.path.join(work, "llg.h")
+    cmd = [tgc, "compile", os.path.join(ROOT, "examples", "llama_generate.tg"), "--generate",
+           "-D", "batch=2", "-D", "seq=1:8", "-D", "max_seq=96"]
+    for k, v in CFG.items():
+        cmd += ["-D", "%s=%d" % (k, v)]
+    r = run(cmd + ["-o", obj, "--header", hdr])
+    check(r.returncode == 0, "tgc compile --generate (%s)" % r.stderr.strip()[-300:])
+    if r.returncode:
+        return
+    link = run(cmd + ["--print-link-line"]).stdout.split()
+    src, exe = os.path.join(work, "driver.c"), os.path.join(work, "driver")
+    with open(src, "w") as f:
+        f.write(DRIVER)
+    cc = os.environ.get("CC", "cc")
+    sanitize = [w for w in os.environ.get("TGC_TEST_SANITIZE", "").split() if w]
+    r = run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", work, src, obj, "-o", exe]
+            + sanitize + link)
+    check(r.returncode == 0, "the API's driver compiles and links (%s)" % r.stderr.strip()[-300:])
+    if r.returncode:
+        return
+    prompt = torch.randint(0, CFG["vocab"], (2, 13),
+                           generator=torch.Generator().manual_seed(11)).numpy()
+    pbin, tbin = os.path.join(work, "prompt.bin"), os.path.join(work, "tokens.bin")
+    prompt.astype(np.int64).tofile(pbin)
+    r = run([exe, os.path.join(work, "model.safetensors"), pbin, "2", "13", "40", tbin])
+    check(r.returncode == 0 and "96" in r.stderr,
+          "the API: generate twice, then prompt + 200 refused naming max_seq 96 (exit %d: %s)"
+          % (r.returncode, r.stderr.strip()[-200:]))
+    if r.returncode:
+        return
+    got = np.fromfile(tbin, dtype=np.int64).reshape(2, 53)
+    want, margins = greedy(model, prompt, 40)
+    compare_tokens(got, want, margins, 13, "the compile API, batch 2, prompt 13, 40 new")
+
+
 def gpt2(tgc, work):
     """examples/gpt2_generate.tg: 64 new tokens at batch 1 against GPT2's greedy loop."""
     model = GPT2(**GPT2_CFG).eval()
@@ -170,6 +243,7 @@ def main():
              "--output-dir", work])
     check(r.returncode == 1 and "96" in r.stderr,
           "prompt 5 + 92 new > max_seq 96: exit 1 naming the limit (%s)" % r.stderr.strip())
+    compile_api(tgc, work, model)
     gpt2(tgc, work)
     print("%d failures" % len(failures))
     return 1 if failures else 0
