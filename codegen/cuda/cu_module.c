@@ -149,7 +149,6 @@ static void write_decl(Sb *d, const Cu *cu, const CudaOptions *o, const size_t *
 
 static const char *unsupported(const CgProgram *p, int smem_max) {
     const char *why = cu_attention_unsupported(p, smem_max);
-    if (!why) why = cu_slice_write_unsupported(p);
     return why ? why : cu_conv_unsupported(p);
 }
 

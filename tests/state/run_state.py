@@ -18,7 +18,12 @@
 3. docs/language.md's State example (a decode step over a KV cache)
    builds, and one step equals attention over the keys it wrote; `state`
    is still a plain name where no name follows it.
-4. A state kept between runs and updated in place, through `tgc compile`:
+4. --target cuda: the slice write NVRTC compiles, and the kernel cut out
+   of the emitted module and run on the host (a minimal CUDA shim) writes
+   the slice in place at starts 0, 2 and 4, and at 5 and -1 writes nothing
+   and sets the error cell (skipped without CUDA support or a C++
+   compiler).
+5. A state kept between runs and updated in place, through `tgc compile`:
    state_main.c (see its header) runs at positions 0, 1, 2, reads the
    state back, resets it, and checks every value against what it computes
    from the inputs it chose.
@@ -256,6 +261,146 @@ def doc_example(R, args, d):
     R.check(p.returncode == 0, "a value may be named state", p.stdout)
 
 
+KVC = """graph kvc
+input x : f32[2, 3, 2, 4]
+input pos : i64[]
+input a : f32[3, 7]
+input b : f32[3, 3]
+state cache : f32[2, 3, 6, 4]
+c = slice_scatter(cache, x, dim=2, start=pos)
+output y = c.sum(dim=2)
+output z = slice_scatter(a, b, dim=1, start=1, step=2)
+"""
+# bufs: the arena, the inputs, the params, the outputs, the error cell
+SLOT_X, SLOT_POS, SLOT_A, SLOT_B, SLOT_CACHE, SLOT_Y, SLOT_Z, SLOT_ERR = range(1, 9)
+# Enough of CUDA for a grid-stride kernel run on the host, block after
+# block, thread after thread (the slice write needs no barrier).
+HOST = r"""#include <cstdio>
+#include <cstdlib>
+#include <vector>
+struct Idx { unsigned x, y, z; };
+static Idx threadIdx, blockIdx, blockDim = {256, 1, 1}, gridDim = {1, 1, 1};
+#define __global__
+#define __launch_bounds__(n)
+static unsigned long long atomicCAS(unsigned long long *p, unsigned long long cmp,
+                                    unsigned long long val) {
+    unsigned long long old = *p;
+    if (old == cmp) *p = val;
+    return old;
+}
+"""
+HOST_MAIN = r"""
+// argv: a file per slot of bufs; slot OUT (argv[1]) and the error cell
+// (slot ERR, argv[2]) are written back after the run.
+int main(int argc, char **argv) {
+    int out = atoi(argv[1]), err = atoi(argv[2]), n = argc - 3;
+    std::vector<std::vector<char>> data(n);
+    std::vector<char *> bufs(n);
+    for (int i = 0; i < n; i++) {
+        FILE *f = fopen(argv[3 + i], "rb");
+        if (!f) return 2;
+        fseek(f, 0, SEEK_END);
+        data[i].resize((size_t)ftell(f));
+        fseek(f, 0, SEEK_SET);
+        if (fread(data[i].data(), 1, data[i].size(), f) != data[i].size()) return 2;
+        fclose(f);
+        bufs[i] = data[i].data();
+    }
+    for (blockIdx.x = 0; blockIdx.x < gridDim.x; blockIdx.x++)
+        for (threadIdx.x = 0; threadIdx.x < 256; threadIdx.x++)
+            KERNEL(bufs.data());
+    for (int i : {out, err}) {
+        FILE *f = fopen(argv[3 + i], "wb");
+        if (!f || fwrite(data[i].data(), 1, data[i].size(), f) != data[i].size()) return 2;
+        fclose(f);
+    }
+    return 0;
+}
+"""
+
+
+def cuda_emul(R, args, d):
+    """--target cuda: the generated slice write, NVRTC-compiled by tgc,
+    then cut out of the emitted module and run on the host (bufs: arena,
+    x, pos, cache, y, the error cell)."""
+    import re
+    import shutil
+    src = os.path.join(d, "kvc.tg")
+    with open(src, "w") as f:
+        f.write(KVC)
+    emit = os.path.join(d, "kvc_emit")
+    os.makedirs(emit, exist_ok=True)
+    p = run([args.tgc, "build", src, "--target", "cuda", "--emit", "cuda", emit, "-o",
+             os.path.join(d, "kvc_cu")])
+    if p.returncode != 0 and ("built without" in p.stdout or "NVRTC" in p.stdout):
+        print(f"state: --target cuda skipped: {p.stdout.strip()[:200]}")
+        return
+    if not R.check(p.returncode == 0, "tgc build --target cuda of a state update (NVRTC)",
+                   p.stdout):
+        return
+    with open(os.path.join(emit, "kvc.cu")) as f:
+        kernels = {m.group(1): m.group(0) for m in re.finditer(
+            r'^extern "C" __global__ void __launch_bounds__\(256\) (k\d+_slice_scatter)'
+            r'\(.*?^}\n', f.read(), re.M | re.S)}
+    if not R.check(len(kernels) == 2, "the CUDA module has two slice_scatter kernels",
+                   str(list(kernels))):
+        return
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        print("state: --target cuda emulation skipped: no C++ compiler")
+        return
+    exes = {}
+    for name, text in kernels.items():
+        which = "cache" if f"bufs[{SLOT_CACHE}]" in text else "z"
+        host = os.path.join(d, f"slice_host_{which}.cpp")
+        with open(host, "w") as f:
+            f.write(HOST + text + HOST_MAIN.replace("KERNEL", name))
+        exes[which] = os.path.join(d, f"slice_host_{which}")
+        p = run([cxx, "-std=c++17", "-O1", "-w", host, "-o", exes[which]])
+        if not R.check(p.returncode == 0, f"the CUDA slice write ({which}) compiles for the host",
+                       p.stdout):
+            return
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal([2, 3, 2, 4]).astype(np.float32)
+    a = rng.standard_normal([3, 7]).astype(np.float32)
+    b = rng.standard_normal([3, 3]).astype(np.float32)
+    cache0 = rng.standard_normal([2, 3, 6, 4]).astype(np.float32)  # an earlier run's rows
+    files = [os.path.join(d, f"slot{i}.bin") for i in range(SLOT_ERR + 1)]
+
+    def emulate(which, pos, out_slot):
+        # z's buffer starts as the copy kernel leaves it: a
+        blobs = [np.zeros(64, np.uint8), x, np.array(pos, np.int64), a, b, cache0,
+                 np.zeros([2, 3, 4], np.float32), a.copy(), np.zeros(3, np.uint64)]
+        for fn, blob in zip(files, blobs):
+            blob.tofile(fn)
+        p = run([exes[which], str(out_slot), str(SLOT_ERR)] + files)
+        ok = R.check(p.returncode == 0, f"the emulated {which} kernel runs (start {pos})",
+                     p.stdout)
+        return ok, np.fromfile(files[SLOT_ERR], np.int64)
+
+    for pos in (0, 2, 4, 5, -1):
+        ok, cell = emulate("cache", pos, SLOT_CACHE)
+        if not ok:
+            continue
+        got = np.fromfile(files[SLOT_CACHE], np.float32).reshape(cache0.shape)
+        if 0 <= pos <= 4:
+            want = cache0.copy()
+            want[:, :, pos:pos + 2] = x
+            R.check(np.array_equal(got, want) and not cell.any(),
+                    f"the CUDA slice write at start {pos} writes the slice in place",
+                    f"cell {cell.tolist()}")
+        else:
+            R.check(np.array_equal(got, cache0) and cell.tolist() == [1, pos, 0],
+                    f"the CUDA slice write at start {pos} writes nothing and sets the error cell",
+                    f"cell {cell.tolist()}")
+    ok, cell = emulate("z", 0, SLOT_Z)
+    if ok:
+        got = np.fromfile(files[SLOT_Z], np.float32).reshape(a.shape)
+        want = torch.ops.aten.slice_scatter(torch.from_numpy(a), torch.from_numpy(b), 1, 1,
+                                            None, 2).numpy()
+        R.check(np.array_equal(got, want), "the CUDA slice write of an int start, step 2")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", required=True)
@@ -269,6 +414,7 @@ def main():
         diff_cases(R, args, d)
         state_cases(R, args, d)
         doc_example(R, args, d)
+        cuda_emul(R, args, d)
     print(f"state: {R.passed} passed, {R.failed} failed")
     return 1 if R.failed else 0
 
