@@ -177,7 +177,7 @@ const char *cu_conv_unsupported(const CgProgram *p);
 void cu_k_attention(Cu *cu, const Value *v); /* cu_attention.c */
 /* attention_backward: two kernels (cu_attention_bwd.c), called by cu_k_attention. */
 void cu_k_attention_bwd(Cu *cu, const Value *v);
-void cu_k_qmatmul(Cu *cu, const Value *v); /* cu_qmatmul.c */
+void cu_k_qmatmul(Cu *cu, const Value *v);     /* cu_qmatmul.c */
 void cu_k_slice_write(Cu *cu, const Value *v); /* cu_slice_write.c */
 /* The dynamic shared memory (bytes) a block may take on every GPU that
  * the images of archs may run on. */
