@@ -128,6 +128,22 @@ static float row_update(const Ctx *c, float *row, int64_t bn, int64_t gi, int64_
     return corr;
 }
 
+/* Whether a bool mask leaves every key of [j0, j0 + bn) out of every row
+ * of [i0, i0 + bm): such a block adds nothing (its row maximum and sum
+ * stay as they are), so it is skipped. A decoding step's mask over the
+ * whole KV cache (keys up to its position) skips the blocks past it. */
+static bool block_masked_out(const Ctx *c, int64_t mo, int64_t i0, int64_t bm, int64_t j0,
+                             int64_t bn) {
+    const RtAttnDesc *d = c->d;
+    if (d->mask_kind != 1) return false;
+    for (int64_t i = 0; i < bm; i++) {
+        const char *mrow = c->mask + (size_t)(mo + (i0 + i) * d->m_rs);
+        for (int64_t j = 0; j < bn; j++)
+            if (mrow[(j0 + j) * d->m_cs]) return false;
+    }
+    return true;
+}
+
 /* One task: query rows [i0, i0 + bm) of batch index b. */
 static void run_task(const Ctx *c, int64_t b, int64_t i0, float *ws) {
     const RtAttnDesc *d = c->d;
@@ -153,6 +169,7 @@ static void run_task(const Ctx *c, int64_t b, int64_t i0, float *ws) {
     int64_t jend = d->causal ? min64(d->s, i0 + bm) : d->s;
     for (int64_t j0 = 0; j0 < jend; j0 += g->bn) {
         int64_t bn = min64(g->bn, jend - j0);
+        if (block_masked_out(c, mo, i0, bm, j0, bn)) continue;
         const char *kp = c->k + (size_t)(ko + j0 * d->k_rs) * es;
         const char *vp = c->v + (size_t)(vo + j0 * d->v_rs) * es;
         const float *kf = kb, *vf = vb;
