@@ -34,8 +34,8 @@ static void forward(void **bufs, RtPool *pool) {
     if (prof && !skip_end_mark) rt_prof_mark(prof, NSTEPS);
 }
 
-static const RtTensorInfo X = {"x", {RT_F32, 1, {4}}, RT_F32, RT_INIT_NONE, 0, 0, 0};
-static const RtTensorInfo Y = {"y", {RT_F32, 1, {4}}, RT_F32, RT_INIT_NONE, 0, 0, 0};
+static const RtTensorInfo X = {"x", {RT_F32, 1, {4}}, RT_F32, RT_INIT_NONE, 0, 0, 0, false};
+static const RtTensorInfo Y = {"y", {RT_F32, 1, {4}}, RT_F32, RT_INIT_NONE, 0, 0, 0, false};
 static const RtStepInfo STEPS[NSTEPS] = {
     {"copy", "y0", "p.tg:3", "f32[4] <- f32[4]", "generated copy", -1, 0, 32},
     {"sp\"in\n", "%7", "", "f32[4]", "generated \\ loop", -1, 1e6, 0},
