@@ -75,6 +75,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -184,8 +185,14 @@ def gen_run(exe, prompt, new, threads, work, weights=None):
            "--threads", str(threads)]
     if weights:
         cmd += ["--weights", weights]
+    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     text = sh(cmd)
+    r1, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - t0
     got = {m[1]: (int(m[2]), float(m[3])) for m in GEN_LINE.finditer(text)}
+    # CPU seconds over wall seconds of the whole process: below --threads
+    # when the machine's other load took the cores from it (compute-bound
+    # kernels then slow down in proportion; a memory-bound stream less).
+    got["cpus"] = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / wall
     if "prefill" not in got or "decode" not in got:
         raise RuntimeError("%s printed no prefill/decode line: %r" % (" ".join(cmd), text))
     got["tokens"] = np.load(os.path.join(out, "tokens.npy"))
@@ -266,15 +273,16 @@ def one_round(k, a, s, exes, files, lims, model, eager_ids):
         early = gen_run(exes[p], files["p1"], s["new"], T, work, w)
         late = gen_run(exes[p], files["late"], s["new"], T, work, w)
         rec[p] = dict(early=rate(early["decode"]), late=rate(late["decode"]),
-                      late_prefill_ms=late["prefill"][1])
-        log("  %s decode: %.2f tokens/s at positions 1..%d, %.2f at %d..%d"
-            % (p, rec[p]["early"], s["new"] - 1, rec[p]["late"], s["late"],
-               s["late"] + s["new"] - 2))
-    pre = gen_run(exes["f32"], files["prefill"], 0, T, work, files["weights"])["prefill"]
-    rec["prefill_ms"] = pre[1]
+                      late_prefill_ms=late["prefill"][1], early_cpus=early["cpus"],
+                      late_cpus=late["cpus"])
+        log("  %s decode: %.2f tokens/s at positions 1..%d, %.2f at %d..%d (CPUs used %.2f, "
+            "%.2f)" % (p, rec[p]["early"], s["new"] - 1, rec[p]["late"], s["late"],
+                       s["late"] + s["new"] - 2, early["cpus"], late["cpus"]))
+    pre = gen_run(exes["f32"], files["prefill"], 0, T, work, files["weights"])
+    rec["prefill_ms"], rec["prefill_cpus"] = pre["prefill"][1], pre["cpus"]
     rec["eager_prefill_ms"] = eager_prefill(model, eager_ids, s["eager_runs"])
-    log("  prefill of %d: tgc %.1f ms, eager %.1f ms"
-        % (s["prefill"], rec["prefill_ms"], rec["eager_prefill_ms"]))
+    log("  prefill of %d: tgc %.1f ms (CPUs used %.2f), eager %.1f ms"
+        % (s["prefill"], rec["prefill_ms"], rec["prefill_cpus"], rec["eager_prefill_ms"]))
     c = s["r_chunk"]
     one = gen_run(exes["r64"], files["r1"], 0, T, work, files["weights"])["prefill"]
     two = gen_run(exes["r64"], files["r2"], 0, T, work, files["weights"])["prefill"]
@@ -333,10 +341,13 @@ def report(a, s, res):
              med(rounds, "copy_rw_gbps")))
     print()
     print("1. Decode, batch 1, positions 1..%d (the executable's decode tokens/s, median of %d "
-          "rounds); limit = read GB/s / bytes per step" % (s["new"] - 1, len(rounds)))
+          "rounds); limit = read GB/s / bytes per step; CPUs used: the process's CPU time over "
+          "its wall time, loading and prefill included (at most %d; well below it, other "
+          "processes had the cores)"
+          % (s["new"] - 1, len(rounds), T))
     print("| precision | weights/step MB | + cache MB | tokens/s | limit tokens/s | of limit "
-          "| limit with cache | of it | target >= %.1f |" % TARGET_DECODE)
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| limit with cache | of it | target >= %.1f | CPUs used |" % TARGET_DECODE)
+    print("|---|---|---|---|---|---|---|---|---|---|")
     res["decode"] = {}
     for p in PRECISIONS:
         wb, cb = step_bytes(cfg, p, s["max_seq"])
@@ -346,9 +357,9 @@ def report(a, s, res):
                                 fraction=tps / lim, limit_with_cache=limc,
                                 rounds=[r[p]["early"] for r in rounds],
                                 report_params_bytes=res["report_bytes"].get(p))
-        print("| %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |"
+        print("| %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %.2f |"
               % (p, wb / 1e6, cb / 1e6, tps, lim, tps / lim, limc, tps / limc,
-                 verdict(tps / lim >= TARGET_DECODE)))
+                 verdict(tps / lim >= TARGET_DECODE), med(rounds, p, "early_cpus")))
     for p in PRECISIONS:
         rb = res["report_bytes"].get(p)
         if rb:
@@ -360,12 +371,14 @@ def report(a, s, res):
     print("2. Decode against position (tokens/s, median of %d rounds): steps at 1..%d (a "
           "1-token prompt) and at %d..%d (a %d-token prompt)"
           % (len(rounds), s["new"] - 1, s["late"], s["late"] + s["new"] - 2, s["late"]))
-    print("| precision | early | late | late / early |")
-    print("|---|---|---|---|")
+    print("| precision | early | late | late / early | CPUs used early, late |")
+    print("|---|---|---|---|---|")
     for p in PRECISIONS:
         e, l_ = med(rounds, p, "early"), med(rounds, p, "late")
         res["decode"][p]["late_tokens_s"] = l_
-        print("| %s | %.2f | %.2f | %.2f |" % (p, e, l_, l_ / e))
+        print("| %s | %.2f | %.2f | %.2f | %.2f, %.2f |" % (p, e, l_, l_ / e,
+                                                         med(rounds, p, "early_cpus"),
+                                                         med(rounds, p, "late_cpus")))
     print()
     tg, ea = med(rounds, "prefill_ms"), med(rounds, "eager_prefill_ms")
     res["prefill"] = dict(tgc_ms=tg, eager_ms=ea, ratio=ea / tg,
