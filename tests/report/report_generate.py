@@ -7,7 +7,10 @@ cache is two states per layer).
   max_seq x bytes, computed here from the test's own sizes, at two sizes
   and at the states' own dtype, --cache-dtype bf16/f16 and --precision f16;
   per token = that / max_seq; the weights equal the params' element count
-  (from the graph's shapes) x 4.
+  (from the graph's shapes) x 4. The same for examples/llama_generate.tg
+  (Llama-2-7B's shape in f16 at batch 8 and 4,096 tokens: a 16 GiB cache,
+  6,738,415,616 params x 2 bytes; and a small one) and
+  examples/gpt2_generate.tg.
 - The two programs are the plain report's: the prefill's arena is
   `tgc report -D seq=CHUNK -D max_seq=S`'s, the step's `-D seq=1`'s, the
   arena the larger; the chunk is min(HI of -D seq, 128, max_seq); a
@@ -145,6 +148,39 @@ def check_fit(c, tgc, dim, budget, base):
         c.eq(want, r["generate"]["total_bytes"], "--fit %s: the peak at %d" % (dim, value))
 
 
+def check_examples(c, tgc):
+    """examples/llama_generate.tg and gpt2_generate.tg: the cache by the
+    formula, Llama's weights by its shapes; the 7B question's figures."""
+    ex = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples")
+    llama_7b = dict(batch=8, max_seq=4096, n_layer=32, d=4096, n_head=32, n_kv_head=32,
+                    ffn=11008, vocab=32000)
+    llama_small = dict(batch=2, max_seq=96, n_layer=2, d=64, n_head=4, n_kv_head=2, ffn=96,
+                       vocab=100)
+    for s, precision, cache in ((llama_7b, "f16", None), (llama_small, None, "bf16")):
+        flags = dflags(s) + ["--max-seq", s["max_seq"]]
+        flags += ["--precision", precision] if precision else []
+        flags += ["--cache-dtype", cache] if cache else []
+        rep, rc, err = tgc.report(os.path.join(ex, "llama_generate.tg"), "--generate", *flags)
+        what = "llama_generate d=%d batch=%d max_seq=%d" % (s["d"], s["batch"], s["max_seq"])
+        if not c.check(rep is not None, what, err.strip()[:300]):
+            continue
+        g = rep["generate"]
+        nbytes = DTYPE_BYTES[cache or precision or "f32"]
+        c.eq(kv_formula(s, nbytes), g["kv_cache_bytes"], what + ": kv_cache_bytes")
+        d, hd, L = s["d"], s["d"] // s["n_head"], s["n_layer"]
+        params = 2 * s["vocab"] * d + d + L * (2 * d * d + 2 * s["n_kv_head"] * hd * d +
+                                               3 * d * s["ffn"] + 2 * d)
+        c.eq(params * DTYPE_BYTES[precision or "f32"], g["weights_bytes"], what + ": weights")
+    # Llama-2-7B at batch 8 and 4,096 tokens in f16: the cache is 16 GiB.
+    c.eq(16 << 30, kv_formula(llama_7b, 2), "the 7B cache formula is 16 GiB")
+    gpt2 = dict(batch=3, max_seq=64, n_ctx=64, n_layer=2, d=64, n_head=4, vocab=100)
+    rep, rc, err = tgc.report(os.path.join(ex, "gpt2_generate.tg"), "--generate", *dflags(gpt2),
+                              "--max-seq", gpt2["max_seq"])
+    if c.check(rep is not None, "gpt2_generate", err.strip()[:300]):
+        c.eq(kv_formula(dict(gpt2, n_kv_head=gpt2["n_head"]), 4),
+             rep["generate"]["kv_cache_bytes"], "gpt2_generate: kv_cache_bytes")
+
+
 def check_error(c, tgc, what, path, args, codes, words):
     rc, out, err = tgc.run("report", path, *args)
     ok = rc in codes and all(w in err for w in words)
@@ -210,6 +246,7 @@ def main():
                                            g["chunk"]), "ranges: batch and seq bounds, chunk")
                 c.eq(kv_formula(sizes(batch=4, max_seq=256), 4), g["kv_cache_bytes"],
                      "ranges: the cache at batch's HI")
+            check_examples(c, tgc)
             check_fit(c, tgc, "batch", "3MiB", sizes(max_seq=128))
             check_fit(c, tgc, "seq", "3MiB", sizes(batch=3))
     return c.finish()
