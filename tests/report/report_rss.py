@@ -17,7 +17,9 @@ the executable's peak RSS (the largest of three runs), within PROCESS_TOL, for t
 from a file), a transformer block (examples/transformer_block.tg, batch 8)
 a training step (tests/report/train_mlp.tg, AdamW, 3 steps) and a
 product whose 16 MiB weight is converted from an f16 file at load (held
-once: the file's pages go), each at 2 threads.
+once: the file's pages go), each at 2 threads; and a generating
+executable (tgc build --generate of tests/report/kv_decoder.tg: weights,
+a 256 MiB KV cache, the larger arena) against report --generate.
 Not run under AddressSanitizer (its shadow memory is the RSS).
 Prints `report_rss: N passed, M failed`."""
 
@@ -172,6 +174,45 @@ def process(c, tgc, tmp):
               % (what, rss / 2**20, peak / 2**20, pr.get("libraries"), pr.get("threads"), rss / max(peak, 1)))
 
 
+def generating(c, tgc, tmp):
+    """A generating executable (tgc build --generate) against tgc report
+    --generate: its weights (40 MiB) and KV cache (256 MiB, zeroed at
+    creation, so resident) once, one arena, both programs' buffers."""
+    tg = os.path.join(HERE, "kv_decoder.tg")
+    s = dict(d=512, n_layer=2, vocab=8000, n_head=8, n_kv_head=8, batch=4)
+    dims = sum((["-D", "%s=%d" % kv] for kv in s.items()), []) + ["-D", "seq=1:8"]
+    d, kv = s["d"], s["n_kv_head"] * s["d"] // s["n_head"]
+    rng = np.random.default_rng(3)
+    t = {"emb": rng.standard_normal((s["vocab"], d)), "head": rng.standard_normal((s["vocab"], d))}
+    for i in range(s["n_layer"]):
+        for n, shape in (("wq", (d, d)), ("wk", (kv, d)), ("wv", (kv, d)), ("wo", (d, d))):
+            t["layers.%d.%s" % (i, n)] = rng.standard_normal(shape) * 0.02
+    w = os.path.join(tmp, "kv.safetensors")
+    write_st(w, t)
+    prompt = os.path.join(tmp, "prompt.npy")
+    np.save(prompt, rng.integers(0, s["vocab"], (s["batch"], 3)).astype(np.int64))
+    exe = os.path.join(tmp, "gen")
+    subprocess.run([tgc, "build", tg, "--generate", "-D", "max_seq=8192", "-o", exe] + dims,
+                   check=True)
+    env = dict(os.environ)
+    out = os.path.join(tmp, "out")
+    os.makedirs(out, exist_ok=True)
+    run = [exe, "--prompt", prompt, "--max-new-tokens", "5", "--weights", w, "--threads", THREADS,
+           "--output-dir", out]
+    rss = max(max_rss(run, env) for _ in range(3))  # the largest of three, as process()
+    rep = report(tgc, tg, "--generate", "--max-seq", "8192", *dims)
+    g, pr = rep["generate"], rep.get("process", {})
+    c.eq(g["kv_cache_bytes"], 256 << 20, "generating: the cache is 256 MiB")
+    peak = pr.get("peak_bytes", 0)
+    c.eq(g["total_bytes"] + pr.get("runtime_bytes", 0) + pr.get("io_declared_bytes", 0), peak,
+         "generating: process peak = total + runtime")
+    c.check(peak and abs(rss / peak - 1) <= PROCESS_TOL,
+            "generating: peak RSS against the process peak",
+            "RSS %.2f MiB, report %.2f MiB" % (rss / 2**20, peak / 2**20))
+    print("generating: RSS %.2f MiB, process peak %.2f MiB (total %.2f MiB), RSS / report %.3f"
+          % (rss / 2**20, peak / 2**20, g["total_bytes"] / 2**20, rss / max(peak, 1)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", required=True)
@@ -181,6 +222,7 @@ def main():
     try:
         weights_once(c, args.tgc, tmp)
         process(c, args.tgc, tmp)
+        generating(c, args.tgc, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return c.finish()
