@@ -327,10 +327,18 @@ def _slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """torch.slice_scatter through aten's positional form: 1.13's Python
     binding misreads start and end ("cannot be represented as a SymInt").
     A 0-d tensor start (the .tg extension: a run-time position) is its
-    value, the slice start .. start + src.size(dim)."""
+    value, the slice start .. start + src.size(dim). Into a `state` it
+    writes in place, as tgc does."""
     if isinstance(start, torch.Tensor):
         start = int(start)
         end = start + src.shape[dim]
+    if getattr(input, "tg_state", False):
+        # Into a state: written in place, the result a view of the state.
+        with torch.no_grad():
+            idx = [slice(None)] * input.dim()
+            idx[dim] = slice(start, end, step)
+            torch.Tensor.__setitem__(input, tuple(idx), src)
+        return input.view(input.shape)
     return torch.ops.aten.slice_scatter(input, src, dim, start, end, step)
 
 
@@ -412,7 +420,7 @@ class RefError(Exception):
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 RE_GRAPH = re.compile(r"^graph\s+(%s)\s*(?:\((.*)\))?$" % IDENT)
-RE_DECL = re.compile(r"^(input|param)\s+(%s(?:\.%s)*)\s*:\s*(%s)\s*\[(.*?)\]\s*(?:=.*)?$"
+RE_DECL = re.compile(r"^(input|param|state)\s+(%s(?:\.%s)*)\s*:\s*(%s)\s*\[(.*?)\]\s*(?:=.*)?$"
                      % (IDENT, IDENT, IDENT))
 RE_DEF = re.compile(r"^def\s+(%s)\s*\((.*)\)\s*:\s*$" % IDENT)
 RE_RETURN = re.compile(r"^return\s+(.*)$")
@@ -572,6 +580,9 @@ def evaluate(src, defines=None, on_decl=None):
                 if on_decl:
                     on_decl(m.group(1), prefix + name, dt, shape, st)
                 t = make_tensor(dt, shape)
+                if m.group(1) == "state":  # zero until a run writes it
+                    t = torch.zeros(shape, dtype=TORCH_DTYPE[dt]).as_subclass(Ref)
+                    t.tg_state = True
                 owners[sid(t)] = prefix + name
                 record(prefix + name, t, "owner", env, name)
                 continue
