@@ -23,7 +23,9 @@
    the slice in place at starts 0, 2 and 4, and at 5 and -1 writes nothing
    and sets the error cell (skipped without CUDA support or a C++
    compiler).
-5. A state kept between runs and updated in place, through `tgc compile`:
+5. --train: a state gets no gradient (w's, through the update, is 2 x^2)
+   and --freeze does not match it.
+6. A state kept between runs and updated in place, through `tgc compile`:
    state_main.c (see its header) runs at positions 0, 1, 2, reads the
    state back, resets it, and checks every value against what it computes
    from the inputs it chose.
@@ -401,6 +403,39 @@ def cuda_emul(R, args, d):
         R.check(np.array_equal(got, want), "the CUDA slice write of an int start, step 2")
 
 
+TRAIN = """graph trst
+input x : f32[1, 1, 8]
+input pos : i64[]
+state cache : f32[1, 4, 8]
+param w : f32[8] = ones
+c2 = slice_scatter(cache, x * w, dim=1, start=pos)
+output loss = (c2 * c2).sum()
+"""
+
+
+def train_cases(R, args, d):
+    """--train: a state gets no gradient (it is no trained param)."""
+    src = os.path.join(d, "trst.tg")
+    with open(src, "w") as f:
+        f.write(TRAIN)
+    x = np.random.default_rng(7).standard_normal([1, 1, 8]).astype(np.float32)
+    np.save(os.path.join(d, "tr_x.npy"), x)
+    np.save(os.path.join(d, "tr_pos.npy"), np.array(2, dtype=np.int64))
+    out = os.path.join(d, "tr_out")
+    p = run([args.tgc, "run", src, "--train", "loss", "--optimizer", "none", "--input",
+             f"x={d}/tr_x.npy", "--input", f"pos={d}/tr_pos.npy", "--output-dir", out])
+    if not R.check(p.returncode == 0, "tgc run --train of a graph with a state", p.stdout):
+        return
+    files = sorted(os.listdir(out))
+    R.check(files == ["loss.npy", "w.grad.npy"], "a state gets no gradient", str(files))
+    if "w.grad.npy" in files:
+        got = np.load(os.path.join(out, "w.grad.npy"))
+        R.check(np.allclose(got, 2 * x[0, 0] ** 2, rtol=1e-6), "w's gradient through the update")
+    p = run([args.tgc, "check", src, "--train", "loss", "--freeze", "cache"])
+    R.check(p.returncode == 1 and "matches none of its params" in p.stdout,
+            "--freeze does not match a state", p.stdout)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", required=True)
@@ -415,6 +450,7 @@ def main():
         state_cases(R, args, d)
         doc_example(R, args, d)
         cuda_emul(R, args, d)
+        train_cases(R, args, d)
     print(f"state: {R.passed} passed, {R.failed} failed")
     return 1 if R.failed else 0
 
