@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "driver/generate.h"
+#include "frontend/onnx/onnx_import.h"
 
 bool gen_parse_cache_dtype(const char *cmd, const char *s, DType *out) {
     DType t = dtype_from_name(s);
@@ -38,6 +39,16 @@ int gen_check_options(const Options *o) {
     if (o->has_train) {
         fprintf(stderr, "tgc report: error: --generate does not apply to --train (a generating "
                         "executable runs the forward only)\n");
+        return 1;
+    }
+    /* An ONNX decoder's past keys and values become states only in tgc
+     * build --generate's own import (its axes are not seq and max_seq). */
+    if (onnx_is_model_path(o->file)) {
+        fprintf(stderr,
+                "tgc report: error: --generate: '%s': an ONNX decoder is not planned for "
+                "generation by the report yet; import it (tgc import) and declare its cache as "
+                "`state` in the .tg\n",
+                o->file);
         return 1;
     }
     for (int i = 0; i < o->ndims; i++) {

@@ -217,6 +217,9 @@ def check_errors(c, tgc, tmp):
                 ["max_seq=32", "--max-seq 64"])
     check_error(c, tgc, "a range without --generate", KV, ["-D", "seq=1:8"], (1,), ["seq=1:8"])
     check_error(c, tgc, "-D seq=0:8", KV, gen + ["-D", "seq=0:8"], (1,), ["-D seq", "at least 1"])
+    onnx = os.path.join(tmp, "decoder.onnx")
+    open(onnx, "wb").close()
+    check_error(c, tgc, "an ONNX model", onnx, gen, (1,), ["decoder.onnx", "state"])
 
 
 def main():
