@@ -52,7 +52,9 @@ OpenBLAS's count, limits.c's threads), each round:
    first-touch costs) against PyTorch eager `model(ids)` on the same 512
    tokens (no_grad, warmed up once before the rounds, the median of 2 runs
    per round: one takes seconds on 2 cores). Target: tgc's time
-   <= eager's / 1.5.
+   <= eager's / 1.5. Also printed: the CPU time of each side (tgc: the
+   whole process, start and loading included; eager: process_time around
+   model(ids)), which a loaded machine disturbs less than the wall time.
 5. range against fixed: gen_r64's prefill of a 64-token prompt (one run of
    the 64-token program, the first of the process) against plain64's
    `--bench N` median (warm). As the generating executable's prefill figure
@@ -192,7 +194,8 @@ def gen_run(exe, prompt, new, threads, work, weights=None):
     # CPU seconds over wall seconds of the whole process: below --threads
     # when the machine's other load took the cores from it (compute-bound
     # kernels then slow down in proportion; a memory-bound stream less).
-    got["cpus"] = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / wall
+    got["cpu_s"] = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
+    got["cpus"] = got["cpu_s"] / wall
     if "prefill" not in got or "decode" not in got:
         raise RuntimeError("%s printed no prefill/decode line: %r" % (" ".join(cmd), text))
     got["tokens"] = np.load(os.path.join(out, "tokens.npy"))
@@ -224,14 +227,16 @@ class Limits(B.Limits):
 
 def eager_prefill(model, ids, runs):
     """PyTorch eager model(ids) under no_grad (warmed up before the
-    rounds): the median of `runs` runs, ms."""
-    ts = []
+    rounds): the median of `runs` runs, ms, and of their CPU times (all
+    the process's threads), ms."""
+    ts, cs = [], []
     with torch.no_grad():
         for _ in range(runs):
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             model(ids)
             ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts)
+            cs.append((time.process_time() - c0) * 1e3)
+    return statistics.median(ts), statistics.median(cs)
 
 
 def check_greedy(model, exe, work, threads, weights, vocab):
@@ -280,9 +285,13 @@ def one_round(k, a, s, exes, files, lims, model, eager_ids):
                        s["late"] + s["new"] - 2, early["cpus"], late["cpus"]))
     pre = gen_run(exes["f32"], files["prefill"], 0, T, work, files["weights"])
     rec["prefill_ms"], rec["prefill_cpus"] = pre["prefill"][1], pre["cpus"]
-    rec["eager_prefill_ms"] = eager_prefill(model, eager_ids, s["eager_runs"])
-    log("  prefill of %d: tgc %.1f ms (CPUs used %.2f), eager %.1f ms"
-        % (s["prefill"], rec["prefill_ms"], rec["prefill_cpus"], rec["eager_prefill_ms"]))
+    rec["prefill_cpu_ms"] = pre["cpu_s"] * 1e3
+    rec["eager_prefill_ms"], rec["eager_cpu_ms"] = eager_prefill(model, eager_ids,
+                                                                 s["eager_runs"])
+    log("  prefill of %d: tgc %.1f ms (CPUs used %.2f; CPU time of the whole process %.0f ms), "
+        "eager %.1f ms (CPU time %.0f ms)" % (s["prefill"], rec["prefill_ms"], rec["prefill_cpus"],
+                                             rec["prefill_cpu_ms"], rec["eager_prefill_ms"],
+                                             rec["eager_cpu_ms"]))
     c = s["r_chunk"]
     one = gen_run(exes["r64"], files["r1"], 0, T, work, files["weights"])["prefill"]
     two = gen_run(exes["r64"], files["r2"], 0, T, work, files["weights"])["prefill"]
@@ -391,6 +400,11 @@ def report(a, s, res):
              " ".join("%.0f" % r["prefill_ms"] for r in rounds), ea,
              " ".join("%.0f" % r["eager_prefill_ms"] for r in rounds), ea / tg, TARGET_PREFILL,
              verdict(ea / tg >= TARGET_PREFILL)))
+    tc, ec = med(rounds, "prefill_cpu_ms"), med(rounds, "eager_cpu_ms")
+    res["prefill"].update(tgc_cpu_ms=tc, eager_cpu_ms=ec)
+    print("   CPU time, less sensitive to the load: tgc's whole process (start, loading the "
+          "weights and the prefill) %.0f ms, eager's model(ids) %.0f ms: eager / tgc = %.2f"
+          % (tc, ec, ec / tc))
     cold, warm, plain = (med(rounds, "range_cold_ms"), med(rounds, "range_warm_ms"),
                          med(rounds, "plain_ms"))
     res["range"] = dict(cold_ms=cold, warm_ms=warm, plain_ms=plain, cold_ratio=cold / plain,
