@@ -22,24 +22,40 @@
  * `pos` (i64[]), `logits` ([batch, seq, vocab], floating). */
 typedef struct GenIface {
     int ids, pos, logits;
+    int mask, positions; /* an ONNX decoder's attention_mask and position_ids, or -1 */
     int64_t batch, vocab;
     int nstates;
 } GenIface;
 
-static bool find_iface(const char *cmd, const Graph *g, const CgInterface *it, GenIface *gi) {
-    gi->ids = gi->pos = gi->logits = -1;
+static bool named(const Value *v, const char *name) {
+    return v->name && !strcmp(v->name, name);
+}
+
+/* onnx: an ONNX decoder, whose attention_mask and position_ids the
+ * runtime fills (their shapes checked there) and whose ids are named. */
+static bool find_iface(const char *cmd, const Graph *g, const CgInterface *it, bool onnx,
+                       GenIface *gi) {
+    gi->ids = gi->pos = gi->logits = gi->mask = gi->positions = -1;
     for (int i = 0; i < it->ninputs; i++) {
         const Value *v = it->inputs[i];
-        if (v->name && !strcmp(v->name, "pos") && v->dtype == DT_I64 && v->ndim == 0)
+        if (named(v, "pos") && v->dtype == DT_I64 && v->ndim == 0)
             gi->pos = i;
-        else if (v->dtype == DT_I64 && v->ndim == 2 && gi->ids < 0)
+        else if (onnx && named(v, "attention_mask"))
+            gi->mask = i;
+        else if (onnx && named(v, "position_ids"))
+            gi->positions = i;
+        else if (v->dtype == DT_I64 && v->ndim == 2 && gi->ids < 0 &&
+                 (!onnx || named(v, "input_ids")))
             gi->ids = i;
         else {
             fprintf(stderr,
                     "tgc %s: error: --generate: input '%s' of graph '%s': a generating graph "
-                    "takes the token ids (i64[batch, seq]) and its first position `pos` (i64[]), "
+                    "takes the token ids (i64[batch, seq]) and its first position `pos` (i64[])%s, "
                     "nothing else\n",
-                    cmd, v->name ? v->name : "?", g->name);
+                    cmd, v->name ? v->name : "?", g->name,
+                    onnx ? " (an ONNX decoder: input_ids, attention_mask, position_ids and its "
+                           "past keys and values)"
+                         : "");
             return false;
         }
     }
@@ -123,11 +139,13 @@ static bool read_dims(const BuildOpts *b, int64_t *seq, int64_t *max_seq) {
     return ok;
 }
 
-static void part_init(Build *s, const BuildOpts *b, const char *part, int64_t seq) {
+/* onnx: b's -D list is onnx_dims's, the model's own axes. */
+static void part_init(Build *s, const BuildOpts *b, const char *part, int64_t seq, bool onnx) {
     memset(s, 0, sizeof *s);
     s->b = *b;
     s->b.gen_part = part;
-    part_dims(&s->b, seq);
+    s->b.o.gen_cache = onnx;
+    if (!onnx) part_dims(&s->b, seq);
     s->rc = 1;
     diag_init(&s->d, stderr);
     s->tmp_slot = -1;
@@ -158,9 +176,10 @@ static bool write_glue(const char *path, Build *parts, const GenIface *gi, int64
             "const RtProgram *%s_program(void);\nconst RtProgram *%s_program(void);\n\n"
             "static RtGenProgram tgc_gen(void) {\n"
             "    RtGenProgram g = {%s_program(), %s_program(), %lld, %lld, %lld, %lld, %d, %d, "
-            "%d};\n    return g;\n}\n",
+            "%d, %d, %d};\n    return g;\n}\n",
             api ? "compile" : "build", pre, step, pre, step, (long long)gi->batch, (long long)chunk,
-            (long long)max_seq, (long long)gi->vocab, gi->ids, gi->pos, gi->logits);
+            (long long)max_seq, (long long)gi->vocab, gi->ids, gi->pos, gi->logits, gi->mask,
+            gi->positions);
     if (!api)
         fputs("int main(int argc, char **argv) {\n    RtGenProgram g = tgc_gen();\n"
               "    return rt_gen_main(&g, argc, argv);\n}\n",
@@ -274,23 +293,34 @@ int cmd_generate(const BuildOpts *b) {
     if (b->target && !strcmp(b->target, "cuda"))
         return refuse(b, "generating programs are built for the CPU only in this version");
     if (b->o.tf.loss) return refuse(b, "a generating program does not train (--train)");
-    if (onnx_is_model_path(b->o.file))
-        return refuse(b, "an ONNX decoder cannot be built for generation yet; import it "
-                         "(tgc import) and declare its cache as `state` in the .tg");
     if (b->emit_kind) return refuse(b, "--emit is not supported with --generate");
-    int64_t seq, max_seq;
-    if (!read_dims(b, &seq, &max_seq)) return 1;
-    /* A chunk longer than the cache could not be written into it. */
-    int64_t chunk = generate_chunk(seq) < max_seq ? generate_chunk(seq) : max_seq;
-    if (chunk < 1 || max_seq < 1) return refuse(b, "seq and max_seq must be at least 1");
+    bool onnx = onnx_is_model_path(b->o.file);
+    int64_t seq, max_seq, chunk;
+    Arena names = {0}; /* onnx_dims's -D names, which the parts point at */
+    BuildOpts ob = *b;
+    if (onnx) {
+        /* One token per run: the model's own causal mask covers a chunk
+         * only when the chunk's rows are its last (docs/generation.md). */
+        if (!generate_onnx_dims(b, &names, &ob, &max_seq)) {
+            arena_free(&names);
+            return 1;
+        }
+        chunk = 1;
+    } else {
+        if (!read_dims(b, &seq, &max_seq)) return 1;
+        /* A chunk longer than the cache could not be written into it. */
+        chunk = generate_chunk(seq) < max_seq ? generate_chunk(seq) : max_seq;
+        if (chunk < 1 || max_seq < 1) return refuse(b, "seq and max_seq must be at least 1");
+    }
     Build parts[2];
-    part_init(&parts[0], b, "prefill", chunk);
-    part_init(&parts[1], b, "step", 1);
+    part_init(&parts[0], &ob, "prefill", chunk, onnx);
+    part_init(&parts[1], &ob, "step", 1, onnx);
     int rc = 1;
     GenIface gi[2];
     bool ok = true;
     for (int k = 0; ok && k < 2; k++)
-        ok = build_plan(&parts[k]) && find_iface(b->cmd, parts[k].g, &parts[k].p.iface, &gi[k]);
+        ok = build_plan(&parts[k]) &&
+             find_iface(b->cmd, parts[k].g, &parts[k].p.iface, onnx, &gi[k]);
     /* -o, begun once both programs are planned (the parts do not). */
     int e = ok ? rt_afile_begin(&parts[0].outf, b->out) : 0;
     const char *failed = b->out;
@@ -325,5 +355,6 @@ int cmd_generate(const BuildOpts *b) {
     }
     part_free(&parts[0]);
     part_free(&parts[1]);
+    arena_free(&names);
     return rc;
 }

@@ -36,6 +36,9 @@ typedef struct Options {
      * params, for build to embed); NULL: the import is dropped once the
      * graph is built. */
     struct OnnxImport *onnx_out;
+    /* tgc build --generate of an ONNX decoder: its past keys and values
+     * become states (passes/cache_state.h) before the passes run. */
+    bool gen_cache;
     /* --train LOSS and the optimizer flags; has_train once checked */
     TrainFlags tf;
     TrainSpec train;

@@ -3,6 +3,7 @@
  * (its `state` params). */
 #ifndef TGC_GENERATE_H
 #define TGC_GENERATE_H
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The prefill's tokens per run for a prompt range -D seq=LO:HI (or
@@ -13,4 +14,13 @@
 static inline int64_t generate_chunk(int64_t seq_hi) {
     return seq_hi < GEN_MAX_CHUNK ? seq_hi : GEN_MAX_CHUNK;
 }
+
+/* tgc build --generate of an ONNX decoder (driver/generate_onnx.c): out
+ * is b with the -D list for the model's own axes (batch, a sequence of 1,
+ * a past of max_seq - 1, attention_mask's max_seq) and the user's others;
+ * names live in a. False after a message. */
+struct BuildOpts;
+struct Arena;
+bool generate_onnx_dims(const struct BuildOpts *b, struct Arena *a, struct BuildOpts *out,
+                        int64_t *max_seq);
 #endif

@@ -26,6 +26,7 @@ typedef struct GenRun {
     int64_t seq;
     int64_t *ids; /* [batch, seq] */
     int64_t pos;
+    void *mask, *positions; /* an ONNX decoder's attention_mask and position_ids, or NULL */
     const void **in;
     void **out;
 } GenRun;
@@ -45,6 +46,49 @@ static const char *pname(const RtProgram *p) {
 
 /* ---- checking the generating program (generated glue) ---- */
 
+/* The optional inputs of an ONNX decoder: absent (-1) or in range and
+ * distinct from every other input the run fills. */
+static bool optional_ok(const RtGenProgram *g, const RtProgram *p, int k) {
+    if (k == -1) return true;
+    int n = (k == g->ids_input) + (k == g->pos_input) + (k == g->mask_input) +
+            (k == g->positions_input);
+    return k >= 0 && k < p->ninputs && n == 1;
+}
+
+static bool is_mask_dtype(RtDType t) {
+    return t == RT_I64 || t == RT_I32 || t == RT_F32 || t == RT_BOOL;
+}
+
+/* attention_mask [batch, max_seq] and position_ids [batch, seq], when the
+ * program has them (their indices checked). */
+static RtStatus check_optional(RtGen *gen, const RtProgram *p, const char *which, int64_t seq) {
+    const RtGenProgram *g = &gen->g;
+    char f[RT_DESC_STR_MAX];
+    if (g->mask_input >= 0) {
+        const RtDesc *m = &p->inputs[g->mask_input].desc;
+        if (!is_mask_dtype(m->dtype) || m->ndim != 2 || m->shape[0] != g->batch ||
+            m->shape[1] != g->max_seq)
+            return rt_error_set(&gen->err, TGCRT_ERR_ARG,
+                                "generating program: %s '%s': the attention mask '%s' is %s, "
+                                "expected i64, i32, f32 or bool [%lld, %lld]",
+                                which, pname(p), p->inputs[g->mask_input].name,
+                                rt_desc_format(m, f, sizeof f), (long long)g->batch,
+                                (long long)g->max_seq);
+    }
+    if (g->positions_input >= 0) {
+        const RtDesc *q = &p->inputs[g->positions_input].desc;
+        if ((q->dtype != RT_I64 && q->dtype != RT_I32) || q->ndim != 2 || q->shape[0] != g->batch ||
+            q->shape[1] != seq)
+            return rt_error_set(&gen->err, TGCRT_ERR_ARG,
+                                "generating program: %s '%s': the positions '%s' are %s, "
+                                "expected i64 or i32 [%lld, %lld]",
+                                which, pname(p), p->inputs[g->positions_input].name,
+                                rt_desc_format(q, f, sizeof f), (long long)g->batch,
+                                (long long)seq);
+    }
+    return TGCRT_OK;
+}
+
 static RtStatus check_io(RtGen *gen, const RtProgram *p, const char *which, int64_t seq) {
     const RtGenProgram *g = &gen->g;
     char f[RT_DESC_STR_MAX];
@@ -55,8 +99,13 @@ static RtStatus check_io(RtGen *gen, const RtProgram *p, const char *which, int6
                             "generating program: %s '%s': input %d (ids), input %d (pos) or "
                             "output %d (logits) does not exist",
                             which, pname(p), g->ids_input, g->pos_input, g->logits_output);
+    if (!optional_ok(g, p, g->mask_input) || !optional_ok(g, p, g->positions_input))
+        return rt_error_set(&gen->err, TGCRT_ERR_ARG,
+                            "generating program: %s '%s': input %d (attention mask) or input %d "
+                            "(positions) does not exist or is another input's index",
+                            which, pname(p), g->mask_input, g->positions_input);
     for (int i = 0; i < p->ninputs; i++)
-        if (i != g->ids_input && i != g->pos_input)
+        if (i != g->ids_input && i != g->pos_input && i != g->mask_input && i != g->positions_input)
             return rt_error_set(&gen->err, TGCRT_ERR_ARG,
                                 "generating program: %s '%s' has an input '%s' besides the "
                                 "token ids and the position, which generation cannot give",
@@ -82,7 +131,7 @@ static RtStatus check_io(RtGen *gen, const RtProgram *p, const char *which, int6
                             which, pname(p), p->outputs[g->logits_output].name,
                             rt_desc_format(lg, f, sizeof f), (long long)g->batch, (long long)seq,
                             (long long)g->vocab);
-    return TGCRT_OK;
+    return check_optional(gen, p, which, seq);
 }
 
 static RtStatus check_gen(RtGen *gen) {
@@ -119,6 +168,17 @@ static RtStatus run_buffers(RtGen *gen, GenRun *r) {
         return rt_error_set(&gen->err, TGCRT_ERR_NOMEM, "out of memory for the generation");
     r->in[gen->g.ids_input] = r->ids;
     r->in[gen->g.pos_input] = &r->pos;
+    /* Zeroed: a mask of 0 everywhere, filled per run. */
+    const int opt[2] = {gen->g.mask_input, gen->g.positions_input};
+    void **buf[2] = {&r->mask, &r->positions};
+    for (int k = 0; k < 2; k++) {
+        if (opt[k] < 0) continue;
+        size_t nb = 0;
+        rt_desc_nbytes(&p->inputs[opt[k]].desc, &nb); /* checked by check_io */
+        if (!(*buf[k] = calloc(nb ? nb : 1, 1)))
+            return rt_error_set(&gen->err, TGCRT_ERR_NOMEM, "out of memory for the generation");
+        r->in[opt[k]] = *buf[k];
+    }
     /* Every output has a buffer (the logits are read, the rest dropped). */
     for (int i = 0; i < p->noutputs; i++) {
         size_t nb = 0;
@@ -195,6 +255,8 @@ void rt_gen_destroy(RtGen *gen) {
         for (int i = 0; r->out && i < r->p->noutputs; i++)
             rt_aligned_free(r->out[i]);
         free(r->ids);
+        free(r->mask);
+        free(r->positions);
         free(r->in);
         free(r->out);
     }
@@ -252,9 +314,40 @@ static RtStatus check_prompt(RtGen *gen, const int64_t *prompt, int64_t b, int64
     return TGCRT_OK;
 }
 
+/* Element i of an integer, f32 or bool buffer of dtype t set to v. */
+static void put(void *buf, RtDType t, int64_t i, int64_t v) {
+    switch (t) {
+    case RT_I64: ((int64_t *)buf)[i] = v; break;
+    case RT_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case RT_F32: ((float *)buf)[i] = (float)v; break;
+    default: ((uint8_t *)buf)[i] = (uint8_t)(v != 0); break; /* bool */
+    }
+}
+
+/* An ONNX decoder's mask and positions for a run at pos: the run's
+ * tokens see the cache up to the last of them (pos + seq - 1), the rows
+ * past it hold zeros or an earlier generation's keys; token j is at
+ * position pos + j. */
+static void fill_optional(const RtGen *gen, GenRun *r, int64_t pos) {
+    const RtGenProgram *g = &gen->g;
+    if (r->mask) {
+        RtDType t = r->p->inputs[g->mask_input].desc.dtype;
+        for (int64_t b = 0; b < g->batch; b++)
+            for (int64_t j = 0; j < g->max_seq; j++)
+                put(r->mask, t, b * g->max_seq + j, j <= pos + r->seq - 1);
+    }
+    if (r->positions) {
+        RtDType t = r->p->inputs[g->positions_input].desc.dtype;
+        for (int64_t b = 0; b < g->batch; b++)
+            for (int64_t j = 0; j < r->seq; j++)
+                put(r->positions, t, b * r->seq + j, pos + j);
+    }
+}
+
 /* Runs r at position pos (its ids filled). */
 static RtStatus run_once(RtGen *gen, GenRun *r, int64_t pos) {
     r->pos = pos;
+    fill_optional(gen, r, pos);
     RtStatus s = rt_context_run(r->ctx, r->in, r->out);
     return s ? ctx_failed(gen, s, r->ctx) : TGCRT_OK;
 }

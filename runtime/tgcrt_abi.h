@@ -305,6 +305,11 @@ typedef struct RtGenProgram {
     int64_t batch, chunk, max_seq, vocab;
     int ids_input, pos_input; /* indices in each program's inputs (the same in both) */
     int logits_output;        /* index in each program's outputs */
+    /* An ONNX decoder's (Hugging Face's convention) inputs the run fills,
+     * or -1: attention_mask [batch, max_seq] (i64, i32, f32 or bool; 1 up
+     * to the run's last position, 0 after) and position_ids [batch, seq]
+     * (i64 or i32: pos + j). */
+    int mask_input, positions_input;
 } RtGenProgram;
 /* The main() of a generating executable: cli.md "Additions (round 3)"
  * (--prompt, --max-new-tokens, --temperature, --top-k, --top-p, --seed,

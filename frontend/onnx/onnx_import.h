@@ -51,6 +51,22 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
                  const DimOverride *ov, int nov, OnnxImport *out);
 void onnx_import_free(OnnxImport *im);
 
+/* A graph input as the model declares it: each dimension a size, or the
+ * name of a dynamic axis (dim_param[k] non-NULL; an unnamed one gets the
+ * name the import gives it, INPUT_dimK), which -D sets. */
+typedef struct OnnxInput {
+    const char *name;
+    DType dtype;
+    int ndim;
+    const char *dim_param[12];
+    int64_t dim_value[12];
+} OnnxInput;
+
+/* The graph's inputs (initializers listed as inputs left out), read
+ * without importing the model; false after an error reported to d. */
+bool onnx_read_inputs(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size_t n,
+                      OnnxInput **out, int *nout);
+
 /* True for a path ending in ".onnx" (any case): the commands that take a
  * FILE import it instead of parsing it as .tg. */
 bool onnx_is_model_path(const char *path);

@@ -9,14 +9,20 @@ two differ, the reference's margin between its best two logits at that
 step must be a tie (< 1e-4); any other difference fails. Also: a prompt of
 fewer rows than the build's batch, a one-token prompt, a prompt longer than
 one prefill chunk, seeded sampling reproducible, and the limits (prompt +
-new tokens > max_seq) refused.
+new tokens > max_seq) refused. Then the same GPT-2 exported to ONNX with
+its cache in the Hugging Face convention (past_key_values.N.key in,
+present.N.key out), built with --generate from the .onnx: its tokens
+equal the same greedy loop; a model without past inputs, or whose past is
+read besides its Concat, is refused.
 
     run_generate.py TGC WORKDIR
 """
 
+import math
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import torch
@@ -183,6 +189,119 @@ def gpt2(tgc, work):
                    "gpt2, prompt 20 (two chunks), 64 new")
 
 
+class PastGPT2(torch.nn.Module):
+    """GPT2's forward with a cache, as Hugging Face exports a decoder:
+    (input_ids, attention_mask [batch, past + seq], position_ids, past_0_key,
+    past_0_value, ...) -> (logits, present_0_key, ...), present = past and
+    the new keys concatenated along dim 2; the causal mask is the last `seq`
+    rows of the (past + seq) square, attention_mask's zeros are -inf.
+    extra_read: the first past also read elsewhere (not the pattern)."""
+
+    def __init__(self, m, n_head, extra_read=False):
+        super().__init__()
+        self.m, self.n_head, self.extra_read = m, n_head, extra_read
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        m = self.m
+        b, t = input_ids.shape
+        x = m.wte(input_ids) + m.wpe(position_ids)
+        presents = []
+        for i, blk in enumerate(m.h):
+            a = blk.attn
+            h = blk.ln_1(x)
+            d = h.shape[-1]
+            q, k, v = a.c_attn(h).split(d, dim=2)
+            q, k, v = (z.view(b, t, self.n_head, d // self.n_head).transpose(1, 2)
+                       for z in (q, k, v))
+            k = torch.cat([past[2 * i], k], dim=2)
+            v = torch.cat([past[2 * i + 1], v], dim=2)
+            presents += [k, v]
+            total = k.shape[2]
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.n_head)
+            keep = a.mask[total - t:total, :total][None, None] \
+                & attention_mask[:, None, None, :].bool()
+            att = scores.masked_fill(~keep, float("-inf")).softmax(dim=-1)
+            x = x + a.c_proj((att @ v).transpose(1, 2).reshape(b, t, d))
+            x = x + blk.mlp(blk.ln_2(x))
+        logits = m.ln_f(x) @ m.wte.weight.T
+        if self.extra_read:
+            logits = logits + past[0].mean()
+        return (logits, *presents)
+
+
+def export_past(model, path, extra_read=False):
+    """torch.onnx.export of PastGPT2 with dynamic batch, seq, past and total
+    (attention_mask's length, an axis of its own as in HF's exports)."""
+    cfg = GPT2_CFG
+    hd = cfg["d"] // cfg["n_head"]
+    b, t, p = 2, 3, 4
+    ids = torch.randint(0, cfg["vocab"], (b, t), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(b, p + t, dtype=torch.int64)
+    pos = torch.arange(p, p + t)[None].expand(b, t)
+    past = [torch.zeros(b, cfg["n_head"], p, hd) for _ in range(2 * cfg["n_layer"])]
+    names, outs = ["input_ids", "attention_mask", "position_ids"], ["logits"]
+    dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "total"},
+           "position_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+    for i in range(cfg["n_layer"]):
+        for kv in ("key", "value"):
+            names.append("past_key_values.%d.%s" % (i, kv))
+            outs.append("present.%d.%s" % (i, kv))
+            dyn[names[-1]] = {0: "batch", 2: "past"}
+            dyn[outs[-1]] = {0: "batch", 2: "total"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(PastGPT2(model, cfg["n_head"], extra_read).eval(),
+                          (ids, mask, pos, *past), path, input_names=names,
+                          output_names=outs, dynamic_axes=dyn, opset_version=14)
+
+
+def onnx_gpt2(tgc, work):
+    """An ONNX GPT-2 with past keys and values: greedy tokens equal GPT2's."""
+    model = GPT2(**GPT2_CFG).eval()
+    randomize(model, GPT2_CFG["d"], 4)
+    onnx = os.path.join(work, "gpt2_past.onnx")
+    export_past(model, onnx)
+    gen = os.path.join(work, "onnx_gen")
+    r = run([tgc, "build", onnx, "--generate", "-D", "batch=1:2", "-D", "max_seq=96",
+             "-o", gen])
+    check(r.returncode == 0, "onnx: tgc build model.onnx --generate (%s)"
+          % r.stderr.strip()[-300:])
+    if r.returncode == 0:
+        g = torch.Generator().manual_seed(9)
+        for b, plen in ((2, 20), (1, 5)):
+            prompt = torch.randint(0, GPT2_CFG["vocab"], (b, plen), generator=g).numpy()
+            pfile = os.path.join(work, "onnx_prompt.npy")
+            np.save(pfile, prompt)
+            out = os.path.join(work, "onnx_out")
+            os.makedirs(out, exist_ok=True)
+            r = run([gen, "--prompt", pfile, "--max-new-tokens", "64", "--output-dir", out])
+            what = "onnx gpt2 with past, batch %d of a batch-2 build, prompt %d, 64 new" % (b, plen)
+            if r.returncode:
+                check(False, "%s: exit %d: %s" % (what, r.returncode, r.stderr.strip()[-300:]))
+                continue
+            want, margins = greedy(model, prompt, 64)
+            compare_tokens(np.load(os.path.join(out, "tokens.npy")), want, margins, plen, what)
+
+    # Not the pattern: no past inputs at all; a past read besides its Concat.
+    plain = os.path.join(work, "gpt2_plain.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.zeros(1, 3, dtype=torch.int64),), plain,
+                          input_names=["input_ids"], output_names=["logits"],
+                          dynamic_axes={"input_ids": {0: "batch", 1: "seq"}}, opset_version=14)
+    r = run([tgc, "build", plain, "--generate", "-D", "max_seq=96", "-o", gen + "_x"])
+    check(r.returncode == 1 and "no input past_key_values" in r.stderr,
+          "onnx without past inputs: exit 1 naming them (exit %d: %s)"
+          % (r.returncode, r.stderr.strip()[-300:]))
+    extra = os.path.join(work, "gpt2_extra.onnx")
+    export_past(model, extra, extra_read=True)
+    r = run([tgc, "build", extra, "--generate", "-D", "max_seq=96", "-o", gen + "_x"])
+    check(r.returncode == 1 and "past_key_values_0_key is read besides its Concat" in r.stderr,
+          "onnx whose past is read besides its Concat: exit 1 naming it (exit %d: %s)"
+          % (r.returncode, r.stderr.strip()[-300:]))
+    check(not os.path.exists(gen + "_x"), "onnx: a refused build writes no -o")
+
+
 def main():
     tgc, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -245,6 +364,7 @@ def main():
           "prompt 5 + 92 new > max_seq 96: exit 1 naming the limit (%s)" % r.stderr.strip())
     compile_api(tgc, work, model)
     gpt2(tgc, work)
+    onnx_gpt2(tgc, work)
     print("%d failures" % len(failures))
     return 1 if failures else 0
 

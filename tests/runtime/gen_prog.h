@@ -112,7 +112,9 @@ static const RtGenProgram gp_gen = {.prefill = &gp_prefill,
                                     .vocab = GP_V,
                                     .ids_input = 0,
                                     .pos_input = 1,
-                                    .logits_output = 0};
+                                    .logits_output = 0,
+                                    .mask_input = -1,
+                                    .positions_input = -1};
 
 /* The greedy continuation of one prompt row: seq[0..plen) is the prompt;
  * fills seq[plen..plen + n). */
