@@ -274,6 +274,17 @@ static void test_reset_errors(void) {
     CHECK_INT(TGCRT_ERR_ARG, rt_gen_create(&g, NULL, 1, &gen));
     CHECK_HAS(rt_gen_error(gen), "the logits 'ptrs' are i64[4], expected a floating [3, 4, 11]");
     rt_gen_destroy(gen);
+    /* An ONNX decoder's mask or positions at the ids' index, or past the
+     * inputs: refused before any buffer is filled through it. */
+    const int bad[3][2] = {{0, -1}, {-1, 1}, {2, -1}};
+    for (int k = 0; k < 3; k++) {
+        g = gp_gen;
+        g.mask_input = bad[k][0];
+        g.positions_input = bad[k][1];
+        CHECK_INT(TGCRT_ERR_ARG, rt_gen_create(&g, NULL, 1, &gen));
+        CHECK_HAS(rt_gen_error(gen), "does not exist or is another input's index");
+        rt_gen_destroy(gen);
+    }
 }
 
 int main(void) {
