@@ -8,9 +8,10 @@ The model is examples/llama_generate.tg (examples/llama_torch.py's module,
 the same param names) at a size whose f32 weights do not fit in any cache:
 8 layers, d 1024, 16 heads, 4 key/value heads (head_dim 64), SwiGLU 2752,
 vocabulary 32000, an lm_head apart from the embedding: 154.2M params,
-617 MB in f32, 486 MB read per decode step (`--quick`: run_generate.py's tiny configuration, to check
-the script in seconds; its figures mean nothing). Random weights
-(examples/gpt2_torch.py's randomize, seed 0), written as safetensors.
+617 MB in f32, 486 MB read per decode step (`--quick`: run_generate.py's
+tiny configuration, to check the script in seconds; its figures mean
+nothing). Random weights (examples/gpt2_torch.py's randomize, seed 0),
+written as safetensors.
 
 It builds, with the same tgc (build-bench/ Release unless --tgc):
 
@@ -373,9 +374,9 @@ def report(a, s, res):
         rb = res["report_bytes"].get(p)
         if rb:
             emb = cfg["vocab"] * cfg["d"] * 4
-            print("   %s: tgc report's params.bytes %.1f MB, less the embedding table, plus one row: "
-                  "%.1f MB (the count above: %.1f MB)" % (p, rb / 1e6, (rb - emb + cfg["d"] * 4)
-                                                         / 1e6, step_bytes(cfg, p, 1)[0] / 1e6))
+            print("   %s: tgc report's params.bytes %.1f MB, less the embedding table, plus one "
+                  "row: %.1f MB (the count above: %.1f MB)"
+                  % (p, rb / 1e6, (rb - emb + cfg["d"] * 4) / 1e6, step_bytes(cfg, p, 1)[0] / 1e6))
     print()
     print("2. Decode against position (tokens/s, median of %d rounds): steps at 1..%d (a "
           "1-token prompt) and at %d..%d (a %d-token prompt)"
