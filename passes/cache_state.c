@@ -72,7 +72,12 @@ static bool check_readers(Graph *g, Diag *d, Value **reader, int *nread) {
         bool cat = r && r->op == OP_CAT && r->args[0].kind == ARG_TENSORS && r->args[0].n == 2 &&
                    r->args[0].ts[0] == p && r->args[0].ts[1] != p && along_seq(r);
         if (nread[i] == 1 && cat) continue;
-        if (nread[i] > 1 || (r && !cat))
+        if (nread[i] == 1 && r->op == OP_CAT)
+            diag_error(d, r->loc,
+                       "%s is concatenated otherwise than Concat(past, new, axis = 2) over "
+                       "[batch, heads, seq, head_dim]: not the Hugging Face cache pattern",
+                       p->name);
+        else if (nread[i] > 1 || (r && !cat))
             diag_error(d, r->loc,
                        "%s is read besides its Concat with the new %s along dim 2 (the "
                        "sequence): not the Hugging Face cache pattern",

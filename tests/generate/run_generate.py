@@ -12,8 +12,8 @@ one prefill chunk, seeded sampling reproducible, and the limits (prompt +
 new tokens > max_seq) refused. Then the same GPT-2 exported to ONNX with
 its cache in the Hugging Face convention (past_key_values.N.key in,
 present.N.key out), built with --generate from the .onnx: its tokens
-equal the same greedy loop; a model without past inputs, or whose past is
-read besides its Concat, is refused.
+equal the same greedy loop; a model without past inputs, whose past is
+read besides its Concat, or concatenated after the new keys, is refused.
 
     run_generate.py TGC WORKDIR
 """
@@ -195,11 +195,12 @@ class PastGPT2(torch.nn.Module):
     past_0_value, ...) -> (logits, present_0_key, ...), present = past and
     the new keys concatenated along dim 2; the causal mask is the last `seq`
     rows of the (past + seq) square, attention_mask's zeros are -inf.
-    extra_read: the first past also read elsewhere (not the pattern)."""
+    Not the pattern: bad="extra_read" reads the first past elsewhere too,
+    bad="new_first" concatenates the first layer's keys (new, past)."""
 
-    def __init__(self, m, n_head, extra_read=False):
+    def __init__(self, m, n_head, bad=None):
         super().__init__()
-        self.m, self.n_head, self.extra_read = m, n_head, extra_read
+        self.m, self.n_head, self.bad = m, n_head, bad
 
     def forward(self, input_ids, attention_mask, position_ids, *past):
         m = self.m
@@ -213,7 +214,8 @@ class PastGPT2(torch.nn.Module):
             q, k, v = a.c_attn(h).split(d, dim=2)
             q, k, v = (z.view(b, t, self.n_head, d // self.n_head).transpose(1, 2)
                        for z in (q, k, v))
-            k = torch.cat([past[2 * i], k], dim=2)
+            k = torch.cat([k, past[0]] if i == 0 and self.bad == "new_first"
+                          else [past[2 * i], k], dim=2)
             v = torch.cat([past[2 * i + 1], v], dim=2)
             presents += [k, v]
             total = k.shape[2]
@@ -224,12 +226,12 @@ class PastGPT2(torch.nn.Module):
             x = x + a.c_proj((att @ v).transpose(1, 2).reshape(b, t, d))
             x = x + blk.mlp(blk.ln_2(x))
         logits = m.ln_f(x) @ m.wte.weight.T
-        if self.extra_read:
+        if self.bad == "extra_read":
             logits = logits + past[0].mean()
         return (logits, *presents)
 
 
-def export_past(model, path, extra_read=False):
+def export_past(model, path, bad=None):
     """torch.onnx.export of PastGPT2 with dynamic batch, seq, past and total
     (attention_mask's length, an axis of its own as in HF's exports)."""
     cfg = GPT2_CFG
@@ -250,7 +252,7 @@ def export_past(model, path, extra_read=False):
             dyn[outs[-1]] = {0: "batch", 2: "total"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(PastGPT2(model, cfg["n_head"], extra_read).eval(),
+        torch.onnx.export(PastGPT2(model, cfg["n_head"], bad).eval(),
                           (ids, mask, pos, *past), path, input_names=names,
                           output_names=outs, dynamic_axes=dyn, opset_version=14)
 
@@ -293,12 +295,15 @@ def onnx_gpt2(tgc, work):
     check(r.returncode == 1 and "no input past_key_values" in r.stderr,
           "onnx without past inputs: exit 1 naming them (exit %d: %s)"
           % (r.returncode, r.stderr.strip()[-300:]))
-    extra = os.path.join(work, "gpt2_extra.onnx")
-    export_past(model, extra, extra_read=True)
-    r = run([tgc, "build", extra, "--generate", "-D", "max_seq=96", "-o", gen + "_x"])
-    check(r.returncode == 1 and "past_key_values_0_key is read besides its Concat" in r.stderr,
-          "onnx whose past is read besides its Concat: exit 1 naming it (exit %d: %s)"
-          % (r.returncode, r.stderr.strip()[-300:]))
+    for bad, msg in (("extra_read", "past_key_values_0_key is read besides its Concat"),
+                     ("new_first", "past_key_values_0_key is concatenated otherwise than "
+                      "Concat(past, new, axis = 2)")):
+        path = os.path.join(work, "gpt2_%s.onnx" % bad)
+        export_past(model, path, bad)
+        r = run([tgc, "build", path, "--generate", "-D", "max_seq=96", "-o", gen + "_x"])
+        check(r.returncode == 1 and msg in r.stderr,
+              "onnx, %s: exit 1 naming the past input (exit %d: %s)"
+              % (bad, r.returncode, r.stderr.strip()[-300:]))
     check(not os.path.exists(gen + "_x"), "onnx: a refused build writes no -o")
 
 
