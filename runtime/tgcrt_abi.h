@@ -591,7 +591,7 @@ typedef struct RtSliceWriteDesc {
  * nothing and sets the index-error cell (rt_index_error.h): description
  * `what`, the start's value, offset 0; the run then fails. */
 void rt_slice_write(const RtSliceWriteDesc *d, void *dst, const void *input, const void *src,
-                    const void *start, int64_t *index_error, const char *what);
+                    const void *start, int64_t *error_cell, const char *what);
 /* Copies state `name` of c (a param declared `state`) into dst, at its
  * storage dtype (state_read.c; tgc compile's NAME_get_state). */
 struct RtContext;
