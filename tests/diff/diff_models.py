@@ -25,8 +25,10 @@ SMALL = {
 }
 INDEX_INPUTS = {"embedding_classifier": {"ids": "vocab"}}
 # Whole models (def/repeat, full size by default): tests/models/run_models.py
-# compares them with PyTorch modules at small sizes.
-MODEL_EXAMPLES = ("gpt2", "llama", "resnet18", "resnet50", "mobilenet_v3", "kws_conv1d")
+# compares them with PyTorch modules at small sizes; the generating ones
+# (a KV cache as state, a run-time position): tests/generate.
+MODEL_EXAMPLES = ("gpt2", "llama", "resnet18", "resnet50", "mobilenet_v3", "kws_conv1d",
+                  "gpt2_generate", "llama_generate")
 
 
 def _spec(init):
