@@ -88,10 +88,15 @@ bool generate_onnx_dims(const BuildOpts *b, Arena *a, BuildOpts *out, int64_t *m
                     past ? "past input is not [batch, heads, past, head_dim]: "
                          : "no input past_key_values.N.key / .value ",
                     past ? past->name : "[batch, heads, past, head_dim]");
+    /* The cache's length: -D max_seq, else the upper bound of -D seq
+     * (cli.md's `-D batch=LO:HI -D seq=LO:HI`: the longest sequence). */
     const DimOverride *ms = user_dim(b, "max_seq"), *bd = user_dim(b, "batch");
-    if (!ms) return fail(b, "needs -D max_seq=S (the cache's length: prompt + new tokens)");
+    if (!ms) ms = user_dim(b, "seq");
+    if (!ms)
+        return fail(b, "needs -D max_seq=S or -D seq=LO:S (the cache's length: prompt + new "
+                       "tokens)");
     if (ms->value < 2)
-        return fail(b, "-D max_seq must be at least 2 (one cached token and the new one)");
+        return fail(b, "-D %s must be at least 2 (one cached token and the new one)", ms->name);
     int64_t S = ms->value, B = bd ? bd->value : 1; /* a range: built at its upper bound */
     Axes ax = {.n = 0};
     const OnnxInput *mask = input_named(in, nin, "attention_mask");

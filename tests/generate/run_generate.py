@@ -264,7 +264,8 @@ def onnx_gpt2(tgc, work):
     onnx = os.path.join(work, "gpt2_past.onnx")
     export_past(model, onnx)
     gen = os.path.join(work, "onnx_gen")
-    r = run([tgc, "build", onnx, "--generate", "-D", "batch=1:2", "-D", "max_seq=96",
+    # cli.md's form: the upper bound of seq is the cache's length (96).
+    r = run([tgc, "build", onnx, "--generate", "-D", "batch=1:2", "-D", "seq=1:96",
              "-o", gen])
     check(r.returncode == 0, "onnx: tgc build model.onnx --generate (%s)"
           % r.stderr.strip()[-300:])
