@@ -116,7 +116,7 @@ static void tensor_table(FILE *f, const CgProgram *p, const char *name, Value **
         c_double(f, v->init.a);
         fputs(", ", f);
         c_double(f, v->init.b);
-        fprintf(f, ", %" PRId64 ", %s},\n", v->init.seed, v->state ? "true" : "false");
+        fprintf(f, ", %" PRId64 ", %d},\n", v->init.seed, v->state ? 1 : 0); /* .state */
     }
     if (n == 0) fprintf(f, "    {0},\n");
     fprintf(f, "};\n");

@@ -359,7 +359,7 @@ static bool same_double(double a, double b) {
     return !memcmp(&a, &b, sizeof a);
 }
 
-/* {"NAME", {DTYPE, NDIM, {SHAPE}}, STORAGE, INIT, A, B, SEED}, per tensor. */
+/* {"NAME", {DTYPE, NDIM, {SHAPE}}, STORAGE, INIT, A, B, SEED, STATE}, per tensor. */
 static void check_table(const Gen *g, const char *table, Value *const *vs, int n) {
     int i = find(g, table, "[");
     if (i < 0) fail(g, "no table %s", table);
@@ -385,6 +385,8 @@ static void check_table(const Gen *g, const char *table, Value *const *vs, int n
         expect(g, &i, ",");
         i += tok_is(at(g, i), "-");
         if (at(g, i++)->kind != T_NUM) fail(g, "%s: the seed is no number", table);
+        expect(g, &i, ",");
+        expect(g, &i, v->state ? "1" : "0");
         expect(g, &i, "}");
         expect(g, &i, ",");
     }
