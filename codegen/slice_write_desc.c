@@ -46,8 +46,8 @@ bool cg_slice_write_describe(const CgProgram *p, const Value *v, RtSliceWriteDes
     char xname[160], sname[160];
     int64_t size = v->shape[d->dim];
     snprintf(what, nwhat,
-             "@;;start {value} of %s (slice_scatter, line %d) is out of range for writing %lld "
-             "elements along dimension %lld of %s (size %lld): expected 0 to %lld",
+             "@;;start {value} of %s (slice_scatter, line %d) is out of range for a slice of "
+             "length %lld along dimension %lld of %s (size %lld): expected 0 to %lld",
              s->kind == ARG_TENSOR ? name_of(s->t, sname, sizeof sname) : "the slice", v->loc.line,
              (long long)d->len, (long long)d->dim, name_of(x, xname, sizeof xname), (long long)size,
              (long long)(size - d->len));

@@ -180,8 +180,11 @@ def diff_cases(R, args, d):
         os.makedirs(out, exist_ok=True)
         p = run([exe] + ins + ["--input", f"pos={d}/pos.npy", "--input", f"pos32={d}/pos32.npy",
                                "--output-dir", out])
-        msg = f"start {pos} of 'pos' (slice_scatter, line"
-        R.check(p.returncode == 1 and msg in p.stdout and "expected 0 to 4" in p.stdout
+        line = graph().split("\n").index(
+            "output r_pos = slice_scatter(xp, sp, dim=2, start=pos)") + 1
+        msg = f"start {pos} of 'pos' (slice_scatter, line {line}) is out of range for a slice of " \
+            "length 2 along dimension 2 of 'xp' (size 6): expected 0 to 4"
+        R.check(p.returncode == 1 and msg in p.stdout
                 and not os.listdir(out),
                 f"start {pos} out of range exits 1 naming it, writing nothing",
                 f"rc {p.returncode}: {p.stdout.strip()}")
