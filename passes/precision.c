@@ -161,6 +161,10 @@ static void apply_policy(Rewriter *rw, Value *v, void *ctx) {
         cast_float_operands(rw, c, v, c->low, "autocast: matrix product in the low dtype");
     } else if (flags & OPF_AMP_F32) {
         cast_float_operands(rw, c, v, DT_F32, "autocast: computed in f32");
+    } else if (v->op == OP_SLICE_SCATTER) {
+        /* src is written into input as input's dtype (copy_ converts): a
+         * state keeps its storage, so its update stays in place. */
+        cast_float_operands(rw, c, v, v->args[0].t->dtype, "autocast: written in input's dtype");
     } else if (!(flags & OPF_ELEMENTWISE)) {
         /* Elementwise ops and cat promote by themselves (insert_casts.c). */
         DType w = widest_float(v);

@@ -25,7 +25,9 @@
    compiler).
 5. --train: a state gets no gradient (w's, through the update, is 2 x^2)
    and --freeze does not match it.
-6. A state kept between runs and updated in place, through `tgc compile`:
+6. --precision (mixed and uniform): the update stays a view of the state
+   (src is cast to the state's dtype, not the state to src's).
+7. A state kept between runs and updated in place, through `tgc compile`:
    state_main.c (see its header) runs at positions 0, 1, 2, reads the
    state back, resets it, and checks every value against what it computes
    from the inputs it chose.
@@ -439,6 +441,34 @@ def train_cases(R, args, d):
             "--freeze does not match a state", p.stdout)
 
 
+MIXED = """graph mixst
+input x : f32[1, 1, 8]
+input pos : i64[]
+state cache : f32[1, 4, 8]
+k = softmax(x, dim=-1)
+c2 = slice_scatter(cache, k, dim=1, start=pos)
+output y = c2.sum(dim=1)
+"""
+
+
+def precision_cases(R, args, d):
+    """Under every precision the update stays in place: src is cast to the
+    state's storage dtype, never the state to src's (a copy would leave the
+    state unwritten)."""
+    import json
+    src = os.path.join(d, "mixst.tg")
+    with open(src, "w") as f:
+        f.write(MIXED)
+    for prec in ("mixed-bf16", "mixed-f16", "bf16", "f16"):
+        p = run([args.tgc, "show", src, "--precision", prec, "--json"])
+        if not R.check(p.returncode == 0, f"tgc show --precision {prec}", p.stdout):
+            continue
+        vals = {v.get("name"): v for v in json.loads(p.stdout)["values"]}
+        c2 = vals.get("c2", {})
+        R.check(c2.get("view") is True and c2.get("storage") == "cache",
+                f"--precision {prec}: the update is a view of the state", json.dumps(c2))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tgc", required=True)
@@ -454,6 +484,7 @@ def main():
         doc_example(R, args, d)
         cuda_emul(R, args, d)
         train_cases(R, args, d)
+        precision_cases(R, args, d)
     print(f"state: {R.passed} passed, {R.failed} failed")
     return 1 if R.failed else 0
 
