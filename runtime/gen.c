@@ -380,7 +380,14 @@ static RtStatus generate(RtGen *gen, const int64_t *prompt, int64_t b, int64_t p
     if (s) return ctx_failed(gen, s, pre->ctx);
 
     int64_t t0 = rt_now_ns(), start = 0;
-    for (int64_t c0 = 0; c0 < plen; c0 += C) {
+    /* A short tail (the whole of a short prompt) runs one step a token
+     * instead of as a padded chunk: a step costs about what a few rows of
+     * a chunk do (the weights streamed once either way), so r steps beat
+     * a chunk of mostly padding when r <= chunk / 32. A fixed rule, not a
+     * timed one: the same prompt always takes the same path (the two
+     * round differently). */
+    int64_t tail = plen % C, by_chunks = tail && tail <= C / 32 ? plen - tail : plen;
+    for (int64_t c0 = 0; c0 < by_chunks; c0 += C) {
         start = c0 + C <= g->max_seq ? c0 : g->max_seq - C;
         /* Rows past b are row 0's copies; positions past the prompt are
          * padding (token 0). */
@@ -391,10 +398,20 @@ static RtStatus generate(RtGen *gen, const int64_t *prompt, int64_t b, int64_t p
         if ((s = run_once(gen, pre, start))) return s;
         gen->stats.prefill_runs++;
     }
+    for (int64_t t = by_chunks; t < plen; t++) {
+        for (int64_t row = 0; row < B; row++)
+            step->ids[row] = prompt[(row < b ? row : 0) * plen + t];
+        if ((s = run_once(gen, step, t))) return s;
+        gen->stats.prefill_runs++;
+    }
     gen->stats.prefill_ms = ms_since(t0);
     gen->stats.prefill_tokens = plen;
     if (max_new == 0) return TGCRT_OK;
-    if ((s = pick(gen, pre, plen - 1 - start, b, sm, next))) return s;
+    if (by_chunks < plen)
+        s = pick(gen, step, 0, b, sm, next);
+    else
+        s = pick(gen, pre, plen - 1 - start, b, sm, next);
+    if (s) return s;
     for (int64_t row = 0; row < b; row++)
         tok[row * total + plen] = next[row];
 

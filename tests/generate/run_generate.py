@@ -318,7 +318,7 @@ def main():
     save_safetensors(weights, model.state_dict())
     gen = os.path.join(work, "gen")
     build = [tgc, "build", os.path.join(ROOT, "examples", "llama_generate.tg"), "--generate",
-             "-D", "batch=1:2", "-D", "seq=1:8", "-D", "max_seq=96", "--weights", weights,
+             "-D", "batch=1:2", "-D", "seq=1:32", "-D", "max_seq=96", "--weights", weights,
              "-o", gen]
     for k, v in CFG.items():
         build += ["-D", "%s=%d" % (k, v)]
@@ -328,9 +328,11 @@ def main():
         return 1
 
     g = torch.Generator().manual_seed(7)
-    cases = [("batch 2, prompt 11 (two chunks, the last padded), 64 new", 2, 11, 64),
-             ("batch 1 of a batch-2 build, prompt 8 (one full chunk), 64 new", 1, 8, 64),
-             ("batch 2, prompt 1, 30 new", 2, 1, 30)]
+    # Chunks of 32: a prompt's tail of at most 32 / 32 = 1 token runs as a step.
+    cases = [("batch 2, prompt 43 (a chunk, then a padded one), 40 new", 2, 43, 40),
+             ("batch 1 of a batch-2 build, prompt 33 (a chunk, then one step), 50 new", 1, 33, 50),
+             ("batch 2, prompt 8 (one padded chunk), 64 new", 2, 8, 64),
+             ("batch 2, prompt 1 (one step), 30 new", 2, 1, 30)]
     for what, b, plen, n in cases:
         prompt = torch.randint(0, CFG["vocab"], (b, plen), generator=g).numpy()
         pfile = os.path.join(work, "prompt.npy")
