@@ -232,6 +232,23 @@ QM_AVX2 static inline __m256 load8_tail(const uint8_t *row, int bits, int64_t kk
     return load8(buf, bits, 0);
 }
 
+/* 32 int4 weights from kk (kk even) as four vectors of 8 int32,
+ * unscaled: one 16-byte load, both nibbles of each
+ * byte split with a shift and a mask and put back in order by an
+ * interleave, the sign taken by (v ^ 8) - 8 on the bytes (the per-8
+ * load8 spent a variable shift and two more shifts on every 8). */
+QM_AVX2 static inline void load32_int4(const uint8_t *row, int64_t kk, __m256i w[4]) {
+    __m128i b = _mm_loadu_si128((const __m128i *)(row + kk / 2));
+    __m128i m = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+    __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+    __m128i b0 = _mm_sub_epi8(_mm_xor_si128(_mm_unpacklo_epi8(lo, hi), eight), eight);
+    __m128i b1 = _mm_sub_epi8(_mm_xor_si128(_mm_unpackhi_epi8(lo, hi), eight), eight);
+    w[0] = _mm256_cvtepi8_epi32(b0);
+    w[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(b0, 8));
+    w[2] = _mm256_cvtepi8_epi32(b1);
+    w[3] = _mm256_cvtepi8_epi32(_mm_srli_si128(b1, 8));
+}
+
 /* As dot_rows_body: needs group % 8 == 0 or group >= k. mr <= 8 keeps the
  * 8 accumulators, the weights and one x vector in the 16 ymm registers.
  * Four accumulators at mr == 1, unrolled by 32: FMA latency bounds one
@@ -250,7 +267,7 @@ dot_rows_body2(const QmShape *s, const int mr, const float *x, const uint8_t *ro
         int64_t g1 = g0 + s->group < k ? g0 + s->group : k;
         __m256 scale = _mm256_set1_ps(sc[g]);
         int64_t kk = g0;
-        if (mr == 1)
+        if (mr == 1 && bits == 8)
             for (; kk + 32 <= g1; kk += 32) {
                 __m256 w0 = _mm256_mul_ps(load8(row, bits, kk), scale);
                 __m256 w1 = _mm256_mul_ps(load8(row, bits, kk + 8), scale);
@@ -261,6 +278,27 @@ dot_rows_body2(const QmShape *s, const int mr, const float *x, const uint8_t *ro
                 acc1[1] = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 16), w2, acc1[1]);
                 acc1[2] = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 24), w3, acc1[2]);
             }
+        if (mr == 1 && bits == 4 && kk + 32 <= g1) {
+            /* x . q over the group's 32-weight blocks, then times the scale
+             * once (not once per weight): 4096 x 4096 at batch 1, one
+             * thread, best of 300: 2.52-2.66 ms before, 1.89-1.95 after.
+             * (The same for int8 measured slower: its loads extend in
+             * place, without the shuffles this saves.) */
+            __m256 g4[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                            _mm256_setzero_ps()};
+            for (; kk + 32 <= g1; kk += 32) {
+                __m256i w[4];
+                load32_int4(row, kk, w);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; c++)
+                    g4[c] = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 8 * c),
+                                            _mm256_cvtepi32_ps(w[c]), g4[c]);
+            }
+            acc[0] = _mm256_fmadd_ps(g4[0], scale, acc[0]);
+            acc1[0] = _mm256_fmadd_ps(g4[1], scale, acc1[0]);
+            acc1[1] = _mm256_fmadd_ps(g4[2], scale, acc1[1]);
+            acc1[2] = _mm256_fmadd_ps(g4[3], scale, acc1[2]);
+        }
         for (; kk + 8 <= g1; kk += 8) {
             __m256 w = _mm256_mul_ps(load8(row, bits, kk), scale);
 #pragma GCC unroll 8
