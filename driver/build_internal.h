@@ -42,6 +42,11 @@ typedef struct Build {
     char scratch[PATH_MAX + 32];
 } Build;
 
+/* What a build's steps start from (s->b set: rc 1, no temporary, no
+ * output begun) and what its end frees (s->b's options stay the caller's). */
+void build_begin(Build *s);
+void build_end(Build *s);
+
 /* Each returns false to stop, with s->rc the exit status. */
 bool build_plan(Build *s);         /* the graph planned, outputs checked and begun */
 bool build_stage(Build *s);        /* the temporary directory, the weights staged */

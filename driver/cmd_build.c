@@ -473,6 +473,25 @@ static void run_program(Build *s) {
     }
 }
 
+void build_begin(Build *s) {
+    s->rc = 1;
+    diag_init(&s->d, stderr);
+    s->tmp_slot = -1;
+    rt_afile_init(&s->outf);
+    rt_afile_init(&s->hdrf);
+    ioset_init(&s->io, s->b.cmd);
+}
+
+void build_end(Build *s) {
+    ioset_free(&s->io);
+    onnx_import_free(&s->onnx);
+    rt_afile_abort(&s->outf);
+    rt_afile_abort(&s->hdrf);
+    rt_tmp_remove(s->tmp_slot);
+    free(s->cuda_decl);
+    arena_free(&s->a);
+}
+
 /* plan -> stage -> emit -> glue_compile -> link_program -> publish (or run). */
 static int drive(Mode mode, int argc, char **argv) {
     Build st;
@@ -491,13 +510,8 @@ static int drive(Mode mode, int argc, char **argv) {
         cg_cpu_levels_free(&b->levels);
         return rc;
     }
-    s->rc = 1;
-    diag_init(&s->d, stderr);
-    s->tmp_slot = -1;
-    rt_afile_init(&s->outf);
-    rt_afile_init(&s->hdrf);
+    build_begin(s);
     s->cuda = b->target && !strcmp(b->target, "cuda");
-    ioset_init(&s->io, b->cmd);
     if (build_plan(s) && build_stage(s) && build_emit(s) && build_glue_compile(s) &&
         build_link_program(s)) {
         if (mode == MODE_RUN)
@@ -505,15 +519,9 @@ static int drive(Mode mode, int argc, char **argv) {
         else
             build_publish(s);
     }
-    ioset_free(&s->io);
-    onnx_import_free(&s->onnx);
-    rt_afile_abort(&s->outf);
-    rt_afile_abort(&s->hdrf);
-    rt_tmp_remove(s->tmp_slot);
-    free(s->cuda_decl);
+    build_end(s);
     options_free(&b->o);
     cg_cpu_levels_free(&b->levels);
-    arena_free(&s->a);
     return s->rc;
 }
 

@@ -146,22 +146,7 @@ static void part_init(Build *s, const BuildOpts *b, const char *part, int64_t se
     s->b.gen_part = part;
     s->b.o.gen_cache = onnx;
     if (!onnx) part_dims(&s->b, seq);
-    s->rc = 1;
-    diag_init(&s->d, stderr);
-    s->tmp_slot = -1;
-    rt_afile_init(&s->outf);
-    rt_afile_init(&s->hdrf);
-    ioset_init(&s->io, b->cmd);
-}
-
-static void part_free(Build *s) {
-    ioset_free(&s->io);
-    onnx_import_free(&s->onnx);
-    rt_afile_abort(&s->outf);
-    rt_afile_abort(&s->hdrf);
-    rt_tmp_remove(s->tmp_slot);
-    free(s->cuda_decl);
-    arena_free(&s->a);
+    build_begin(s);
 }
 
 /* The glue over both programs: the executable's main (rt_gen_main), or
@@ -353,8 +338,8 @@ int cmd_generate(const BuildOpts *b) {
         for (int k = 0; k < 2; k++)
             if (parts[k].rc > 1) rc = parts[k].rc;
     }
-    part_free(&parts[0]);
-    part_free(&parts[1]);
+    build_end(&parts[0]);
+    build_end(&parts[1]);
     arena_free(&names);
     return rc;
 }
