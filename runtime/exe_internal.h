@@ -35,6 +35,8 @@ void rt_train_shuffle(uint64_t seed, uint64_t epoch, int64_t k, int64_t *perm);
 int rt_exe_error(const RtExeArgs *a, int code, const char *fmt, ...) RT_PRINTF(3, 4);
 /* The same with the usage line after it; returns 2. */
 int rt_exe_usage_error(const RtExeArgs *a, const char *fmt, const char *arg);
+/* A decimal integer in [0, max]: digits only, no sign, no spaces. */
+bool rt_exe_parse_count(const char *s, unsigned long long max, unsigned long long *out);
 /* The flags after the program's name, for "usage:" lines and --help. */
 const char *rt_exe_usage(const RtExeArgs *a);
 /* Names the program (argv[0]'s last component) and parses the flags of

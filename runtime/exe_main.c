@@ -57,8 +57,7 @@ int rt_exe_usage_error(const Args *a, const char *fmt, const char *arg) {
     return 2;
 }
 
-/* A decimal integer in [0, max]: digits only, no sign, no spaces. */
-static bool parse_count(const char *s, unsigned long long max, unsigned long long *out) {
+bool rt_exe_parse_count(const char *s, unsigned long long max, unsigned long long *out) {
     if (!s || !*s) return false;
     unsigned long long v = 0;
     for (; *s; s++) {
@@ -142,7 +141,7 @@ static int set_count(Args *a, const char *f, const char *v, bool *set, long long
     unsigned long long n;
     if (*set) return rt_exe_usage_error(a, "%s is given twice", f);
     *set = true;
-    if (!parse_count(v, hi, &n) || n < lo) return rt_exe_usage_error(a, what, v);
+    if (!rt_exe_parse_count(v, hi, &n) || n < lo) return rt_exe_usage_error(a, what, v);
     *out = (long long)n;
     return 0;
 }
@@ -192,7 +191,7 @@ static int parse_args(Args *a, int argc, char **argv) {
         } else if (!strcmp(f, "--random-inputs")) {
             if (a->random) return rt_exe_usage_error(a, "%s is given twice", f);
             a->random = true;
-            if (!parse_count(v, UINT64_MAX, &n))
+            if (!rt_exe_parse_count(v, UINT64_MAX, &n))
                 return rt_exe_usage_error(
                     a, "--random-inputs %s: expected a non-negative integer seed", v);
             a->seed = n;
@@ -218,14 +217,14 @@ static int parse_args(Args *a, int argc, char **argv) {
         } else if (!strcmp(f, "--shuffle")) {
             if (a->shuffle_set) return rt_exe_usage_error(a, "%s is given twice", f);
             a->shuffle_set = true;
-            if (!parse_count(v, UINT64_MAX, &n))
+            if (!rt_exe_parse_count(v, UINT64_MAX, &n))
                 return rt_exe_usage_error(a, "--shuffle %s: expected a non-negative integer seed",
                                           v);
             a->shuffle_seed = n;
         } else if (!strcmp(f, "--seed")) {
             if (a->dropout_seed_set) return rt_exe_usage_error(a, "%s is given twice", f);
             a->dropout_seed_set = true;
-            if (!parse_count(v, UINT64_MAX, &n))
+            if (!rt_exe_parse_count(v, UINT64_MAX, &n))
                 return rt_exe_usage_error(a, "--seed %s: expected a non-negative integer seed", v);
             a->dropout_seed = n;
         } else if (!strcmp(f, "--profile-json")) {

@@ -40,20 +40,6 @@ static int usage_error(const GenArgs *a, const char *fmt, const char *arg) {
     return 2;
 }
 
-/* A decimal integer in [0, max]: digits only, no sign, no spaces. */
-static bool parse_count(const char *s, unsigned long long max, unsigned long long *out) {
-    if (!s || !*s) return false;
-    unsigned long long v = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return false;
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (max - d) / 10) return false;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
-
 /* A finite decimal number, the whole string. */
 static bool parse_real(const char *s, double *out) {
     if (!s || !*s || *s == ' ' || *s == '\t') return false;
@@ -88,24 +74,24 @@ static int take(GenArgs *a, const char *f, const char *v) {
         if (!strcmp(f, "--output-dir")) a->exe.outdir_set = true;
     } else if (!strcmp(f, "--max-new-tokens")) {
         ONCE(a->new_set);
-        if (!parse_count(v, INT64_MAX, &n))
+        if (!rt_exe_parse_count(v, INT64_MAX, &n))
             return usage_error(a, "--max-new-tokens %s: expected a token count (an integer >= 0)",
                                v);
         a->max_new = (long long)n;
     } else if (!strcmp(f, "--top-k")) {
         ONCE(a->topk_set);
-        if (!parse_count(v, INT64_MAX, &n))
+        if (!rt_exe_parse_count(v, INT64_MAX, &n))
             return usage_error(
                 a, "--top-k %s: expected a token count (an integer >= 0; 0: no limit)", v);
         a->top_k = (long long)n;
     } else if (!strcmp(f, "--seed")) {
         ONCE(a->seed_set);
-        if (!parse_count(v, UINT64_MAX, &n))
+        if (!rt_exe_parse_count(v, UINT64_MAX, &n))
             return usage_error(a, "--seed %s: expected a seed (an integer from 0 to 2^64 - 1)", v);
         a->seed = n;
     } else if (!strcmp(f, "--threads")) {
         ONCE(a->threads_set);
-        if (!parse_count(v, TGCRT_MAX_THREADS, &n)) {
+        if (!rt_exe_parse_count(v, TGCRT_MAX_THREADS, &n)) {
             char what[80];
             snprintf(what, sizeof what, "--threads %%s: expected a thread count from 0 to %d",
                      TGCRT_MAX_THREADS);
