@@ -244,11 +244,13 @@ static void test_sizes(void) {
 /* ---- a program with a conv step ---- */
 
 /* x f32[1, 2, 5, 5] (*) w f32[3, 2, 3, 3] + b -> y f32[1, 3, 5, 5] */
-static const RtTensorInfo IN[] = {{"x", {RT_F32, 4, {1, 2, 5, 5}}, RT_F32, RT_INIT_NONE, 0, 0, 0, false}};
+static const RtTensorInfo IN[] = {
+    {"x", {RT_F32, 4, {1, 2, 5, 5}}, RT_F32, RT_INIT_NONE, 0, 0, 0, false}};
 static const RtTensorInfo PARAMS[] = {
     {"w", {RT_F32, 4, {3, 2, 3, 3}}, RT_F32, RT_INIT_ONES, 0, 0, 0, false},
     {"b", {RT_F32, 1, {3}}, RT_F32, RT_INIT_ONES, 0, 0, 0, false}};
-static const RtTensorInfo OUT[] = {{"y", {RT_F32, 4, {1, 3, 5, 5}}, RT_F32, RT_INIT_NONE, 0, 0, 0, false}};
+static const RtTensorInfo OUT[] = {
+    {"y", {RT_F32, 4, {1, 3, 5, 5}}, RT_F32, RT_INIT_NONE, 0, 0, 0, false}};
 #define ARENA (8 << 20)
 static RtConvDesc CONV = {.dtype = RT_F32,
                           .n = 1,
