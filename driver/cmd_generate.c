@@ -293,8 +293,7 @@ int cmd_generate(const BuildOpts *b) {
         chunk = 1;
     } else {
         if (!read_dims(b, &seq, &max_seq)) return 1;
-        /* A chunk longer than the cache could not be written into it. */
-        chunk = generate_chunk(seq) < max_seq ? generate_chunk(seq) : max_seq;
+        chunk = generate_chunk(seq, max_seq);
         if (chunk < 1 || max_seq < 1) return refuse(b, "seq and max_seq must be at least 1");
     }
     Build parts[2];

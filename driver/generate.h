@@ -7,12 +7,15 @@
 #include <stdint.h>
 
 /* The prefill's tokens per run for a prompt range -D seq=LO:HI (or
- * seq=HI): HI up to 128. A longer prompt runs in several chunks; more
- * than 128 rows gain little in the products and cost arena (the chunk's
- * activations and its [chunk, max_seq] attention scores). */
+ * seq=HI) and a cache of max_seq tokens: HI up to 128, and never longer
+ * than the cache (it could not be written into it). A longer prompt runs
+ * in several chunks; more than 128 rows gain little in the products and
+ * cost arena (the chunk's activations and its [chunk, max_seq] attention
+ * scores). */
 #define GEN_MAX_CHUNK 128
-static inline int64_t generate_chunk(int64_t seq_hi) {
-    return seq_hi < GEN_MAX_CHUNK ? seq_hi : GEN_MAX_CHUNK;
+static inline int64_t generate_chunk(int64_t seq_hi, int64_t max_seq) {
+    int64_t c = seq_hi < GEN_MAX_CHUNK ? seq_hi : GEN_MAX_CHUNK;
+    return c < max_seq ? c : max_seq;
 }
 
 /* tgc build --generate of an ONNX decoder (driver/generate_onnx.c): out

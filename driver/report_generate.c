@@ -128,9 +128,9 @@ int gen_prepare(const Graph *g, const Options *o, const SrcFile *file, int64_t m
     gp->cache_dtype = cache_dtype;
     gp->seq_hi = ds ? ds->value : seq->value;
     gp->seq_lo = ds ? ds->lo : seq->value;
-    /* As tgc build --generate (driver/cmd_generate.c): a chunk never
-     * longer than the cache; compile_at clamps it again at another max_seq. */
-    gp->chunk = generate_chunk(gp->seq_hi);
+    /* As tgc build --generate (driver/cmd_generate.c), before the cache's
+     * length bounds it (at each max_seq planned: generate_chunk). */
+    gp->chunk = generate_chunk(gp->seq_hi, INT64_MAX);
     gp->batch_lo = db ? db->lo : batch ? batch->value : 1;
     if (gp->seq_lo < 1 || gp->batch_lo < 1) {
         fprintf(stderr, "tgc report: error: --generate: -D %s: expected at least 1 (%s)\n",
@@ -151,7 +151,7 @@ int gen_prepare(const Graph *g, const Options *o, const SrcFile *file, int64_t m
         return 2;
     }
     if (batch) og->dims[og->ndims++] = (DimOverride){"batch", batch->value, batch->value, false};
-    int64_t chunk = gp->chunk < max_seq ? gp->chunk : max_seq;
+    int64_t chunk = generate_chunk(gp->seq_hi, max_seq);
     og->dims[og->ndims++] = (DimOverride){"seq", chunk, chunk, false};
     og->dims[og->ndims++] = (DimOverride){"max_seq", max_seq, max_seq, false};
     return 0;
@@ -245,7 +245,7 @@ bool report_generate_finish(Report *r, const GenPlan *gp, const PrecisionPolicy 
 Report *report_generate_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *pol, const char *dim,
                            int64_t value) {
     int64_t max_seq = dim && !strcmp(dim, "max_seq") ? value : dim_value_of(gp->o, "max_seq");
-    Graph *g = compile_at(a, gp, pol, dim, value, gp->chunk < max_seq ? gp->chunk : max_seq, NULL);
+    Graph *g = compile_at(a, gp, pol, dim, value, generate_chunk(gp->seq_hi, max_seq), NULL);
     if (!g) return NULL;
     Report *r = report_build(a, g, pol->prec, gp->target);
     return finish_at(r, gp, pol, dim, value, NULL) ? r : NULL;
