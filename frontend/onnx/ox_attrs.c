@@ -149,6 +149,9 @@ static const struct {
      "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
      "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
     {"ReverseSequence", 2, 2, 1, 1, "batch_axis time_axis"},
+    {"RoiAlign", 3, 3, 1, 1,
+     "coordinate_transformation_mode mode output_height output_width sampling_ratio "
+     "spatial_scale"},
     {"RNN", 3, 6, 1, 2,
      "activation_alpha activation_beta activations clip direction hidden_size layout"},
     {"Round", 1, 1, 1, 1, NONE},

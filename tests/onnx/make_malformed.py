@@ -413,19 +413,19 @@ def cases():
     # data-dependent shape, an attribute, a run-time shape input), one of
     # them in two nodes; each node reads only graph inputs.
     five = [
-        helper.make_node("RoiAlign", ["img_in"], ["tk_v"], name="roi_a"),
-        helper.make_node("RoiAlign", ["img_in"], ["tk2_v"], name="roi_b"),
+        helper.make_node("HammingWindow", ["img_in"], ["tk_v"], name="roi_a"),
+        helper.make_node("HammingWindow", ["img_in"], ["tk2_v"], name="roi_b"),
         helper.make_node("NonZero", ["img_in"], ["nz"], name="nonzero_a"),
         helper.make_node("MaxPool", ["img_in"], ["mp"], name="mp_bogus", kernel_shape=[2, 2], bogus=1),
         helper.make_node("Reshape", ["img_in", "shape_in"], ["rs"], name="reshape_rt"),
-        helper.make_node("TfIdfVectorizer", ["img_in", "grid_in"], ["gs"], name="tfidf_a"),
+        helper.make_node("STFT", ["img_in", "grid_in"], ["gs"], name="tfidf_a"),
     ]
     add("five_problems",
         model(five, x4 + [vi("shape_in", [2], TensorProto.INT64), vi("grid_in", [1, 4, 4, 2])],
               [vi(o, None) for o in ("tk_v", "tk2_v", "nz", "mp", "rs", "gs")], [i64("k_c", [2])]),
         ["roi_a", "roi_b", "nonzero_a", "'bogus'", "reshape_rt", "shape_in", "tfidf_a",
          "5 distinct problems in 6 nodes"],
-        "five distinct unsupported nodes (RoiAlign twice): every one named, counted", expect_all=True)
+        "five distinct unsupported nodes (HammingWindow twice): every one named, counted", expect_all=True)
     add("pad_mode_symmetric",
         one_node(helper.make_node("Pad", ["img_in", "pads_c"], ["y"], name="pad_a", mode="symmetric"),
                  x4, [vi("y", [1, 3, 10, 10])], [i64("pads_c", [0, 0, 1, 1, 0, 0, 1, 1])]),

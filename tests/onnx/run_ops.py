@@ -16,7 +16,10 @@ one-node model built with onnx.helper and compared with numpy's result
     pads and an int8 output: integers exactly;
   - BatchNormalization training_mode=1 over [N, C, L] with momentum 0.8;
   - Dropout with ratio 0 and training_mode true (known at import), mask;
-  - Compress with a constant condition, along an axis and flattened.
+  - Compress with a constant condition, along an axis and flattened;
+  - RoiAlign's max mode and adaptive sampling (sampling_ratio 0), rois
+    partly outside the image, two images, spatial_scale, against a loop
+    transcription of ONNX Runtime's roi_align.cc (roialign_ref).
 Each case is written in the backend suite's layout and run by
 run_backend.py's run_model (import, build, run, compare: same tolerances).
 
@@ -59,6 +62,55 @@ def requant(acc, mult, zp, dt):
     info = np.iinfo(dt)
     return np.clip(np.rint(acc * mult.astype(np.float64)) + zp.astype(np.float64), info.min,
                    info.max).astype(dt)
+
+
+def roialign_ref(x, rois, bi, oh, ow, sr, ss, half, mode):
+    """ONNX's RoiAlign (ONNX Runtime's roi_align.cc), loop by loop, in float64."""
+    n, c, h, w = x.shape
+    y = np.zeros((len(rois), c, oh, ow))
+    off = 0.5 if half else 0.0
+    for r, roi in enumerate(rois.astype(np.float64)):
+        x1, y1, x2, y2 = roi * ss - off
+        rw, rh = x2 - x1, y2 - y1
+        if not half:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / oh, rw / ow
+        gh = sr if sr > 0 else int(np.ceil(rh / oh))
+        gw = sr if sr > 0 else int(np.ceil(rw / ow))
+        count = max(gh * gw, 1)
+        img = x[bi[r]].astype(np.float64)
+        for ph in range(oh):
+            for pw in range(ow):
+                acc = np.zeros(c) if mode == "avg" else None
+                for iy in range(gh):
+                    yy = y1 + ph * bh + (iy + 0.5) * bh / gh
+                    for ix in range(gw):
+                        xx = x1 + pw * bw + (ix + 0.5) * bw / gw
+                        if yy < -1.0 or yy > h or xx < -1.0 or xx > w:
+                            taps = [np.zeros(c)]
+                        else:
+                            yv, xv = max(yy, 0.0), max(xx, 0.0)
+                            yl, xl = int(yv), int(xv)
+                            if yl >= h - 1:
+                                yl = yhi = h - 1
+                                yv = float(yl)
+                            else:
+                                yhi = yl + 1
+                            if xl >= w - 1:
+                                xl = xhi = w - 1
+                                xv = float(xl)
+                            else:
+                                xhi = xl + 1
+                            ly, lx = yv - yl, xv - xl
+                            taps = [(1 - ly) * (1 - lx) * img[:, yl, xl], (1 - ly) * lx * img[:, yl, xhi],
+                                    ly * (1 - lx) * img[:, yhi, xl], ly * lx * img[:, yhi, xhi]]
+                        if mode == "avg":
+                            acc += sum(taps)
+                        else:
+                            v = np.max(taps, axis=0) if len(taps) > 1 else taps[0]
+                            acc = v if acc is None else np.maximum(acc, v)
+                y[r, :, ph, pw] = acc / count if mode == "avg" else (0 if acc is None else acc)
+    return y.astype(x.dtype)
 
 
 def cases():
@@ -186,6 +238,21 @@ def cases():
     cond2 = np.array([True, False, False, True, True, False, True])
     add("compress_flat", helper.make_node("Compress", ["x", "c"], ["y"]), [("x", xc)],
         [("y", np.compress(cond2, xc))], inits=[const("c", cond2)])
+
+    # RoiAlign: max mode, adaptive grids (rois inside the image, one of
+    # them empty in half_pixel), two images, spatial_scale
+    xr = rng.standard_normal((2, 3, 12, 10)).astype(np.float32)
+    rois = np.array([[0, 0, 9, 11], [2.5, 1.2, 7.3, 6.1], [-3, -2, 4, 3], [8, 4, 8, 4]], np.float32)
+    bidx = np.array([0, 1, 1, 0], np.int64)
+    for mode, sr, half, ss in (("max", 2, False, 1.0), ("avg", 0, True, 1.0), ("max", 0, False, 1.0),
+                               ("avg", 3, True, 0.5)):
+        name = "roialign_%s_sr%d_%s" % (mode, sr, "half_pixel" if half else "output_half_pixel")
+        add(name, helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], mode=mode, output_height=3,
+                                   output_width=2, sampling_ratio=sr, spatial_scale=ss,
+                                   coordinate_transformation_mode="half_pixel" if half
+                                   else "output_half_pixel"),
+            [("x", xr), ("rois", rois), ("b", bidx)],
+            [("y", roialign_ref(xr, rois, bidx, 3, 2, sr, ss, half, mode))], opset=16)
     return out
 
 
