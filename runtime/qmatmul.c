@@ -39,6 +39,13 @@
  * about 6 ms against 10, m = 64 about 24 against 21). */
 #define QM_GEMV_MAX_ROWS 32
 #define QM_MR 8 /* rows of x one pass over a weight row serves */
+/* How far ahead (bytes) the one-row AVX2 kernel prefetches its weights:
+ * 16 cache lines, past the row's end too (the next rows follow it; a
+ * prefetch past the weights' end does not fault). Without it one row's
+ * weights arrive by demand misses only, and decoding streamed int8
+ * weights at 10 GB/s where a plain read gets 17.8 (docs/performance.md
+ * "Prefetching quantized weights"). */
+#define QM_PREFETCH 1024
 /* Least multiply-adds (rows * k per weight row) per pool task: waking the
  * second thread costs ~10 us on the loaded 2-core machine measured, so
  * mlp.tg's 784 -> 256 int8 layer at batch 1 (200k) took 24.7 us split
@@ -269,6 +276,7 @@ dot_rows_body2(const QmShape *s, const int mr, const float *x, const uint8_t *ro
         int64_t kk = g0;
         if (mr == 1 && bits == 8)
             for (; kk + 32 <= g1; kk += 32) {
+                if (!(kk & 63)) _mm_prefetch((const char *)row + kk + QM_PREFETCH, _MM_HINT_T0);
                 __m256 w0 = _mm256_mul_ps(load8(row, bits, kk), scale);
                 __m256 w1 = _mm256_mul_ps(load8(row, bits, kk + 8), scale);
                 __m256 w2 = _mm256_mul_ps(load8(row, bits, kk + 16), scale);
@@ -287,6 +295,8 @@ dot_rows_body2(const QmShape *s, const int mr, const float *x, const uint8_t *ro
             __m256 g4[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                             _mm256_setzero_ps()};
             for (; kk + 32 <= g1; kk += 32) {
+                if (!(kk & 127))
+                    _mm_prefetch((const char *)row + kk / 2 + QM_PREFETCH, _MM_HINT_T0);
                 __m256i w[4];
                 load32_int4(row, kk, w);
 #pragma GCC unroll 4
