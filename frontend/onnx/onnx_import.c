@@ -406,7 +406,7 @@ static void import_node(Ox *x, int k) {
     if (ox_fold(x, n, in, nin)) return;
     if (ox_op_tensor(x, n, in, nin, out) || ox_op_nn(x, n, in, nin, out) ||
         ox_op_rnn(x, n, in, nin, out) || ox_op_gridsample(x, n, in, nin, out) ||
-        ox_op_roialign(x, n, in, nin, out))
+        ox_op_roialign(x, n, in, nin, out) || ox_op_tfidf(x, n, in, nin, out))
         return;
     /* Their output's shape is a count of the data: a compiled program's
      * shapes are fixed before it runs. */

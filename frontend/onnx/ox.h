@@ -10,7 +10,7 @@
  *                ox_ops_math.c elementwise functions and CumSum, ox_ops_quant.c
  *                quantization, ox_scatter.c the scatters and GatherND;
  *                ox_rnn.c the recurrent layers, ox_gridsample.c GridSample,
- *                ox_roialign.c RoiAlign,
+ *                ox_roialign.c RoiAlign, ox_tfidf.c TfIdfVectorizer,
  *                ox_pool.c, ox_conv3d.c, ox_resize.c the windows and resizes
  *                torch's functions do not take), ox_fuse.c the fused patterns
  *   onnx_import.c  the driver of all of these.
@@ -216,6 +216,9 @@ bool ox_op_gridsample(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **ou
 /* ox_roialign.c: RoiAlign as one gather per bilinear tap, rois read at
  * run time. */
 bool ox_op_roialign(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_tfidf.c: TfIdfVectorizer, its pool's n-grams compared with strided
+ * slices of the tokens. */
+bool ox_op_tfidf(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_index.c: GatherElements, DepthToSpace, SpaceToDepth, OneHot, Hardmax */
 bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* A conv's or pool's window over the spatial dims of [N, C, ...]. */

@@ -179,6 +179,9 @@ static const struct {
     {"Sum", 1, ANY, 1, 1, NONE},
     {"Tan", 1, 1, 1, 1, NONE},
     {"Tanh", 1, 1, 1, 1, NONE},
+    {"TfIdfVectorizer", 1, 1, 1, 1,
+     "max_gram_length max_skip_count min_gram_length mode ngram_counts ngram_indexes "
+     "pool_int64s pool_strings weights"},
     {"ThresholdedRelu", 1, 1, 1, 1, "alpha"},
     {"Tile", 2, 2, 1, 1, NONE},
     {"TopK", 2, 2, 1, 2, "axis largest sorted"},

@@ -19,7 +19,9 @@ one-node model built with onnx.helper and compared with numpy's result
   - Compress with a constant condition, along an axis and flattened;
   - RoiAlign's max mode and adaptive sampling (sampling_ratio 0), rois
     partly outside the image, two images, spatial_scale, against a loop
-    transcription of ONNX Runtime's roi_align.cc (roialign_ref).
+    transcription of ONNX Runtime's roi_align.cc (roialign_ref);
+  - TfIdfVectorizer's IDF and TFIDF modes with weights, trigrams and
+    permuted ngram_indexes, int64 tokens (tfidf_ref).
 Each case is written in the backend suite's layout and run by
 run_backend.py's run_model (import, build, run, compare: same tolerances).
 
@@ -111,6 +113,34 @@ def roialign_ref(x, rois, bi, oh, ow, sr, ss, half, mode):
                             acc = v if acc is None else np.maximum(acc, v)
                 y[r, :, ph, pw] = acc / count if mode == "avg" else (0 if acc is None else acc)
     return y.astype(x.dtype)
+
+
+def tfidf_ref(x, mn, mx, skips, counts, idx, pool, mode, weights):
+    """ONNX Runtime's TfIdfVectorizer: every n-gram of sizes mn..mx at
+    distances 1..skips+1 (unigrams once), counted into its pool entry's output."""
+    rows = x.reshape(-1, x.shape[-1])
+    grams = {}
+    k = 0
+    for lev in range(len(counts)):
+        end = counts[lev + 1] if lev + 1 < len(counts) else len(pool)
+        for s in range(counts[lev], end, lev + 1):
+            grams[tuple(pool[s:s + lev + 1])] = idx[k]
+            k += 1
+    o = max(idx) + 1
+    y = np.zeros((len(rows), o), np.float32)
+    for b, row in enumerate(rows):
+        for n in range(mn, mx + 1):
+            for d in range(1, (skips + 2) if n > 1 else 2):
+                for s in range(len(row) - (n - 1) * d):
+                    g = tuple(int(v) for v in row[s:s + (n - 1) * d + 1:d])
+                    if g in grams:
+                        y[b, grams[g]] += 1
+    w = np.array(weights, np.float32) if weights else np.ones(o, np.float32)
+    if mode == "IDF":
+        y = np.where(y > 0, w, 0).astype(np.float32)
+    elif mode == "TFIDF":
+        y = (y * w).astype(np.float32)
+    return y.reshape(x.shape[:-1] + (o,))
 
 
 def cases():
@@ -253,6 +283,19 @@ def cases():
                                    else "output_half_pixel"),
             [("x", xr), ("rois", rois), ("b", bidx)],
             [("y", roialign_ref(xr, rois, bidx, 3, 2, sr, ss, half, mode))], opset=16)
+
+    # TfIdfVectorizer: weights, a trigram level, outputs in another order
+    toks = rng.integers(0, 5, (3, 9)).astype(np.int64)
+    pool = [1, 2, 3, 4, 1, 2, 2, 3, 3, 1, 1, 2, 3, 0, 1, 1]
+    counts, idx = [0, 4, 10], [5, 0, 2, 7, 1, 3, 4, 6, 8]
+    wts = [0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, 2.5, 4.0]
+    for mode, mn, mx, skips in (("IDF", 1, 3, 2), ("TFIDF", 1, 3, 1)):
+        add("tfidf_%s_weights" % mode.lower(),
+            helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode=mode, min_gram_length=mn,
+                             max_gram_length=mx, max_skip_count=skips, ngram_counts=counts,
+                             ngram_indexes=idx, pool_int64s=pool, weights=wts),
+            [("x", toks)], [("y", tfidf_ref(toks, mn, mx, skips, counts, idx, pool, mode, wts))],
+            opset=9)
     return out
 
 
