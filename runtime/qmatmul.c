@@ -339,6 +339,18 @@ QM_AVX2 static void dot_rows_avx2(const QmShape *s, int mr, const float *x, cons
 #undef ROWS
 }
 
+/* One row of x against weight rows [n0, n0 + cnt): the mr = 1 body in a
+ * loop, so that a decode step's products (rows of 1 KiB at d = 1024) do
+ * not pay an indirect call, a row-count switch and a dtype switch per
+ * output. */
+QM_AVX2 static void dot1_range_avx2(const QmShape *s, const float *x, const void *q,
+                                    const float *scales, int64_t n0, int64_t cnt, float *out) {
+    for (int64_t i = 0; i < cnt; i++) {
+        const uint8_t *row = (const uint8_t *)q + (n0 + i) * s->kbytes;
+        dot_rows_body2(s, 1, x, row, scales + (n0 + i) * s->ngroups, out + i);
+    }
+}
+
 QM_AVX2 static void dequant_row_avx2(const QmShape *s, const void *q, const float *scales,
                                      int64_t n, float *w) {
     int64_t k = s->d->k;
@@ -367,6 +379,8 @@ static bool have_avx2(void) {
 typedef void (*DotFn)(const QmShape *, int, const float *, const void *, const float *, int64_t,
                       float *);
 typedef void (*DequantFn)(const QmShape *, const void *, const float *, int64_t, float *);
+typedef void (*Dot1RangeFn)(const QmShape *, const float *, const void *, const float *, int64_t,
+                            int64_t, float *);
 
 /* The vector kernels need every chunk (16 elements on AVX-512, 8 on AVX2)
  * under one scale. */
@@ -380,6 +394,15 @@ static DotFn pick_dot(const QmShape *s) {
     if (vector_ok(s, 8) && have_avx2()) return dot_rows_avx2;
 #endif
     return dot_rows_c;
+}
+
+/* The one-row kernel over a range of outputs, where there is one. */
+static Dot1RangeFn pick_dot1_range(const QmShape *s) {
+#if QM_X86
+    if (pick_dot(s) == dot_rows_avx2) return dot1_range_avx2;
+#endif
+    (void)s;
+    return NULL;
 }
 
 static DequantFn pick_dequant(const QmShape *s) {
@@ -400,6 +423,7 @@ typedef struct GemvJob {
     const float *scales;
     char *y;
     DotFn dot;
+    Dot1RangeFn dot1; /* NULL: the per-output DotFn */
 } GemvJob;
 
 static void gemv_range(void *ctx, int64_t n0, int64_t n1, int thread) {
@@ -408,6 +432,22 @@ static void gemv_range(void *ctx, int64_t n0, int64_t n1, int thread) {
     const RtQMatmulDesc *d = j->s->d;
     RtDType yt = (RtDType)d->y_dtype;
     size_t es = rt_dtype_size(yt);
+    if (j->s->rows == 1 && j->dot1) {
+        int64_t yo = row_offset(d, 0, d->y_bs, d->y_rs);
+        float out[256];
+        for (int64_t c0 = n0; c0 < n1; c0 += 256) {
+            int64_t cnt = n1 - c0 < 256 ? n1 - c0 : 256;
+            bool direct = yt == RT_F32 && d->y_cs == 1 && !d->accumulate;
+            float *dst = direct ? (float *)j->y + yo + c0 : out;
+            j->dot1(j->s, j->x, j->q, j->scales, c0, cnt, dst);
+            if (direct) continue;
+            for (int64_t i = 0; i < cnt; i++) {
+                char *p = j->y + (ptrdiff_t)((yo + (c0 + i) * d->y_cs) * (int64_t)es);
+                rt_store_f(p, yt, d->accumulate ? rt_load_f(p, yt) + out[i] : out[i]);
+            }
+        }
+        return;
+    }
     for (int64_t r0 = 0; r0 < j->s->rows; r0 += QM_MR) {
         int mr = j->s->rows - r0 < QM_MR ? (int)(j->s->rows - r0) : QM_MR;
         int64_t yo[QM_MR];
@@ -426,7 +466,7 @@ static void gemv_range(void *ctx, int64_t n0, int64_t n1, int thread) {
 
 static void run_gemv(const QmShape *s, const float *x, const void *q, const float *scales, void *y,
                      RtPool *pool) {
-    GemvJob j = {s, x, q, scales, y, pick_dot(s)};
+    GemvJob j = {s, x, q, scales, y, pick_dot(s), pick_dot1_range(s)};
     int64_t work = s->rows * s->d->k;
     int64_t grain = work >= QM_GRAIN ? 1 : QM_GRAIN / work;
     rt_pool_parallel_for(pool, 0, s->d->n, grain, gemv_range, &j);
