@@ -248,10 +248,11 @@ void ox_conv_transpose3d(Ox *x, OxVal **in, int nin, OxVal *out, const char *wna
                          const char *bname);
 /* ox_resize.c: Resize as ONNX's reference computes it, each resized axis
  * a sum of gathers at import-time indices and weights; d: the output's
- * dims, scale: each axis's. */
+ * dims, scale: each axis's; roi: tf_crop_and_resize's starts then ends
+ * (2 x rank; NULL otherwise), extrap: its value outside the input. */
 void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *scale,
                     const char *mode, const char *ct, const char *nm, double cubic_a,
-                    bool exclude_outside);
+                    bool exclude_outside, const double *roi, double extrap);
 /* ox_scatter.c: ScatterElements, Scatter, ScatterND, GatherND, MaxUnpool */
 bool ox_op_scatter(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear */

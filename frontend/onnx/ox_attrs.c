@@ -143,8 +143,7 @@ static const struct {
     {"ReduceSumSquare", 1, 2, 1, 1, REDUCE},
     {"Relu", 1, 1, 1, 1, NONE},
     {"Reshape", 2, 2, 1, 1, "allowzero"},
-    /* extrapolation_value only matters to tf_crop_and_resize, which is
-     * refused; torch writes it */
+    /* extrapolation_value: tf_crop_and_resize's (torch writes it always) */
     {"Resize", 1, 4, 1, 1,
      "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
      "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},

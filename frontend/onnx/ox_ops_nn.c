@@ -581,8 +581,23 @@ static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     if (strcmp(ox_attr_s(x, "keep_aspect_ratio_policy", "stretch"), "stretch"))
         ox_fail(x, "Resize's keep_aspect_ratio_policy '%s' is not supported ('stretch' is)",
                 ox_attr_s(x, "keep_aspect_ratio_policy", ""));
-    if (!strcmp(ct, "tf_crop_and_resize"))
-        ox_fail(x, "coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
+    /* tf_crop_and_resize: the roi's [start, end] of each axis, known at
+     * import (it fixes the taps, as the sizes do) */
+    double *roi = NULL;
+    if (!strcmp(ct, "tf_crop_and_resize")) {
+        if (v10 || nin < 2 || !in[1])
+            ox_fail(x, "coordinate_transformation_mode 'tf_crop_and_resize' needs the roi input");
+        OxConst *rc = ox_need_const(x, in[1], "roi");
+        if (rc->n != 2 * r)
+            ox_fail(x, "roi has %lld values; tf_crop_and_resize needs %d (starts, then ends)",
+                    (long long)rc->n, 2 * r);
+        roi = arena_alloc(x->a, sizeof *roi * (size_t)(2 * r));
+        for (int k = 0; k < 2 * r; k++) {
+            roi[k] = ox_const_get(x, rc, k);
+            if (!isfinite(roi[k])) ox_fail(x, "roi[%d] is %g", k, roi[k]);
+        }
+        tm = NULL;
+    }
     /* torch's interpolate where it computes ONNX's Resize; else the taps
      * of ox_resize.c */
     if (!strcmp(mode, "nearest")) {
@@ -623,7 +638,10 @@ static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
             double f = ox_const_get(x, scales, k);
             if (!(f > 0) || f > 1e9) ox_fail(x, "scale %g", f);
             scale[k] = f;
-            if (f != 1) d[k] = ox_dim_c(ox_f2i(x, floor((double)in[0]->dim[k].v * f)));
+            /* tf_crop_and_resize: the scale applies to the roi's part */
+            double part = roi ? roi[r + k] - roi[k] : 1;
+            if (f != 1 || part != 1)
+                d[k] = ox_dim_c(ox_f2i(x, floor((double)in[0]->dim[k].v * part * f)));
             if (k < 2 && f != 1) tm = NULL;
             if (k >= 2) s = arena_printf(x->a, "%s%s%s", s, k > 2 ? ", " : "", ox_num(x, f, true));
         }
@@ -641,7 +659,8 @@ static bool resize(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) 
     }
     if (!tm) {
         ox_resize_taps(x, in[0], out[0], d, scale, mode, ct, nm,
-                       ox_attr_f(x, "cubic_coeff_a", -0.75f), ox_attr_i(x, "exclude_outside", 0));
+                       ox_attr_f(x, "cubic_coeff_a", -0.75f), ox_attr_i(x, "exclude_outside", 0),
+                       roi, ox_attr_f(x, "extrapolation_value", 0));
         return true;
     }
     ox_bind(x, out[0],

@@ -9,7 +9,12 @@
  * The coordinate transformations, the taps (the n nearest to the mapped
  * coordinate, the lower preferred, read with edge padding), the cubic
  * coefficients and exclude_outside's renormalisation follow
- * onnx/reference/ops/op_resize.py. */
+ * onnx/reference/ops/op_resize.py. tf_crop_and_resize maps the output
+ * onto the roi's [start, end] of each axis (the roi known at import); an
+ * output whose coordinate falls outside the input along any axis is
+ * extrapolation_value, as the reference's per-axis interpolation gives
+ * (an interpolation of extrapolated values is that value): one mask per
+ * such axis, applied once at the end. */
 #include <math.h>
 #include <string.h>
 
@@ -17,8 +22,13 @@
 
 /* The input coordinate of output index o (ONNX's Resize formulas). */
 static double source_coord(Ox *x, const char *ct, double o, double scale, int64_t in_len,
-                           int64_t out_len) {
+                           int64_t out_len, const double *roi) {
     double out_w = scale * (double)in_len; /* the reference's (float) output width */
+    if (!strcmp(ct, "tf_crop_and_resize")) {
+        double span = (roi[1] - roi[0]) * (double)(in_len - 1);
+        if (out_len == 1) return 0.5 * (roi[0] + roi[1]) * (double)(in_len - 1);
+        return roi[0] * (double)(in_len - 1) + o * span / (double)(out_len - 1);
+    }
     if (!strcmp(ct, "half_pixel")) return (o + 0.5) / scale - 0.5;
     if (!strcmp(ct, "pytorch_half_pixel")) return out_w == 1 ? -0.5 : (o + 0.5) / scale - 0.5;
     if (!strcmp(ct, "align_corners"))
@@ -56,7 +66,7 @@ static const char *const_param(Ox *x, DType dt, const int64_t *iv, const double 
 
 void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *scale,
                     const char *mode, const char *ct, const char *nm, double cubic_a,
-                    bool exclude_outside) {
+                    bool exclude_outside, const double *roi, double extrap) {
     bool nearest = !strcmp(mode, "nearest"), cubic = !strcmp(mode, "cubic");
     if (!nearest && !cubic && strcmp(mode, "linear"))
         ox_fail(x, "Resize mode '%s' (nearest, linear and cubic are ONNX's)", mode);
@@ -69,20 +79,30 @@ void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *
     int n = nearest ? 1 : cubic ? 4 : 2, r = in->ndim;
     const char *e = ox_ref(x, in, false);
     const char *base = out->name; /* the params' names: made unique by ox_param */
+    const char *inside = NULL;    /* tf_crop_and_resize: where no axis extrapolates */
+    bool crop = !strcmp(ct, "tf_crop_and_resize");
+    if (crop && !roi) ox_fail(x, "tf_crop_and_resize needs the roi input");
     for (int a = 0; a < r; a++) {
+        double ra[2] = {crop ? roi[a] : 0, crop ? roi[r + a] : 1};
         int64_t L = in->dim[a].v, O = d[a].v;
         if (in->dim[a].sym || d[a].sym) {
-            if (ox_dim_eq(in->dim[a], d[a]) && scale[a] == 1) continue;
+            if (ox_dim_eq(in->dim[a], d[a]) && scale[a] == 1 && ra[0] == 0 && ra[1] == 1) continue;
             ox_fail(x, "a resized axis must have a known size (axis %d)", a);
         }
         if (O < 1 || O > ((int64_t)1 << 31)) ox_fail(x, "axis %d resized to %lld", a, (long long)O);
         int64_t *idx = arena_alloc(x->a, sizeof *idx * (size_t)(n * O));
         double *w = arena_alloc(x->a, sizeof *w * (size_t)(n * O));
         bool identity = O == L;
+        int64_t *in_range = crop ? arena_alloc(x->a, sizeof *in_range * (size_t)O) : NULL;
+        bool all_in = true;
         for (int64_t o = 0; o < O; o++) {
-            double xo = source_coord(x, ct, (double)o, scale[a], L, O);
+            double xo = source_coord(x, ct, (double)o, scale[a], L, O, ra);
             if (!isfinite(xo))
                 ox_fail(x, "axis %d: the scale %g maps outside the input", a, scale[a]);
+            if (crop) {
+                in_range[o] = xo >= 0 && xo <= (double)(L - 1);
+                all_in &= in_range[o] != 0;
+            }
             double fl = floor(xo);
             bool integral = xo == fl;
             double ratio = integral ? 1 : xo - fl;
@@ -113,10 +133,17 @@ void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *
                 identity &= w[t * O + o] == 0 || (idx[t * O + o] == o && w[t * O + o] == 1);
             }
         }
-        if (identity) continue; /* this axis is not resized */
         OxDim wshape[OX_MAX_DIMS];
         for (int k = 0; k < r; k++)
             wshape[k] = k == a ? ox_dim_c(O) : ox_dim_c(1);
+        if (!all_in) {
+            const char *mp = const_param(x, DT_I64, in_range, NULL, O,
+                                         arena_printf(x->a, "%s_inside%d", base, a));
+            const char *m =
+                arena_printf(x->a, "reshape(%s, %s) != 0", mp, ox_dims_text(x, wshape, r));
+            inside = inside ? arena_printf(x->a, "logical_and(%s, %s)", inside, m) : m;
+        }
+        if (identity) continue; /* this axis is not resized */
         const char *sum = NULL;
         for (int t = 0; t < n; t++) {
             const char *ip = const_param(x, DT_I64, idx + t * O, NULL, O,
@@ -134,6 +161,9 @@ void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *
         ox_emit(x, OX_BODY, "%s = %s\n", t, sum);
         e = t;
     }
+    if (inside)
+        e = arena_printf(x->a, "where(%s, %s, %s)", inside, e,
+                         ox_num(x, extrap, dtype_is_float(in->dt)));
     ox_bind(x, out, e);
     ox_set_shape(out, in->dt, r, d);
 }

@@ -408,7 +408,7 @@ def cases():
                                                     name="resize_b", mode="linear",
                                                     coordinate_transformation_mode="tf_crop_and_resize"),
                                    x4, [vi("y", [1, 3, 16, 16])], [roi, scales]),
-        ["resize_b"], "Resize coordinate_transformation_mode tf_crop_and_resize")
+        ["resize_b"], "Resize tf_crop_and_resize with an empty roi (it needs 2 x rank values)")
     # Every problem named at once: five distinct ones (two operators, a
     # data-dependent shape, an attribute, a run-time shape input), one of
     # them in two nodes; each node reads only graph inputs.

@@ -21,7 +21,10 @@ one-node model built with onnx.helper and compared with numpy's result
     partly outside the image, two images, spatial_scale, against a loop
     transcription of ONNX Runtime's roi_align.cc (roialign_ref);
   - TfIdfVectorizer's IDF and TFIDF modes with weights, trigrams and
-    permuted ngram_indexes, int64 tokens (tfidf_ref).
+    permuted ngram_indexes, int64 tokens (tfidf_ref);
+  - Resize's tf_crop_and_resize with scales (the output is the scaled
+    roi's part), a roi initializer reaching outside the input, linear,
+    extrapolation_value (crop_ref).
 Each case is written in the backend suite's layout and run by
 run_backend.py's run_model (import, build, run, compare: same tolerances).
 
@@ -141,6 +144,31 @@ def tfidf_ref(x, mn, mx, skips, counts, idx, pool, mode, weights):
     elif mode == "TFIDF":
         y = (y * w).astype(np.float32)
     return y.reshape(x.shape[:-1] + (o,))
+
+
+def crop_ref(x, roi, sizes, extrap):
+    """ONNX's linear tf_crop_and_resize, one axis at a time in float64;
+    outside the input along any axis: extrap."""
+    y = x.astype(np.float64)
+    inside = np.ones(sizes, bool)
+    r = x.ndim
+    for a in range(r):
+        n_in, n_out = x.shape[a], sizes[a]
+        o = np.arange(n_out, dtype=np.float64)
+        if n_out > 1:
+            c = roi[a] * (n_in - 1) + o * (roi[r + a] - roi[a]) * (n_in - 1) / (n_out - 1)
+        else:
+            c = np.full(1, 0.5 * (roi[a] + roi[r + a]) * (n_in - 1))
+        ok = (c >= 0) & (c <= n_in - 1)
+        cc = np.clip(c, 0, n_in - 1)
+        lo = np.floor(cc).astype(int)
+        hi = np.minimum(lo + 1, n_in - 1)
+        w = cc - lo
+        shp = [1] * r
+        shp[a] = n_out
+        y = np.take(y, lo, axis=a) * (1 - w).reshape(shp) + np.take(y, hi, axis=a) * w.reshape(shp)
+        inside &= ok.reshape(shp)
+    return np.where(inside, y, extrap).astype(x.dtype)
 
 
 def cases():
@@ -296,6 +324,18 @@ def cases():
                              ngram_indexes=idx, pool_int64s=pool, weights=wts),
             [("x", toks)], [("y", tfidf_ref(toks, mn, mx, skips, counts, idx, pool, mode, wts))],
             opset=9)
+
+    # Resize tf_crop_and_resize: scales over the roi's part, a roi past
+    # the input's end on one axis, extrapolation_value
+    xi = rng.standard_normal((1, 2, 6, 5)).astype(np.float32)
+    roi = np.array([0, 0, 0.1, 0.3, 1, 1, 0.8, 1.4], np.float32)
+    sc = np.array([1, 1, 2, 1.5], np.float32)
+    osz = [int(np.floor(xi.shape[k] * (roi[4 + k] - roi[k]) * sc[k])) for k in range(4)]
+    add("resize_tf_crop_and_resize_scales",
+        helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear",
+                         coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-3.5),
+        [("x", xi)], [("y", crop_ref(xi, roi.astype(np.float64), osz, -3.5))], opset=13,
+        inits=[const("roi", roi), const("scales", sc)])
     return out
 
 
