@@ -36,6 +36,21 @@ static const char *param(Ox *x, DType dt, const int64_t *iv, const double *fv, i
     return ox_param(x, c, false);
 }
 
+/* An int list attribute of any length (ox_attr_ints bounds its lists by
+ * the rank: a pool holds thousands); *n 0 when absent. */
+static const int64_t *long_ints(Ox *x, const char *name, int *n) {
+    const Onnx__AttributeProto *at = ox_attr(x, name);
+    *n = 0;
+    if (!at) return NULL;
+    if ((at->has_type && at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) || at->n_floats ||
+        at->n_strings)
+        ox_fail(x, "attribute '%s' should be a list of integers", name);
+    if (at->n_ints > ((size_t)1 << 24))
+        ox_fail(x, "attribute '%s' has %zu values: too many", name, at->n_ints);
+    *n = (int)at->n_ints;
+    return at->ints;
+}
+
 bool ox_op_tfidf(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     if (!ox_op_is(n, "TfIdfVectorizer")) return false;
     ox_need_inputs(x, in, nin, 1);
@@ -52,10 +67,12 @@ bool ox_op_tfidf(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
     if (ox_attr(x, "pool_strings"))
         ox_fail(x, "pool_strings is not supported (string tensors are not; pool_int64s is)");
     int np = 0, nc = 0, ni = 0, nw = 0;
-    const int64_t *pool = ox_attr_ints(x, "pool_int64s", &np);
-    const int64_t *counts = ox_attr_ints(x, "ngram_counts", &nc);
-    const int64_t *idx = ox_attr_ints(x, "ngram_indexes", &ni);
+    const int64_t *pool = long_ints(x, "pool_int64s", &np);
+    const int64_t *counts = long_ints(x, "ngram_counts", &nc);
+    const int64_t *idx = long_ints(x, "ngram_indexes", &ni);
     const Onnx__AttributeProto *wa = ox_attr(x, "weights");
+    if (wa && (wa->n_ints || wa->n_strings))
+        ox_fail(x, "attribute 'weights' should be a list of floats");
     if (wa) nw = (int)wa->n_floats;
     int64_t mn = ox_attr_i(x, "min_gram_length", -1), mx = ox_attr_i(x, "max_gram_length", -1);
     int64_t skips = ox_attr_i(x, "max_skip_count", -1);

@@ -314,9 +314,10 @@ def cases():
 
     # TfIdfVectorizer: weights, a trigram level, outputs in another order
     toks = rng.integers(0, 5, (3, 9)).astype(np.int64)
-    pool = [1, 2, 3, 4, 1, 2, 2, 3, 3, 1, 1, 2, 3, 0, 1, 1]
-    counts, idx = [0, 4, 10], [5, 0, 2, 7, 1, 3, 4, 6, 8]
-    wts = [0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, 2.5, 4.0]
+    # (a pool longer than any rank-bounded attribute list)
+    pool = [1, 2, 3, 4, 1, 2, 2, 3, 3, 1, 4, 4, 0, 4, 4, 0, 2, 2, 1, 2, 3, 0, 1, 1, 2, 2, 2, 3, 3, 3]
+    counts, idx = [0, 4, 18], [5, 0, 2, 7, 1, 3, 10, 9, 11, 12, 4, 6, 8, 13, 14]
+    wts = [0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, 2.5, 4.0, 1.25, 0.125, 5.0, 6.0, 0.5, 7.0]
     for mode, mn, mx, skips in (("IDF", 1, 3, 2), ("TFIDF", 1, 3, 1)):
         add("tfidf_%s_weights" % mode.lower(),
             helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode=mode, min_gram_length=mn,
