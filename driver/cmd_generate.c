@@ -23,6 +23,7 @@
 typedef struct GenIface {
     int ids, pos, logits;
     int mask, positions; /* an ONNX decoder's attention_mask and position_ids, or -1 */
+    int keys_last; /* the prefill attends to its chunk as the cache's last rows (cache_state.h) */
     int64_t batch, vocab;
     int nstates;
 } GenIface;
@@ -36,6 +37,7 @@ static bool named(const Value *v, const char *name) {
 static bool find_iface(const char *cmd, const Graph *g, const CgInterface *it, bool onnx,
                        GenIface *gi) {
     gi->ids = gi->pos = gi->logits = gi->mask = gi->positions = -1;
+    gi->keys_last = 0;
     for (int i = 0; i < it->ninputs; i++) {
         const Value *v = it->inputs[i];
         if (named(v, "pos") && v->dtype == DT_I64 && v->ndim == 0)
@@ -161,10 +163,10 @@ static bool write_glue(const char *path, Build *parts, const GenIface *gi, int64
             "const RtProgram *%s_program(void);\nconst RtProgram *%s_program(void);\n\n"
             "static RtGenProgram tgc_gen(void) {\n"
             "    RtGenProgram g = {%s_program(), %s_program(), %lld, %lld, %lld, %lld, %d, %d, "
-            "%d, %d, %d};\n    return g;\n}\n",
+            "%d, %d, %d, %d};\n    return g;\n}\n",
             api ? "compile" : "build", pre, step, pre, step, (long long)gi->batch, (long long)chunk,
             (long long)max_seq, (long long)gi->vocab, gi->ids, gi->pos, gi->logits, gi->mask,
-            gi->positions);
+            gi->positions, gi->keys_last);
     if (!api)
         fputs("int main(int argc, char **argv) {\n    RtGenProgram g = tgc_gen();\n"
               "    return rt_gen_main(&g, argc, argv);\n}\n",
@@ -267,6 +269,66 @@ static bool link_all(Build *parts, const GenIface *gi, int64_t chunk, int64_t ma
     return !build_cc_link_exe(b->cmd, s->lib, dir, true, &s->needs, s->dest, b->out);
 }
 
+/* Copies what f holds (a plan's captured messages) to stderr and closes
+ * it; first: its first line, when asked for (n > 0). */
+static void flush_messages(FILE *f, char *first, size_t n) {
+    rewind(f);
+    char line[1024];
+    bool any = false;
+    while (fgets(line, sizeof line, f)) {
+        if (first && !any) {
+            snprintf(first, n, "%s", line);
+            first[strcspn(first, "\n")] = '\0';
+        } else if (!first) {
+            fputs(line, stderr);
+        }
+        any = true;
+    }
+    fclose(f);
+}
+
+/* An ONNX decoder's prefill (s, its options pb) at the chunk; a model
+ * that does not build for one (an axis fixed at one token, a reshape
+ * that needs it) falls back to one token a run, with a note: its prompt
+ * is then fed as the decoding's steps (slower, the same tokens). The step
+ * is planned before, so that the model's own errors are reported there. */
+static bool plan_onnx_prefill(const GenOnnx *m, Arena *names, Build *s, BuildOpts *pb,
+                              const BuildOpts *step, int64_t *chunk) {
+    if (*chunk > 1) {
+        FILE *msgs = tmpfile();
+        if (!msgs) {
+            fprintf(stderr, "tgc %s: error: cannot create a temporary file: %s\n", pb->cmd,
+                    strerror(errno));
+            part_init(s, pb, "prefill", *chunk, true);
+            return false;
+        }
+        bool ok = generate_onnx_dims(m, m->batch, m->max_seq, *chunk, names, msgs, pb->o.dims,
+                                     &pb->o.ndims);
+        part_init(s, pb, "prefill", *chunk, true);
+        if (ok) {
+            s->d.out = msgs;
+            ok = build_plan(s);
+            s->d.out = stderr;
+            if (ok || s->rc > 1) { /* planned (its warnings shown), or not the chunk's fault */
+                flush_messages(msgs, NULL, 0);
+                return ok;
+            }
+        }
+        char first[1024] = "";
+        flush_messages(msgs, first, sizeof first);
+        fprintf(stderr,
+                "tgc %s: note: --generate: %s: the model does not build for a chunk of %lld "
+                "tokens, so the prompt runs one token a run (%s)\n",
+                pb->cmd, pb->o.file, (long long)*chunk, first);
+        *chunk = 1;
+        build_end(s);
+    }
+    memcpy(pb->o.dims, step->o.dims, sizeof pb->o.dims);
+    pb->o.ndims = step->o.ndims;
+    part_init(s, pb, "prefill", 1, true);
+    return build_plan(s);
+}
+
 static int refuse(const BuildOpts *b, const char *why) {
     fprintf(stderr, "tgc %s: error: --generate: %s\n", b->cmd, why);
     return 1;
@@ -281,30 +343,44 @@ int cmd_generate(const BuildOpts *b) {
     if (b->emit_kind) return refuse(b, "--emit is not supported with --generate");
     bool onnx = onnx_is_model_path(b->o.file);
     int64_t seq, max_seq, chunk;
-    Arena names = {0}; /* onnx_dims's -D names, which the parts point at */
-    BuildOpts ob = *b;
+    Arena names = {0};          /* generate_onnx's -D names, which the parts point at */
+    BuildOpts ob[2] = {*b, *b}; /* the prefill's and the step's */
+    GenOnnx m;
     if (onnx) {
-        /* One token per run: the model's own causal mask covers a chunk
-         * only when the chunk's rows are its last (docs/generation.md). */
-        if (!generate_onnx_dims(b, &names, &ob, &max_seq)) {
+        if (!generate_onnx_read(b->cmd, &b->o, 0, &names, &m) ||
+            !generate_onnx_dims(&m, m.batch, m.max_seq, 1, &names, stderr, ob[1].o.dims,
+                                &ob[1].o.ndims)) {
             arena_free(&names);
             return 1;
         }
-        chunk = 1;
+        max_seq = m.max_seq;
+        chunk = generate_onnx_chunk(m.seq_hi, max_seq);
     } else {
         if (!read_dims(b, &seq, &max_seq)) return 1;
         chunk = generate_chunk(seq, max_seq);
         if (chunk < 1 || max_seq < 1) return refuse(b, "seq and max_seq must be at least 1");
     }
     Build parts[2];
-    part_init(&parts[0], &ob, "prefill", chunk, onnx);
-    part_init(&parts[1], &ob, "step", 1, onnx);
     int rc = 1;
     GenIface gi[2];
     bool ok = true;
-    for (int k = 0; ok && k < 2; k++)
-        ok = build_plan(&parts[k]) &&
-             find_iface(b->cmd, parts[k].g, &parts[k].p.iface, onnx, &gi[k]);
+    if (onnx) {
+        part_init(&parts[1], &ob[1], "step", 1, true);
+        ok = build_plan(&parts[1]) &&
+             find_iface(b->cmd, parts[1].g, &parts[1].p.iface, true, &gi[1]);
+        if (ok)
+            ok = plan_onnx_prefill(&m, &names, &parts[0], &ob[0], &ob[1], &chunk) &&
+                 find_iface(b->cmd, parts[0].g, &parts[0].p.iface, true, &gi[0]);
+        else
+            part_init(&parts[0], &ob[0], "prefill", chunk, true);
+        gi[0].keys_last = chunk > 1;
+    } else {
+        part_init(&parts[0], &ob[0], "prefill", chunk, false);
+        part_init(&parts[1], &ob[1], "step", 1, false);
+        for (int k = 0; ok && k < 2; k++)
+            ok = build_plan(&parts[k]) &&
+                 find_iface(b->cmd, parts[k].g, &parts[k].p.iface, false, &gi[k]);
+    }
     /* -o, begun once both programs are planned (the parts do not). */
     int e = ok ? rt_afile_begin(&parts[0].outf, b->out) : 0;
     const char *failed = b->out;

@@ -435,7 +435,11 @@ static int run(const ReportOpts *ro, const Options *o) {
     memset(&im, 0, sizeof im);
     Options first = *o;
     first.onnx_out = &im;
-    if (ro->generate) gen_declared_dims(&first);
+    const GenOnnx *onnx = NULL;
+    if (ro->generate && (rc = gen_declared_dims(o, &first, max_seq, &a, &onnx))) {
+        arena_free(&a);
+        return rc;
+    }
     Graph *g = load_graph(&a, &d, &first, &file);
     /* Before anything is written: --html may not be a file read, the
      * model's external data included (cli.md). */
@@ -459,7 +463,7 @@ static int run(const ReportOpts *ro, const Options *o) {
     GenPlan gp;
     const char *fit = ro->fit;
     if (ro->generate) {
-        rc = gen_prepare(g, o, &file, max_seq, cache_dtype, &og, &gp);
+        rc = gen_prepare(g, o, &file, max_seq, cache_dtype, onnx, &og, &gp);
         if (rc) {
             arena_free(&a);
             return rc;
@@ -469,13 +473,14 @@ static int run(const ReportOpts *ro, const Options *o) {
         if (fit) fit = gen_fit_dim(fit);
         o = &og;
         PrecisionPolicy pol = options_policy(o);
-        g = tgc_frontend_train(&a, &d, &file, o->dims, o->ndims, &pol, NULL);
-        if (!g || d.errors) {
+        g = gen_prefill_graph(&a, &d, &gp, &pol);
+        if (!g) {
             arena_free(&a);
             return 1;
         }
     }
-    if (fit && !has_dim(g, fit)) {
+    /* (an ONNX decoder's axes have the model's names; its plans set them) */
+    if (fit && !onnx && !has_dim(g, fit)) {
         fprintf(stderr, "tgc report: error: --fit %s: graph '%s' has no dimension '%s'\n", ro->fit,
                 g->name, fit);
         list_dims(g);
@@ -594,7 +599,7 @@ static int run(const ReportOpts *ro, const Options *o) {
      * unasked when there is a budget and a dimension named batch (the JSON's
      * max_fit stays --fit's, as cli.md says). */
     const char *fit_dim = fit;
-    if (!fit_dim && !o->json && r->has_budget && has_dim(g, "batch")) fit_dim = "batch";
+    if (!fit_dim && !o->json && r->has_budget && (onnx || has_dim(g, "batch"))) fit_dim = "batch";
     if (fit_dim) {
         FitCtx c = {.in = &plan, .gen = ro->generate ? &gp : NULL};
         r->fit.present = true;

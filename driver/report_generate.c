@@ -5,7 +5,10 @@
  * executable holds the weights and the cache once, the larger arena, and
  * each program's inputs and outputs. This file plans both programs and
  * counts that; the verdict, the storage choices and --fit then hold the
- * total to the budget through Report.peak_bytes. */
+ * total to the budget through Report.peak_bytes. An ONNX decoder's two
+ * programs are imported as the build imports them (driver/
+ * generate_onnx.c: the model's axes at each program's sizes, its past
+ * keys and values made states), and the cache is those states. */
 #include "driver/report_generate.h"
 
 #include <cjson/cJSON.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 
 #include "driver/generate.h"
+#include "frontend/frontend.h"
 #include "frontend/onnx/onnx_import.h"
 
 bool gen_parse_cache_dtype(const char *cmd, const char *s, DType *out) {
@@ -39,16 +43,6 @@ int gen_check_options(const Options *o) {
     if (o->has_train) {
         fprintf(stderr, "tgc report: error: --generate does not apply to --train (a generating "
                         "executable runs the forward only)\n");
-        return 1;
-    }
-    /* An ONNX decoder's past keys and values become states only in tgc
-     * build --generate's own import (its axes are not seq and max_seq). */
-    if (onnx_is_model_path(o->file)) {
-        fprintf(stderr,
-                "tgc report: error: --generate: '%s': an ONNX decoder is not planned for "
-                "generation by the report yet; import it (tgc import) and declare its cache as "
-                "`state` in the .tg\n",
-                o->file);
         return 1;
     }
     for (int i = 0; i < o->ndims; i++) {
@@ -86,13 +80,57 @@ static int missing_dim(const Graph *g, const char *name, const char *why) {
     return 1;
 }
 
-void gen_declared_dims(Options *first) {
+int gen_declared_dims(const Options *o, Options *first, int64_t max_seq, Arena *a,
+                      const GenOnnx **onnx) {
+    *onnx = NULL;
+    if (onnx_is_model_path(o->file)) {
+        GenOnnx *m = ARENA_NEW(a, GenOnnx);
+        if (!generate_onnx_read("report", o, max_seq, a, m) ||
+            !generate_onnx_dims(m, m->batch, m->max_seq, 1, a, stderr, first->dims, &first->ndims))
+            return 1;
+        first->gen_cache = true;
+        *onnx = m;
+        return 0;
+    }
     for (int i = 0; i < first->ndims; i++)
         if (!strcmp(first->dims[i].name, "seq")) first->dims[i] = (DimOverride){"seq", 1, 1, false};
+    return 0;
+}
+
+/* An ONNX decoder's plan: its sizes come from generate_onnx_read, its
+ * cache from the import (g, the step, has it as states); the model's
+ * bytes are kept in g's arena for each program's import. */
+static int prepare_onnx(const Graph *g, const Options *o, const SrcFile *file, DType cache_dtype,
+                        const GenOnnx *m, Options *og, GenPlan *gp) {
+    int nstates = 0;
+    for (int i = 0; i < g->nvalues; i++)
+        nstates += g->values[i]->op == OP_PARAM && g->values[i]->state;
+    if (!nstates) { /* pass_cache_state refuses a model without its cache first */
+        fprintf(stderr, "tgc report: error: --generate: %s: the model has no KV cache\n", o->file);
+        return 1;
+    }
+    int len = 0;
+    char *bytes = driver_read_file(o->file, &len);
+    if (!bytes) return 1;
+    memset(gp, 0, sizeof *gp);
+    gp->model = arena_dup(g->arena, bytes, (size_t)len);
+    gp->model_len = (size_t)len;
+    free(bytes);
+    gp->file = file;
+    gp->o = og;
+    gp->onnx = m;
+    gp->cache_dtype = cache_dtype;
+    gp->seq_hi = m->seq_given ? m->seq_hi : m->max_seq;
+    gp->seq_lo = m->seq_lo;
+    gp->batch_lo = m->batch_lo;
+    gp->chunk = generate_onnx_chunk(gp->seq_hi, m->max_seq);
+    *og = *o; /* its dims unused: each program is imported at its own */
+    return 0;
 }
 
 int gen_prepare(const Graph *g, const Options *o, const SrcFile *file, int64_t max_seq,
-                DType cache_dtype, Options *og, GenPlan *gp) {
+                DType cache_dtype, const GenOnnx *onnx, Options *og, GenPlan *gp) {
+    if (onnx) return prepare_onnx(g, o, file, cache_dtype, onnx, og, gp);
     const DimOverride *dm = find_override(o, "max_seq");
     if (dm && max_seq && dm->value != max_seq) {
         fprintf(stderr, "tgc report: error: -D max_seq=%lld and --max-seq %lld disagree\n",
@@ -157,10 +195,42 @@ int gen_prepare(const Graph *g, const Options *o, const SrcFile *file, int64_t m
     return 0;
 }
 
+/* An ONNX decoder's batch and cache length at dim = value (dim NULL:
+ * the plan's). */
+static void onnx_sizes(const GenPlan *gp, const char *dim, int64_t value, int64_t *batch,
+                       int64_t *max_seq) {
+    *batch = gp->onnx->batch;
+    *max_seq = gp->onnx->max_seq;
+    if (dim && !strcmp(dim, "batch")) *batch = value;
+    if (dim && !strcmp(dim, "max_seq")) *max_seq = value;
+}
+
+/* An ONNX decoder's prefill chunk at a cache of max_seq, as tgc build
+ * --generate picks it (without -D seq, the prompt may fill the cache). */
+static int64_t onnx_chunk(const GenPlan *gp, int64_t max_seq) {
+    return generate_onnx_chunk(gp->onnx->seq_given ? gp->onnx->seq_hi : max_seq, max_seq);
+}
+
+/* The ONNX decoder imported for seq tokens a run at dim = value. */
+static Graph *import_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *pol, const char *dim,
+                        int64_t value, int64_t seq, FILE *msgs) {
+    int64_t batch, max_seq;
+    onnx_sizes(gp, dim, value, &batch, &max_seq);
+    DimOverride ov[64];
+    int n = 0;
+    if (batch < 1 || seq < 1 || max_seq <= seq ||
+        !generate_onnx_dims(gp->onnx, batch, max_seq, seq, a, msgs, ov, &n))
+        return NULL;
+    Diag d;
+    diag_init(&d, msgs);
+    return generate_onnx_load(a, &d, gp->onnx->o->file, gp->model, gp->model_len, ov, n, pol);
+}
+
 /* gp's program at seq (the prefill's chunk or the step's 1) and dim =
  * value (dim NULL: none), messages to msgs (NULL: silent). */
 static Graph *compile_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *pol, const char *dim,
                          int64_t value, int64_t seq, FILE *msgs) {
+    if (gp->onnx) return import_at(a, gp, pol, dim, value, seq, msgs);
     DimOverride ov[66];
     int n = 0;
     for (int i = 0; i < gp->o->ndims; i++) {
@@ -185,8 +255,35 @@ static int64_t dim_value(const Graph *g, const char *name, int64_t dflt) {
     return d ? d->value : dflt;
 }
 
+/* The ONNX prefill at its chunk, else at one token (as the build falls
+ * back; a note to msgs): *chunk the one used. */
+static Graph *onnx_prefill_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *pol,
+                              const char *dim, int64_t value, FILE *msgs, int64_t *chunk) {
+    int64_t batch, max_seq;
+    onnx_sizes(gp, dim, value, &batch, &max_seq);
+    *chunk = onnx_chunk(gp, max_seq);
+    if (*chunk > 1) {
+        Graph *g = import_at(a, gp, pol, dim, value, *chunk, NULL);
+        if (g) return g;
+        if (msgs)
+            fprintf(msgs,
+                    "tgc report: note: --generate: %s: the model does not build for a chunk of "
+                    "%lld tokens; planned as tgc build --generate falls back, one token a run\n",
+                    gp->onnx->o->file, (long long)*chunk);
+        *chunk = 1;
+    }
+    return import_at(a, gp, pol, dim, value, 1, msgs);
+}
+
+Graph *gen_prefill_graph(Arena *a, Diag *d, GenPlan *gp, const PrecisionPolicy *pol) {
+    if (gp->onnx) return onnx_prefill_at(a, gp, pol, NULL, 0, stderr, &gp->onnx_chunk);
+    Graph *g = tgc_frontend_train(a, d, gp->file, gp->o->dims, gp->o->ndims, pol, NULL);
+    return g && !d->errors ? g : NULL;
+}
+
+/* chunk: the ONNX prefill's (a .tg's is its graph's seq). */
 static bool finish_at(Report *r, const GenPlan *gp, const PrecisionPolicy *pol, const char *dim,
-                      int64_t value, FILE *msgs) {
+                      int64_t value, int64_t chunk, FILE *msgs) {
     Graph *gs = compile_at(r->a, gp, pol, dim, value, 1, msgs);
     if (!gs) return false;
     Report *s = report_build(r->a, gs, pol->prec, gp->target);
@@ -195,6 +292,10 @@ static bool finish_at(Report *r, const GenPlan *gp, const PrecisionPolicy *pol, 
     gen->chunk = dim_value(r->g, "seq", gp->chunk);
     gen->batch = dim_value(r->g, "batch", 1);
     gen->max_seq = dim_value(r->g, "max_seq", 1);
+    if (gp->onnx) { /* the model's own axes are named otherwise */
+        onnx_sizes(gp, dim, value, &gen->batch, &gen->max_seq);
+        gen->chunk = chunk;
+    }
     DType sdt = DT_NONE;
     bool mixed = false;
     int64_t state_storage = 0;
@@ -239,16 +340,22 @@ static bool finish_at(Report *r, const GenPlan *gp, const PrecisionPolicy *pol, 
 }
 
 bool report_generate_finish(Report *r, const GenPlan *gp, const PrecisionPolicy *pol, FILE *msgs) {
-    return finish_at(r, gp, pol, NULL, 0, msgs);
+    return finish_at(r, gp, pol, NULL, 0, gp->onnx_chunk, msgs);
 }
 
 Report *report_generate_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *pol, const char *dim,
                            int64_t value) {
-    int64_t max_seq = dim && !strcmp(dim, "max_seq") ? value : dim_value_of(gp->o, "max_seq");
-    Graph *g = compile_at(a, gp, pol, dim, value, generate_chunk(gp->seq_hi, max_seq), NULL);
+    int64_t chunk = 0;
+    Graph *g;
+    if (gp->onnx) {
+        g = onnx_prefill_at(a, gp, pol, dim, value, NULL, &chunk);
+    } else {
+        int64_t max_seq = dim && !strcmp(dim, "max_seq") ? value : dim_value_of(gp->o, "max_seq");
+        g = compile_at(a, gp, pol, dim, value, generate_chunk(gp->seq_hi, max_seq), NULL);
+    }
     if (!g) return NULL;
     Report *r = report_build(a, g, pol->prec, gp->target);
-    return finish_at(r, gp, pol, dim, value, NULL) ? r : NULL;
+    return finish_at(r, gp, pol, dim, value, chunk, NULL) ? r : NULL;
 }
 
 Report *report_generate_of_policy(void *ctx, const PrecisionPolicy *pol) {

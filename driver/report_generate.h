@@ -2,13 +2,14 @@
  * executable (tgc build --generate): one decoder compiled twice, a prefill
  * program (seq = generate_chunk of the prompt bound) and a decode step
  * (seq = 1), over one set of weights, one KV cache (the graph's `state`
- * params) and one arena, the larger of the two programs' (driver/
- * report_generate.c). */
+ * params, or an ONNX decoder's past keys and values made states) and one
+ * arena, the larger of the two programs' (driver/report_generate.c). */
 #ifndef TGC_REPORT_GENERATE_H
 #define TGC_REPORT_GENERATE_H
 #include <stdio.h>
 
 #include "driver/driver.h"
+#include "driver/generate.h"
 #include "driver/report.h"
 
 /* --cache-dtype D (f32, f16 or bf16): the KV cache's storage dtype; the
@@ -27,6 +28,12 @@ typedef struct GenPlan {
     int64_t batch_lo, seq_lo, seq_hi;
     int64_t chunk;   /* generate_chunk(seq_hi); each plan clamps it to its max_seq, as the build */
     const char *fit; /* --fit as given: "batch" or "seq" (the dim max_seq), or NULL */
+    /* An ONNX decoder (NULL: a .tg): imported from its bytes for each
+     * program, as tgc build --generate does (driver/generate_onnx.c). */
+    const GenOnnx *onnx;
+    const uint8_t *model;
+    size_t model_len;
+    int64_t onnx_chunk; /* the prefill's chunk gen_prefill_graph planned (1 after a fallback) */
 } GenPlan;
 
 /* The figures of a generating executable (Report.gen). */
@@ -50,19 +57,30 @@ typedef struct ReportGen {
  * for batch and seq, no --train. 0, or the exit code after a message. */
 int gen_check_options(const Options *o);
 
-/* The options the graph is first loaded with (for gen_prepare's checks):
- * the user's, with a -D seq at 1 token, since a prompt's bound may be
- * longer than the declared cache (the plans clamp the chunk to it). */
-void gen_declared_dims(Options *first);
+/* The options the graph is first loaded with (for gen_prepare's checks),
+ * first a copy of the user's o: for a .tg, a -D seq at 1 token, since a
+ * prompt's bound may be longer than the declared cache (the plans clamp
+ * the chunk to it); for an ONNX decoder (*onnx set, in a), the decode
+ * step's import (its axes at one token, its cache made states).
+ * max_seq: --max-seq, 0 when not given. 0, or the exit code after a
+ * message. */
+int gen_declared_dims(const Options *o, Options *first, int64_t max_seq, Arena *a,
+                      const GenOnnx **onnx);
 
 /* g is the graph loaded with gen_declared_dims's options:
  * checks that it can generate (dimensions max_seq and seq, at least one
  * state), then fills *gp and *og: og
  * is a copy of o whose dims are the prefill's (batch at its bound, seq at
- * the chunk, max_seq). max_seq 0: -D max_seq's. o: the user's options. 0, or the exit code
+ * the chunk, max_seq). max_seq 0: -D max_seq's. o: the user's options;
+ * onnx: gen_declared_dims's (NULL for a .tg). 0, or the exit code
  * after a message naming the graph. */
 int gen_prepare(const Graph *g, const Options *o, const SrcFile *file, int64_t max_seq,
-                DType cache_dtype, Options *og, GenPlan *gp);
+                DType cache_dtype, const GenOnnx *onnx, Options *og, GenPlan *gp);
+/* The prefill program's graph, which the report is built from, under
+ * pol: a .tg at og's dims; an ONNX decoder at its chunk, else (a model
+ * that does not build for one) at one token with a note, as tgc build
+ * --generate falls back (gp->onnx_chunk says which). NULL after errors. */
+Graph *gen_prefill_graph(Arena *a, Diag *d, GenPlan *gp, const PrecisionPolicy *pol);
 
 /* r is the prefill program's report (tgc report built it from gp's
  * options): compiles and plans the decode step with msgs for its

@@ -1,8 +1,24 @@
-/* Hugging Face's cache pattern as states (see cache_state.h). Imported at
- * seq = 1 and past = max_seq - 1, each Concat(past, new, axis = 2) has the
- * shape of the whole cache: writing the new row into a state of that
- * shape at `pos` gives the same tensor to every reader, without copying
- * the cache in and out of the program every token. */
+/* Hugging Face's cache pattern as states (see cache_state.h). Imported
+ * with past + seq = max_seq, each Concat(past, new, axis = 2) has the
+ * shape of the whole cache, which becomes a state of that shape written
+ * at `pos`, without copying the cache in and out of the program every
+ * run. How the attention then reads it depends on seq:
+ *
+ * - one token (the decoding step): the Concat becomes the write itself,
+ *   slice_scatter(state, new, start = pos), read in place. The model's
+ *   causal mask is built for the last row of the (past + 1) square, which
+ *   sees every row; attention_mask hides the rows past pos.
+ * - a chunk of seq > 1 tokens (the prefill): the model's causal mask is
+ *   built for the square's last seq rows (token i sees rows <= past + i),
+ *   so the chunk's keys must stay the last rows of what the attention
+ *   reads. The state is written at pos as above, and the Concat kept over
+ *   its first `past` rows: cat(state'[:past], new). Token i then sees the
+ *   cache rows < pos and the chunk's rows up to its own, once
+ *   attention_mask hides rows pos..past-1 (a gap, as a left-padded batch
+ *   has; the runtime fills it, RtGenProgram.prefill_keys_last). The copy
+ *   is once per chunk, not per token. The rows the write puts at pos..pos
+ *   + seq - 1 fall in that gap (pos + seq <= max_seq), so reading the
+ *   state after the write changes nothing the mask lets through. */
 #include "passes/cache_state.h"
 
 #include <ctype.h>
@@ -117,10 +133,10 @@ static Value *add_pos(Graph *g, Diag *d, SrcLoc loc) {
     return pos;
 }
 
-/* cat([past, new], dim = 2) -> slice_scatter(state, new, dim = 2, start =
- * pos), the same Value (its readers unchanged). */
-static bool to_update(Graph *g, Diag *d, Value *cat, Value *pos) {
-    Value *past = cat->args[0].ts[0], *new = cat->args[0].ts[1];
+/* The past input, read only by cat, made a zeroed state of the cat's
+ * shape (the whole cache). */
+static void to_state(Value *cat) {
+    Value *past = cat->args[0].ts[0];
     past->op = OP_PARAM;
     past->state = true;
     past->label = "state";
@@ -128,6 +144,23 @@ static bool to_update(Graph *g, Diag *d, Value *cat, Value *pos) {
     past->ndim = cat->ndim;
     memcpy(past->shape, cat->shape, sizeof past->shape);
     shape_contiguous_strides(past->shape, past->ndim, past->strides);
+}
+
+/* v (not yet in g) placed just before `before`, the orders renumbered. */
+static void insert_before(Graph *g, Value *v, const Value *before) {
+    int at = before->order;
+    graph_append(g, v);
+    memmove(&g->values[at + 1], &g->values[at], sizeof *g->values * (size_t)(g->nvalues - 1 - at));
+    g->values[at] = v;
+    for (int i = at; i < g->nvalues; i++)
+        g->values[i]->order = i;
+}
+
+/* The step's form: cat([past, new], dim = 2) -> slice_scatter(state, new,
+ * dim = 2, start = pos), the same Value (its readers unchanged). */
+static bool to_update(Graph *g, Diag *d, Value *cat, Value *pos) {
+    Value *past = cat->args[0].ts[0], *new = cat->args[0].ts[1];
+    to_state(cat);
     SrcLoc loc = cat->loc;
     cat->op = OP_SLICE_SCATTER;
     cat->label = NULL;
@@ -140,6 +173,36 @@ static bool to_update(Graph *g, Diag *d, Value *cat, Value *pos) {
     cat->args[4] = (Arg){.kind = ARG_ABSENT, .loc = loc};
     cat->args[5] = arg_int(1, loc);
     InferCtx c = {.g = g, .d = d};
+    return value_infer(&c, cat);
+}
+
+/* The prefill's form (a chunk of new rows): the state written at pos,
+ * and cat([past, new]) -> cat([narrow(write, 2, 0, past), new]), whose
+ * readers see the chunk as the last rows, as the model's causal mask
+ * expects (see the top of this file). */
+static bool to_update_last(Graph *g, Diag *d, Value *cat, Value *pos) {
+    Value *past = cat->args[0].ts[0], *new = cat->args[0].ts[1];
+    int64_t npast = past->shape[2];
+    to_state(cat);
+    SrcLoc loc = cat->loc;
+    InferCtx c = {.g = g, .d = d};
+    Arg wa[6] = {arg_tensor(past, loc),
+                 arg_tensor(new, loc),
+                 arg_int(2, loc),
+                 arg_tensor(pos, loc),
+                 {.kind = ARG_ABSENT, .loc = loc},
+                 arg_int(1, loc)};
+    Value *w = value_make(&c, OP_SLICE_SCATTER, loc, 6, wa);
+    if (!w) return false;
+    insert_before(g, w, cat);
+    Arg ha[4] = {arg_tensor(w, loc), arg_int(2, loc), arg_int(0, loc), arg_int(npast, loc)};
+    Value *head = value_make(&c, OP_NARROW, loc, 4, ha);
+    if (!head) return false;
+    insert_before(g, head, cat);
+    Value **ts = ARENA_ARRAY(g->arena, Value *, 2);
+    ts[0] = head;
+    ts[1] = new;
+    cat->args[0].ts = ts;
     return value_infer(&c, cat);
 }
 
@@ -168,12 +231,19 @@ bool pass_cache_state(Graph *g, Diag *d) {
     Value *pos = add_pos(g, d, first);
     if (!pos) return false;
     for (int k = 0; k < ncache; k++) {
-        if (!to_update(g, d, cats[k], pos)) return false;
+        /* The new rows: one (the step) or a chunk (the prefill). */
+        bool step = cats[k]->args[0].ts[1]->shape[2] == 1;
+        if (!(step ? to_update : to_update_last)(g, d, cats[k], pos)) return false;
         cats[k]->is_output = false;
     }
+    /* The present keys and values are the states themselves. */
     int k = 0;
-    for (int i = 0; i < g->noutputs; i++)
-        if (!ir_is_state_update(g->outputs[i])) g->outputs[k++] = g->outputs[i];
+    for (int i = 0; i < g->noutputs; i++) {
+        bool present = false;
+        for (int j = 0; j < ncache && !present; j++)
+            present = g->outputs[i] == cats[j];
+        if (!present) g->outputs[k++] = g->outputs[i];
+    }
     g->noutputs = k;
     return ir_check_states(g, d);
 }

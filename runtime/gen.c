@@ -153,6 +153,11 @@ static RtStatus check_gen(RtGen *gen) {
             return rt_error_set(&gen->err, TGCRT_ERR_ARG, "program '%s': malformed descriptor",
                                 pname(p));
     }
+    if (g->prefill_keys_last && g->mask_input < 0)
+        return rt_error_set(&gen->err, TGCRT_ERR_ARG,
+                            "generating program: the prefill attends to its chunk as the "
+                            "cache's last rows but has no attention mask to hide the rows "
+                            "between");
     RtStatus s = check_io(gen, g->prefill, "prefill", g->chunk);
     return s ? s : check_io(gen, g->step, "step", 1);
 }
@@ -327,14 +332,18 @@ static void put(void *buf, RtDType t, int64_t i, int64_t v) {
 /* An ONNX decoder's mask and positions for a run at pos: the run's
  * tokens see the cache up to the last of them (pos + seq - 1), the rows
  * past it hold zeros or an earlier generation's keys; token j is at
- * position pos + j. */
+ * position pos + j. A prefill whose chunk is attended to as the last rows
+ * (prefill_keys_last) sees the cache before pos and those rows; the rows
+ * between are hidden (the model's causal mask orders the chunk's own). */
 static void fill_optional(const RtGen *gen, GenRun *r, int64_t pos) {
     const RtGenProgram *g = &gen->g;
     if (r->mask) {
         RtDType t = r->p->inputs[g->mask_input].desc.dtype;
+        bool last = g->prefill_keys_last && r == &gen->run[0];
         for (int64_t b = 0; b < g->batch; b++)
             for (int64_t j = 0; j < g->max_seq; j++)
-                put(r->mask, t, b * g->max_seq + j, j <= pos + r->seq - 1);
+                put(r->mask, t, b * g->max_seq + j,
+                    last ? j < pos || j >= g->max_seq - r->seq : j <= pos + r->seq - 1);
     }
     if (r->positions) {
         RtDType t = r->p->inputs[g->positions_input].desc.dtype;

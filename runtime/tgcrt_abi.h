@@ -310,6 +310,13 @@ typedef struct RtGenProgram {
      * to the run's last position, 0 after) and position_ids [batch, seq]
      * (i64 or i32: pos + j). */
     int mask_input, positions_input;
+    /* 1: the prefill attends to its chunk's keys as the cache's last
+     * `chunk` rows, after its first max_seq - chunk (an ONNX decoder's
+     * Concat(cache, new), whose causal mask is built for the last rows:
+     * tgc's passes/cache_state.c). Its attention_mask then covers the rows
+     * before pos and the last chunk rows, not the gap between. Needs
+     * mask_input. */
+    int prefill_keys_last;
 } RtGenProgram;
 /* The main() of a generating executable: cli.md "Additions (round 3)"
  * (--prompt, --max-new-tokens, --temperature, --top-k, --top-p, --seed,

@@ -196,7 +196,10 @@ class PastGPT2(torch.nn.Module):
     the new keys concatenated along dim 2; the causal mask is the last `seq`
     rows of the (past + seq) square, attention_mask's zeros are -inf.
     Not the pattern: bad="extra_read" reads the first past elsewhere too,
-    bad="new_first" concatenates the first layer's keys (new, past)."""
+    bad="new_first" concatenates the first layer's keys (new, past).
+    bad="one_token" reshapes the queries for a single token (the model
+    exports and runs at one token a run only: --generate's prefill falls
+    back to one token a run)."""
 
     def __init__(self, m, n_head, bad=None):
         super().__init__()
@@ -214,6 +217,8 @@ class PastGPT2(torch.nn.Module):
             q, k, v = a.c_attn(h).split(d, dim=2)
             q, k, v = (z.view(b, t, self.n_head, d // self.n_head).transpose(1, 2)
                        for z in (q, k, v))
+            if self.bad == "one_token":
+                q = q.reshape(b, self.n_head, 1, d // self.n_head)
             k = torch.cat([k, past[0]] if i == 0 and self.bad == "new_first"
                           else [past[2 * i], k], dim=2)
             v = torch.cat([past[2 * i + 1], v], dim=2)
@@ -231,12 +236,27 @@ class PastGPT2(torch.nn.Module):
         return (logits, *presents)
 
 
-def export_past(model, path, bad=None):
+class NoMask(torch.nn.Module):
+    """PastGPT2 without the attention_mask input (every row attended)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_ids, position_ids, *past):
+        b, t = input_ids.shape
+        mask = torch.ones(b, past[0].shape[2] + t, dtype=torch.int64)
+        return self.inner(input_ids, mask, position_ids, *past)
+
+
+def export_past(model, path, bad=None, t=3):
     """torch.onnx.export of PastGPT2 with dynamic batch, seq, past and total
-    (attention_mask's length, an axis of its own as in HF's exports)."""
+    (attention_mask's length, an axis of its own as in HF's exports),
+    traced at t new tokens. bad="no_mask": without the attention_mask
+    input; others: PastGPT2's."""
     cfg = GPT2_CFG
     hd = cfg["d"] // cfg["n_head"]
-    b, t, p = 2, 3, 4
+    b, p = 2, 4
     ids = torch.randint(0, cfg["vocab"], (b, t), generator=torch.Generator().manual_seed(1))
     mask = torch.ones(b, p + t, dtype=torch.int64)
     pos = torch.arange(p, p + t)[None].expand(b, t)
@@ -250,10 +270,14 @@ def export_past(model, path, bad=None):
             outs.append("present.%d.%s" % (i, kv))
             dyn[names[-1]] = {0: "batch", 2: "past"}
             dyn[outs[-1]] = {0: "batch", 2: "total"}
+    module, args = PastGPT2(model, cfg["n_head"], bad).eval(), (ids, mask, pos, *past)
+    if bad == "no_mask":
+        module, args = NoMask(module), (ids, pos, *past)
+        names.remove("attention_mask")
+        del dyn["attention_mask"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(PastGPT2(model, cfg["n_head"], bad).eval(),
-                          (ids, mask, pos, *past), path, input_names=names,
+        torch.onnx.export(module, args, path, input_names=names,
                           output_names=outs, dynamic_axes=dyn, opset_version=14)
 
 

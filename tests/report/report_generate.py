@@ -219,7 +219,8 @@ def check_errors(c, tgc, tmp):
     check_error(c, tgc, "-D seq=0:8", KV, gen + ["-D", "seq=0:8"], (1,), ["-D seq", "at least 1"])
     onnx = os.path.join(tmp, "decoder.onnx")
     open(onnx, "wb").close()
-    check_error(c, tgc, "an ONNX model", onnx, gen, (1,), ["decoder.onnx", "state"])
+    check_error(c, tgc, "an empty ONNX model", onnx, gen, (1,),
+                ["decoder.onnx", "not an ONNX model"])
 
 
 def main():

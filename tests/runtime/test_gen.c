@@ -285,6 +285,13 @@ static void test_reset_errors(void) {
         CHECK_HAS(rt_gen_error(gen), "does not exist or is another input's index");
         rt_gen_destroy(gen);
     }
+    /* A prefill that attends to its chunk as the last rows needs the mask
+     * that hides the rows between (else it would read stale rows). */
+    g = gp_gen;
+    g.prefill_keys_last = 1;
+    CHECK_INT(TGCRT_ERR_ARG, rt_gen_create(&g, NULL, 1, &gen));
+    CHECK_HAS(rt_gen_error(gen), "has no attention mask to hide the rows between");
+    rt_gen_destroy(gen);
 }
 
 int main(void) {
