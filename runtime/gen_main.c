@@ -3,7 +3,7 @@
  *
  *   ./GEN --prompt IDS.npy --max-new-tokens N [--temperature T] [--top-k K]
  *         [--top-p P] [--seed S] [--output-dir D] [--weights W]
- *         [--threads N] [--help]
+ *         [--threads N] [--profile] [--help]
  *
  * It checks the command line, the prompt and the output file before
  * anything runs, generates through rt_gen (gen.c), writes D/tokens.npy
@@ -22,12 +22,12 @@
 
 static const char USAGE[] = "--prompt IDS.npy --max-new-tokens N [--temperature T] [--top-k K] "
                             "[--top-p P] [--seed S] [--output-dir DIR] [--weights W.safetensors] "
-                            "[--threads N] [--help]";
+                            "[--threads N] [--profile] [--help]";
 
 typedef struct GenArgs {
     RtExeArgs exe; /* prog, outdir, weights: what exe_main.c's helpers read */
     const char *prompt;
-    bool new_set, temp_set, topk_set, topp_set, seed_set, threads_set, help;
+    bool new_set, temp_set, topk_set, topp_set, seed_set, threads_set, help, profile;
     long long max_new, top_k, threads;
     double temperature, top_p;
     uint64_t seed;
@@ -118,6 +118,11 @@ static int parse_args(GenArgs *a, int argc, char **argv) {
             a->help = true;
             continue;
         }
+        if (!strcmp(f, "--profile")) {
+            if (a->profile) return usage_error(a, "%s is given twice", f);
+            a->profile = true;
+            continue;
+        }
         bool known = false;
         for (size_t k = 0; !known && k < sizeof VALUED / sizeof VALUED[0]; k++)
             known = !strcmp(f, VALUED[k]);
@@ -152,6 +157,9 @@ static void print_help(const RtGenProgram *g, const GenArgs *a) {
         "  --weights W.safetensors  load the params from W (default: the embedded weights,\n"
         "                           else the graph's initialisers)\n"
         "  --threads N              threads to use (0: the program's default)\n"
+        "  --profile                after the tokens are written, print each program's steps\n"
+        "                           (the prefill's runs, then the decode's) as the other\n"
+        "                           executables' --profile does, beside its mean run time\n"
         "  --help                   this message\n"
         "\nIt prints the prefill's speed (the prompt's tokens per second) and the decode's\n"
         "(new tokens per second after the first, which the prefill gives). Both count the\n"
@@ -216,6 +224,26 @@ static void print_rate(const char *what, int64_t tokens, double ms) {
     printf("%s: %lld tokens in %.2f ms (%.1f tokens/s)\n", what, (long long)tokens, ms, rate);
 }
 
+/* --profile: the prefill's table, then the step's, each beside the mean
+ * time of its runs (the step's includes choosing the next token, which is
+ * no step of the program). A program that did not run says so. */
+static int print_profiles(RtGen *gen, const RtGenStats *st) {
+    double runs[2] = {(double)st->prefill_runs, (double)st->decode_tokens};
+    double ms[2] = {st->prefill_ms, st->decode_ms};
+    for (int w = 0; w < 2; w++) {
+        RtContext *c = rt_gen_context(gen, w);
+        if (!c) continue;
+        rt_context_profile(c, false);
+        printf("%s:\n", w ? "decode step" : "prefill");
+        double mean_us = runs[w] > 0 ? ms[w] * 1000.0 / runs[w] : -1;
+        /* A prompt's short tail runs through the step: then the prefill's
+         * time is not its own program's alone. */
+        if (w == 0 && (double)rt_context_profile_runs(c) != runs[0]) mean_us = -1;
+        if (rt_context_profile_print(c, stdout, mean_us)) return 1;
+    }
+    return 0;
+}
+
 static int run(const RtGenProgram *g, GenArgs *a, RtGen **gen, RtArray *prompt, int64_t **tok) {
     if (!a->prompt)
         return rt_exe_error(&a->exe, 1, "missing --prompt IDS.npy (the prompts' token ids)");
@@ -232,6 +260,11 @@ static int run(const RtGenProgram *g, GenArgs *a, RtGen **gen, RtArray *prompt, 
     size_t n = (size_t)(b * (plen + a->max_new));
     if (!(*tok = malloc((n ? n : 1) * sizeof **tok)))
         return rt_exe_error(&a->exe, 1, "out of memory for %zu tokens", n);
+    for (int w = 0; a->profile && w < 2; w++) {
+        RtContext *c = rt_gen_context(*gen, w);
+        if (c && (s = rt_context_profile(c, true)))
+            return rt_exe_error(&a->exe, rt_status_exit_code(s), "%s", rt_context_error(c));
+    }
     RtSampling sm = {.temperature = a->temperature,
                      .top_k = a->top_k,
                      .top_p = a->topp_set ? a->top_p : 1.0,
@@ -245,6 +278,7 @@ static int run(const RtGenProgram *g, GenArgs *a, RtGen **gen, RtArray *prompt, 
     const RtGenStats *st = rt_gen_stats(*gen);
     print_rate("prefill", st->prefill_tokens, st->prefill_ms);
     print_rate("decode", st->decode_tokens, st->decode_ms);
+    if (a->profile && (rc = print_profiles(*gen, st))) return rc;
     if (fflush(stdout) || ferror(stdout))
         return rt_exe_error(&a->exe, 1, "cannot write to standard output");
     return 0;

@@ -23,6 +23,9 @@ Bad flags: --profile-json without a file is exit 2, into a missing
 directory exit 1 with the path named, at an output's or an input's path
 exit 1 before anything runs (the input unchanged).
 
+A generating executable (tgc build --generate) prints the prefill's
+table, then the decode step's, each with the runs it made.
+
 The compile API (tgc compile's NAME_profile, NAME_profile_print,
 NAME_profile_write_json) records exactly the runs made while it is on.
 A --target cuda executable refuses --profile (not yet): exit 1.
@@ -296,6 +299,60 @@ def case_train(tgc, tmp):
              20, tmp)
 
 
+def case_generate(tgc, tmp):
+    """A generating executable (tgc build --generate) with --profile: the
+    prefill program's table, then the decode step's, each a table as above
+    with the runs it made (2 chunks of 8; 5 steps), beside the mean run
+    time (the step's includes choosing the token); the tokens are those of a run without --profile, which prints
+    only its two speed lines."""
+    sys.path.insert(0, EX)
+    import torch
+    from gpt2_torch import randomize, save_safetensors
+    from llama_torch import Llama
+    cfg = dict(n_layer=2, d=64, n_head=4, n_kv_head=2, ffn=128, vocab=100)
+    torch.manual_seed(0)
+    model = Llama(**cfg).eval()
+    randomize(model, cfg["d"], 0)
+    weights = os.path.join(tmp, "gen.safetensors")
+    save_safetensors(weights, model.state_dict())
+    exe = os.path.join(tmp, "gen")
+    defs = [x for k, v in cfg.items() for x in ("-D", f"{k}={v}")]
+    p = run([tgc, "build", os.path.join(EX, "llama_generate.tg"), "--generate", "-D", "batch=1",
+             "-D", "seq=1:8", "-D", "max_seq=32", *defs, "--weights", weights, "-o", exe])
+    if not check(p.returncode == 0, "generate: tgc build --generate", p.stderr[-2000:]):
+        return
+    prompt = os.path.join(tmp, "prompt.npy")
+    np.save(prompt, np.arange(1, 17, dtype=np.int64).reshape(1, 16))
+    plain = run([exe, "--prompt", prompt, "--max-new-tokens", "6", "--weights", weights, "--output-dir",
+                 os.path.join(tmp, "gen_plain")])
+    check(plain.returncode == 0 and len(plain.stdout.splitlines()) == 2,
+          "generate: without --profile, the two speed lines only", plain.stdout + plain.stderr)
+    p = run([exe, "--prompt", prompt, "--max-new-tokens", "6", "--weights", weights, "--profile",
+             "--output-dir",
+             os.path.join(tmp, "gen_prof")])
+    if not check(p.returncode == 0, "generate --profile", p.stderr[-2000:]):
+        return
+    same = np.array_equal(np.load(os.path.join(tmp, "gen_plain", "tokens.npy")),
+                          np.load(os.path.join(tmp, "gen_prof", "tokens.npy")))
+    check(same, "generate: --profile changes no token")
+    parts = p.stdout.split("\ndecode step:\n")
+    if not check(len(parts) == 2 and "\nprefill:\n" in parts[0],
+                 "generate: a 'prefill:' table, then a 'decode step:' table", p.stdout[-3000:]):
+        return
+    for name, text, runs in (("prefill", parts[0], 2), ("decode step", parts[1], 5)):
+        got = parse_table("generate " + name, text)
+        if not got:
+            continue
+        rows, nsteps, nruns, total, measured = got
+        check(nruns == runs, f"generate {name}: {nruns} runs recorded, expected {runs}")
+        check(len(rows) == nsteps and sorted(int(r.group(2)) for r in rows) == list(range(nsteps)),
+              f"generate {name}: one row per step, steps 0..{nsteps - 1}")
+        # A few runs' medians against their mean, on a shared machine: a
+        # consistency check (the same scale), not a timing.
+        check(0 < total <= 3 * measured + 50, f"generate {name}: the rows' {total:.1f} us are "
+              f"on the scale of the mean run time {measured:.1f} us")
+
+
 def case_tgc_run(tgc, tmp):
     out = os.path.join(tmp, "run_out")
     p = run([tgc, "run", os.path.join(EX, "transformer_block.tg"), "-D", "seq=32",
@@ -390,7 +447,8 @@ def main():
     tmp = a.keep or tempfile.mkdtemp(prefix="tgc_profile_")
     os.makedirs(tmp, exist_ok=True)
     try:
-        for case in (case_transformer, case_conv, case_train, case_tgc_run, case_cuda):
+        for case in (case_transformer, case_conv, case_train, case_tgc_run, case_cuda,
+                     case_generate):
             case(a.tgc, tmp)
         case_compile_api(a.tgc, tmp, a.rtlib)
     finally:

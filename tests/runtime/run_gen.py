@@ -108,6 +108,7 @@ def test_sampling(s):
 def test_help(s):
     code, o, e = s.run("--help")
     s.check("--help", code == 0 and o.startswith("usage: rt_fake_gen --prompt IDS.npy")
+            and "--profile" in o
             and "1 <= b <= 3" in o and "P + N <= 10" in o and "tokens/s" not in e
             and "one sequence" in o, f"{code} {o[:200]!r} {e!r}")
 
@@ -177,6 +178,8 @@ def test_errors(s):
         ("too many threads", ok + ["--max-new-tokens", "1", "--threads", "99999"], "--threads 99999"),
         ("prompt twice", ok + ok + ["--max-new-tokens", "1"], "--prompt is given twice"),
         ("empty output dir", ok + ["--max-new-tokens", "1", "--output-dir", ""], "--output-dir needs a path"),
+        ("profile twice", ok + ["--max-new-tokens", "1", "--profile", "--profile"],
+         "--profile is given twice"),
     ]
     for name, args, needle in usage:
         code, o, e = s.run(*args)
