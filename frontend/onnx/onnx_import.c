@@ -406,7 +406,8 @@ static void import_node(Ox *x, int k) {
     if (ox_fold(x, n, in, nin)) return;
     if (ox_op_tensor(x, n, in, nin, out) || ox_op_nn(x, n, in, nin, out) ||
         ox_op_rnn(x, n, in, nin, out) || ox_op_gridsample(x, n, in, nin, out) ||
-        ox_op_roialign(x, n, in, nin, out) || ox_op_tfidf(x, n, in, nin, out))
+        ox_op_roialign(x, n, in, nin, out) || ox_op_tfidf(x, n, in, nin, out) ||
+        ox_op_control(x, n, in, nin, out))
         return;
     /* Their output's shape is a count of the data: a compiled program's
      * shapes are fixed before it runs. */
@@ -510,6 +511,7 @@ bool onnx_import(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size
     }
     ox_read_model(x, bytes, n);
     check_versions(x);
+    ox_expand_control(x);
     check_names(x);
     Onnx__GraphProto *g = x->g;
     size_t nv = g->n_initializer + g->n_input + 16;

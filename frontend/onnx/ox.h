@@ -11,6 +11,7 @@
  *                quantization, ox_scatter.c the scatters and GatherND;
  *                ox_rnn.c the recurrent layers, ox_gridsample.c GridSample,
  *                ox_roialign.c RoiAlign, ox_tfidf.c TfIdfVectorizer,
+ *                ox_control.c If and Scan (expanded before the walk),
  *                ox_pool.c, ox_conv3d.c, ox_resize.c the windows and resizes
  *                torch's functions do not take), ox_fuse.c the fused patterns
  *   onnx_import.c  the driver of all of these.
@@ -219,6 +220,11 @@ bool ox_op_roialign(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out)
 /* ox_tfidf.c: TfIdfVectorizer, its pool's n-grams compared with strided
  * slices of the tokens. */
 bool ox_op_tfidf(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
+/* ox_control.c: If and Scan expanded into plain nodes before the walk
+ * (x->g becomes an arena copy holding them); If's selection of the two
+ * branches' outputs, which the expansion leaves as an If node. */
+void ox_expand_control(Ox *x);
+bool ox_op_control(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* ox_ops_index.c: GatherElements, DepthToSpace, SpaceToDepth, OneHot, Hardmax */
 bool ox_op_index(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out);
 /* A conv's or pool's window over the spatial dims of [N, C, ...]. */

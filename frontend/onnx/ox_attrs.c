@@ -93,6 +93,9 @@ static const struct {
     {"HardSigmoid", 1, 1, 1, 1, "alpha beta"},
     {"HardSwish", 1, 1, 1, 1, NONE},
     {"Identity", 1, 1, 1, 1, NONE},
+    /* after ox_control.c's expansion: the condition and two candidates
+     * per output */
+    {"If", 1, ANY, 1, ANY, "else_branch then_branch"},
     {"InstanceNormalization", 3, 3, 1, 1, "epsilon"},
     {"IsInf", 1, 1, 1, 1, "detect_negative detect_positive"},
     {"IsNaN", 1, 1, 1, 1, NONE},
@@ -154,6 +157,10 @@ static const struct {
     {"RNN", 3, 6, 1, 2,
      "activation_alpha activation_beta activations clip direction hidden_size layout"},
     {"Round", 1, 1, 1, 1, NONE},
+    /* expanded by ox_control.c before the walk: listed for the message */
+    {"Scan", 1, ANY, 1, ANY,
+     "body directions num_scan_inputs scan_input_axes scan_input_directions scan_output_axes "
+     "scan_output_directions"},
     {"Scatter", 3, 3, 1, 1, "axis"},
     {"ScatterElements", 3, 3, 1, 1, "axis reduction"},
     {"ScatterND", 3, 3, 1, 1, "reduction"},

@@ -373,10 +373,11 @@ def cases():
         ["custom_relu"], "a Relu in domain com.example")
     then_g = helper.make_graph([helper.make_node("Identity", ["img_in"], ["t"])], "then", [],
                                [vi("t", [1, 3, 8, 8])])
-    add("control_flow_if", one_node(helper.make_node("If", ["cond"], ["y"], name="if_node",
-                                                     then_branch=then_g, else_branch=then_g),
-                                    x4 + [vi("cond", [], TensorProto.BOOL)], [vi("y", [1, 3, 8, 8])]),
-        ["if_node"], "an If node (control flow)")
+    # (If and Scan are expanded; Loop's trip count is a run-time value)
+    add("control_flow_loop", one_node(helper.make_node("Loop", ["", "cond"], ["y"], name="loop_node",
+                                                       body=then_g),
+                                      x4 + [vi("cond", [], TensorProto.BOOL)], [vi("y", [1, 3, 8, 8])]),
+        ["loop_node"], "a Loop node (control flow)")
 
     def auto_pad(nodes, ins, outs, inits):
         set_attr(nodes[0], helper.make_attribute("auto_pad", "WEIRD_PAD"), drop="pads")
@@ -426,6 +427,29 @@ def cases():
         ["roi_a", "roi_b", "nonzero_a", "'bogus'", "reshape_rt", "shape_in", "tfidf_a",
          "5 distinct problems in 6 nodes"],
         "five distinct unsupported nodes (HammingWindow twice): every one named, counted", expect_all=True)
+    # If and Scan (frontend/onnx/ox_control.c): what a fixed-shape
+    # expansion cannot take
+    then_g = helper.make_graph([helper.make_node("Identity", ["img_in"], ["t"])], "then", [],
+                               [vi("t", [1, 3, 8, 8])])
+    else_g = helper.make_graph([helper.make_node("ReduceSum", ["img_in"], ["e"], keepdims=1)], "else", [],
+                               [vi("e", [1, 1, 1, 1])])
+    add("if_branch_shapes_differ",
+        one_node(helper.make_node("If", ["cond_in"], ["y"], name="if_shapes", then_branch=then_g,
+                                  else_branch=else_g),
+                 x4 + [vi("cond_in", [], TensorProto.BOOL)], [vi("y", None)]),
+        ["if_shapes", "then_branch", "else_branch"], "If whose branches give different shapes")
+    sbody = helper.make_graph([helper.make_node("Add", ["s_in", "v"], ["s_out"])], "body",
+                              [vi("s_in", [2]), vi("v", [2])], [vi("s_out", [2])])
+    add("scan_too_long",
+        one_node(helper.make_node("Scan", ["s0", "seq_in"], ["s"], name="scan_long", body=sbody,
+                                  num_scan_inputs=1),
+                 [vi("s0", [2]), vi("seq_in", [100, 2])], [vi("s", [2])]),
+        ["scan_long", "100 iterations"], "Scan over 100 iterations (at most 64 are expanded)")
+    add("scan_length_unknown",
+        one_node(helper.make_node("Scan", ["s0", "seq_in"], ["s"], name="scan_sym", body=sbody,
+                                  num_scan_inputs=1),
+                 [vi("s0", [2]), vi("seq_in", ["steps", 2])], [vi("s", [2])]),
+        ["scan_sym", "seq_in", "must be known"], "Scan over a symbolic length")
     add("pad_mode_symmetric",
         one_node(helper.make_node("Pad", ["img_in", "pads_c"], ["y"], name="pad_a", mode="symmetric"),
                  x4, [vi("y", [1, 3, 10, 10])], [i64("pads_c", [0, 0, 1, 1, 0, 0, 1, 1])]),

@@ -24,7 +24,11 @@ one-node model built with onnx.helper and compared with numpy's result
     permuted ngram_indexes, int64 tokens (tfidf_ref);
   - Resize's tf_crop_and_resize with scales (the output is the scaled
     roi's part), a roi initializer reaching outside the input, linear,
-    extrapolation_value (crop_ref).
+    extrapolation_value (crop_ref);
+  - If whose branches compute from the outer graph's values, the
+    condition a graph input (true and false); Scan with two states, a
+    reversed scan input along axis 1, a reversed scan output along axis 1,
+    at opsets 11 (Unsqueeze's attribute form) and 16.
 Each case is written in the backend suite's layout and run by
 run_backend.py's run_model (import, build, run, compare: same tolerances).
 
@@ -337,6 +341,38 @@ def cases():
                          coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-3.5),
         [("x", xi)], [("y", crop_ref(xi, roi.astype(np.float64), osz, -3.5))], opset=13,
         inits=[const("roi", roi), const("scales", sc)])
+
+    # If: branches reading the outer graph's x; the condition at run time
+    xf = rng.standard_normal((2, 3)).astype(np.float32)
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t"]),
+                               helper.make_node("Add", ["t", "x"], ["t2"])], "then", [],
+                              [helper.make_tensor_value_info("t2", F, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", F, [2, 3])])
+    for cv in (True, False):
+        add("if_outer_values_%s" % str(cv).lower(),
+            helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+            [("x", xf), ("c", np.array(cv))], [("y", xf * xf + xf if cv else -xf)], opset=13)
+
+    # Scan: states s (sum) and p (product), input read backwards along
+    # axis 1, the running sum written backwards along output axis 1
+    xs = rng.uniform(0.5, 1.5, (2, 4, 3)).astype(np.float32)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "v"], ["s_out"]), helper.make_node("Mul", ["p_in", "v"], ["p_out"]),
+         helper.make_node("Identity", ["s_out"], ["scan_s"])], "body",
+        [helper.make_tensor_value_info(n, F, [2, 3]) for n in ("s_in", "p_in", "v")],
+        [helper.make_tensor_value_info(n, F, [2, 3]) for n in ("s_out", "p_out", "scan_s")])
+    s0, p0 = np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)
+    seq = xs[:, ::-1, :]
+    run_s = np.cumsum(seq, axis=1)
+    for opset in (11, 16):
+        add("scan_reverse_axis1_opset%d" % opset,
+            helper.make_node("Scan", ["s0", "p0", "x"], ["s", "p", "ys"], body=body, num_scan_inputs=1,
+                             scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1],
+                             scan_output_directions=[1]),
+            [("s0", s0), ("p0", p0), ("x", xs)],
+            [("s", seq.sum(axis=1)), ("p", np.prod(seq.astype(np.float64), axis=1).astype(np.float32)),
+             ("ys", run_s[:, ::-1, :].copy())], opset=opset)
     return out
 
 
