@@ -128,20 +128,21 @@ static float row_update(const Ctx *c, float *row, int64_t bn, int64_t gi, int64_
     return corr;
 }
 
-/* Whether a bool mask leaves every key of [j0, j0 + bn) out of every row
- * of [i0, i0 + bm): such a block adds nothing (its row maximum and sum
- * stay as they are), so it is skipped. A decoding step's mask over the
- * whole KV cache (keys up to its position) skips the blocks past it. */
-static bool block_masked_out(const Ctx *c, int64_t mo, int64_t i0, int64_t bm, int64_t j0,
-                             int64_t bn) {
+/* How many of the keys [j0, j0 + bn) a bool mask lets any row of
+ * [i0, i0 + bm) see, counted up to the last one seen: the keys after it
+ * add nothing to any row (their scores are -inf: P = 0), so the block is
+ * cut there, and a block nothing sees (0) is skipped. A decoding step's
+ * mask over the whole KV cache (keys up to its position) skips the blocks
+ * past it and cuts the one it ends in: at position 30 of a 512-key cache
+ * the step reads 31 keys, not 256. */
+static int64_t block_live_keys(const Ctx *c, int64_t mo, int64_t i0, int64_t bm, int64_t j0,
+                               int64_t bn) {
     const RtAttnDesc *d = c->d;
-    if (d->mask_kind != 1) return false;
-    for (int64_t i = 0; i < bm; i++) {
-        const char *mrow = c->mask + (size_t)(mo + (i0 + i) * d->m_rs);
-        for (int64_t j = 0; j < bn; j++)
-            if (mrow[(j0 + j) * d->m_cs]) return false;
-    }
-    return true;
+    if (d->mask_kind != 1) return bn;
+    for (int64_t j = bn - 1; j >= 0; j--)
+        for (int64_t i = 0; i < bm; i++)
+            if (c->mask[(size_t)(mo + (i0 + i) * d->m_rs + (j0 + j) * d->m_cs)]) return j + 1;
+    return 0;
 }
 
 /* One task: query rows [i0, i0 + bm) of batch index b. */
@@ -168,8 +169,8 @@ static void run_task(const Ctx *c, int64_t b, int64_t i0, float *ws) {
     /* Causal: keys past the block's last row take part in none of its rows. */
     int64_t jend = d->causal ? min64(d->s, i0 + bm) : d->s;
     for (int64_t j0 = 0; j0 < jend; j0 += g->bn) {
-        int64_t bn = min64(g->bn, jend - j0);
-        if (block_masked_out(c, mo, i0, bm, j0, bn)) continue;
+        int64_t bn = block_live_keys(c, mo, i0, bm, j0, min64(g->bn, jend - j0));
+        if (bn == 0) continue;
         const char *kp = c->k + (size_t)(ko + j0 * d->k_rs) * es;
         const char *vp = c->v + (size_t)(vo + j0 * d->v_rs) * es;
         const float *kf = kb, *vf = vb;
