@@ -119,6 +119,13 @@ typedef struct Ox {
     bool used_defaults; /* a symbolic size decided with its default */
     OnnxParam *params;
     int nparams, capparams;
+    /* If and Scan nodes ox_expand_control could not expand, left in the
+     * graph with the reason, which the walk reports in its turn */
+    struct OxCtlFail {
+        const Onnx__NodeProto *n;
+        const char *msg;
+    } * ctl_fail;
+    int nctl_fail, capctl_fail;
     /* the external data files read (OnnxImport.data_files) */
     const char **data_files;
     int ndata_files, capdata_files;

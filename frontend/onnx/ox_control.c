@@ -454,29 +454,51 @@ void ox_expand_control(Ox *x) {
         any = g->node[k] && g->node[k]->op_type &&
               (!strcmp(g->node[k]->op_type, "If") || !strcmp(g->node[k]->op_type, "Scan"));
     if (!any) return;
-    Nl l = {0};
+    /* in the arena: a longjmp leaves it as the expansion left it */
+    Nl *l = ARENA_NEW(x->a, Nl);
+    memset(l, 0, sizeof *l);
     for (size_t k = 0; k < g->n_node; k++) {
         Onnx__NodeProto *n = g->node[k];
         x->node = (int)k;
-        if (n && n->op_type && !strcmp(n->op_type, "If"))
-            expand_if(x, &l, n);
-        else if (n && n->op_type && !strcmp(n->op_type, "Scan"))
-            expand_scan(x, &l, n);
+        bool is_if = n && n->op_type && !strcmp(n->op_type, "If");
+        if (!is_if && !(n && n->op_type && !strcmp(n->op_type, "Scan"))) {
+            ARENA_PUSH(x->a, l->v, l->n, l->cap, n);
+            continue;
+        }
+        /* A node that cannot be expanded stays, with its reason: the walk
+         * reports it among the model's other problems (every one named at
+         * once), and poisons what reads its outputs. */
+        int mark = l->n;
+        x->collecting = true;
+        if (setjmp(x->node_fail)) {
+            x->collecting = false;
+            l->n = mark; /* the partial expansion dropped */
+            struct OxCtlFail f = {n, x->problems[--x->nproblems].msg};
+            ARENA_PUSH(x->a, x->ctl_fail, x->nctl_fail, x->capctl_fail, f);
+            ARENA_PUSH(x->a, l->v, l->n, l->cap, n);
+            continue;
+        }
+        if (is_if)
+            expand_if(x, l, n);
         else
-            ARENA_PUSH(x->a, l.v, l.n, l.cap, n);
+            expand_scan(x, l, n);
+        x->collecting = false;
     }
     x->node = -1;
     /* the model keeps its own node list (freed with it); the import reads
      * this copy */
     Onnx__GraphProto *c = ARENA_NEW(x->a, Onnx__GraphProto);
     *c = *g;
-    c->node = l.v;
-    c->n_node = (size_t)l.n;
+    c->node = l->v;
+    c->n_node = (size_t)l->n;
     x->g = c;
 }
 
 bool ox_op_control(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
-    if (!ox_op_is(n, "If")) return false;
+    if (!ox_op_is(n, "If") && !ox_op_is(n, "Scan")) return false;
+    for (int k = 0; k < x->nctl_fail; k++)
+        if (x->ctl_fail[k].n == n) ox_fail(x, "%s", x->ctl_fail[k].msg);
+    if (ox_op_is(n, "Scan")) ox_fail(x, "Scan was not expanded");
     int no = (int)n->n_output;
     if (nin != 1 + 2 * no) ox_fail(x, "If was not expanded into its branches");
     OxVal *c = in[0];

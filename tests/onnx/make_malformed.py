@@ -441,10 +441,14 @@ def cases():
     sbody = helper.make_graph([helper.make_node("Add", ["s_in", "v"], ["s_out"])], "body",
                               [vi("s_in", [2]), vi("v", [2])], [vi("s_out", [2])])
     add("scan_too_long",
-        one_node(helper.make_node("Scan", ["s0", "seq_in"], ["s"], name="scan_long", body=sbody,
-                                  num_scan_inputs=1),
-                 [vi("s0", [2]), vi("seq_in", [100, 2])], [vi("s", [2])]),
-        ["scan_long", "100 iterations"], "Scan over 100 iterations (at most 64 are expanded)")
+        model([helper.make_node("Scan", ["s0", "seq_in"], ["s"], name="scan_long", body=sbody,
+                                num_scan_inputs=1),
+               helper.make_node("Relu", ["s"], ["r"], name="after_scan"),
+               helper.make_node("NonZero", ["s0"], ["nz"], name="nonzero_b")],
+              [vi("s0", [2]), vi("seq_in", [100, 2])], [vi("r", [2]), vi("nz", None)]),
+        ["scan_long", "100 iterations", "nonzero_b", "2 distinct problems in 2 nodes"],
+        "Scan over 100 iterations (at most 64 are expanded), named with the model's other problem",
+        expect_all=True)
     add("scan_length_unknown",
         one_node(helper.make_node("Scan", ["s0", "seq_in"], ["s"], name="scan_sym", body=sbody,
                                   num_scan_inputs=1),
