@@ -29,6 +29,13 @@ case, once refused for it, is run again with that input made an
 initializer holding its data set's value, and its class is prefixed
 `frozen:` (`frozen:pass`: the operator computes ONNX's outputs once its
 sizes are known; it is not counted as a pass).
+A case whose data sets contradict the model's own declaration of a graph
+input (a fixed dim, or the rank, other than the data's: the CastLike
+bfloat16 cases store `like` as [1] and declare it [3, 4]; ONNX Runtime
+refuses such inputs and excludes these cases) runs with that input
+declared with the data's shape (redeclare()), as a runner that takes
+shapes from the data does, and its class is prefixed `redeclared:`
+(not counted as a pass: the case as written cannot be run).
 The outcome of every case is compared with tests/onnx/backend_expected.txt
 (`SUITE/CASE CLASS`; a case not listed must pass): a case that passes but is
 listed, or whose class differs from its line, fails the suite and is
@@ -227,6 +234,46 @@ def freeze(model_path, src, err, w, k):
     return out, m.group(1)
 
 
+def redeclare(model_path, src, w):
+    """The model with each graph input whose declared shape the data sets
+    contradict (another rank, or a fixed dim of another size; every data
+    set giving one shape) declared with the data's shape, written to
+    W/redeclared.onnx; None when the data agree with the declarations."""
+    import onnx
+    model = onnx.load(model_path)
+    orig = ORIG_INPUTS[src]
+    sets = sorted(glob.glob(os.path.join(src, "test_data_set_*")))
+    changed = False
+    for vi in model.graph.input:
+        if vi.name not in orig or not vi.type.HasField("tensor_type"):
+            continue
+        shapes = set()
+        for ds in sets:
+            path = os.path.join(ds, "input_%d.pb" % orig.index(vi.name))
+            if not os.path.exists(path):
+                return None
+            t = onnx.TensorProto()
+            with open(path, "rb") as f:
+                t.ParseFromString(f.read())
+            shapes.add(tuple(t.dims))
+        if len(shapes) != 1:
+            continue
+        data = list(shapes.pop())
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) == len(data) and all(not d.HasField("dim_value") or d.dim_value == v
+                                          for d, v in zip(dims, data)):
+            continue
+        del vi.type.tensor_type.shape.dim[:]
+        for v in data:
+            vi.type.tensor_type.shape.dim.add().dim_value = v
+        changed = True
+    if not changed:
+        return None
+    out = os.path.join(w, "redeclared.onnx")
+    onnx.save(model, out)
+    return out
+
+
 def run_case(tgc, case, work):
     """(class, detail): class "pass", or the outcome's class; a case whose
     name matches FREEZE and that is refused for a graph input needed at
@@ -240,6 +287,8 @@ def run_case(tgc, case, work):
     ORIG_INPUTS[src] = [n for n, _ in case_inputs(onnx.load(os.path.join(src, "model.onnx")))]
     frozen = set()
     model_path = os.path.join(src, "model.onnx")
+    redeclared = redeclare(model_path, src, w)
+    model_path = redeclared or model_path
     while True:
         rc, out, err = run([tgc, "import", model_path, "-o", os.path.join(w, "m.tg")])
         f = freeze(model_path, src, err, w, len(frozen)) \
@@ -249,7 +298,9 @@ def run_case(tgc, case, work):
         model_path = f[0]
         frozen.add(f[1])
     cls, detail = run_model(tgc, src, w, model_path, frozen, rc, err)
-    return ("frozen:" + cls if frozen else cls), detail
+    if frozen:
+        cls = "frozen:" + cls
+    return ("redeclared:" + cls if redeclared else cls), detail
 
 
 ORIG_INPUTS = {}  # case folder -> its graph inputs' names, in data set order
