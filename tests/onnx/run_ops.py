@@ -28,7 +28,8 @@ one-node model built with onnx.helper and compared with numpy's result
   - If whose branches compute from the outer graph's values, the
     condition a graph input (true and false); Scan with two states, a
     reversed scan input along axis 1, a reversed scan output along axis 1,
-    at opsets 11 (Unsqueeze's attribute form) and 16.
+    at opsets 11 (Unsqueeze's attribute form) and 16, and opset 8's
+    batched form over 2 entries.
 Each case is written in the backend suite's layout and run by
 run_backend.py's run_model (import, build, run, compare: same tolerances).
 
@@ -373,6 +374,18 @@ def cases():
             [("s0", s0), ("p0", p0), ("x", xs)],
             [("s", seq.sum(axis=1)), ("p", np.prod(seq.astype(np.float64), axis=1).astype(np.float32)),
              ("ys", run_s[:, ::-1, :].copy())], opset=opset)
+    # opset 8's batched Scan: [batch, length, ...], one scan per entry,
+    # the first input read backwards (directions)
+    add("scan8_batch2_reverse",
+        helper.make_node("Scan", ["", "s0", "p0", "x"], ["s", "p", "ys"], body=body, num_scan_inputs=1,
+                         directions=[1]),
+        [("s0", np.zeros((2, 2, 3), np.float32)), ("p0", np.ones((2, 2, 3), np.float32)),
+         ("x", np.stack([xs.transpose(1, 0, 2), xs.transpose(1, 0, 2) * 0.5]))],
+        [("s", np.stack([seq.sum(axis=1), (seq * 0.5).sum(axis=1)])),
+         ("p", np.stack([np.prod(seq.astype(np.float64), axis=1),
+                         np.prod(seq.astype(np.float64) * 0.5, axis=1)]).astype(np.float32)),
+         ("ys", np.stack([np.cumsum(seq, axis=1).transpose(1, 0, 2),
+                          np.cumsum(seq * 0.5, axis=1).transpose(1, 0, 2)]))], opset=8)
     return out
 
 
