@@ -76,7 +76,15 @@ static const char *impl_of(const CgProgram *p, const Kernel *kn) {
                : f32  ? "rt_matmul: BLAS sgemm"
                : lowp ? "rt_matmul: f32 BLAS sgemm, rounded"
                       : "rt_matmul: integer loop";
-    case OP_QMATMUL: return "rt_qmatmul: dequantizing kernel";
+    case OP_QMATMUL: {
+        /* rt_qmatmul's two regimes, by its rows (tgcrt_abi.h) */
+        QMM d;
+        const Value *bias;
+        kd_qmatmul(p, v, &d, &bias);
+        return cg_qmm_rows(&d) <= RT_QMATMUL_GEMV_MAX_ROWS
+                   ? "rt_qmatmul: weights read in place"
+                   : "rt_qmatmul: dequantized blocks, BLAS sgemm";
+    }
     case OP_SDPA: return "rt_attention: flash attention";
     case OP_SDPA_DROP: return "rt_attention: flash attention, dropout per tile";
     case OP_SDPA_BWD: return "rt_attention_backward: flash attention backward";

@@ -37,7 +37,7 @@
 /* Up to this many rows (batch * m) reading the weights in place is faster
  * than dequantize + sgemm (measured at n = k = 4096 on 2 threads: m = 16
  * about 6 ms against 10, m = 64 about 24 against 21). */
-#define QM_GEMV_MAX_ROWS 32
+#define QM_GEMV_MAX_ROWS RT_QMATMUL_GEMV_MAX_ROWS
 #define QM_MR 8 /* rows of x one pass over a weight row serves */
 /* How far ahead (bytes) the one-row AVX2 kernel prefetches its weights:
  * 16 cache lines, past the row's end too (the next rows follow it; a

@@ -492,6 +492,10 @@ typedef struct RtQMatmulDesc {
  * an error. */
 void rt_qmatmul(const RtQMatmulDesc *d, const void *x, const void *q, const float *scales, void *y,
                 RtPool *pool);
+/* Up to this many rows (batch * m) rt_qmatmul reads the weights in place
+ * (the kernel for decoding one token); more are dequantized in blocks for
+ * sgemm. The profiler names the kernel by it. */
+#define RT_QMATMUL_GEMV_MAX_ROWS 32
 
 /* ---- scaled dot-product attention (attention.c) ----
  *
