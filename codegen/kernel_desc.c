@@ -185,14 +185,17 @@ void kspace_build(KSpace *k, const int64_t *shape, int n, const bool *reduced, A
     }
 }
 
-/* Reorders the loops of an elementwise space (no reduced dim) by dst's strides, the largest
- * outermost: a channels-last store (passes/layout.c) then walks C
- * innermost, contiguous for it and for its channels-last operands (and a
- * per-channel operand of a batch norm), where the logical order would
- * walk W with a stride of C. Each loop keeps its dim (inner_dim), so
- * every access still addresses the same elements. */
+/* Reorders the kept loops of a space (the outer nkept; reduced loops stay
+ * inside, in their order) by dst's strides, the largest outermost: a
+ * channels-last store (passes/layout.c) then walks C innermost, contiguous
+ * for it and for its channels-last operands (and a per-channel operand of
+ * a batch norm), where the logical order would walk W with a stride of C.
+ * A reduction over windows of a channels-last map (max_pool2d) then has C
+ * as its innermost kept loop, which k_reduce_cols vectorises. Each loop
+ * keeps its dim (inner_dim), so every access still addresses the same
+ * elements. */
 void kspace_order_by(KSpace *sp, const Access *dst) {
-    int n = sp->nloops;
+    int n = sp->nkept;
     for (int l = 0; l < n; l++)
         if (sp->inner_dim[l] < 0 || sp->reduced[sp->inner_dim[l]]) return;
     int order[KMAXD];
@@ -320,6 +323,9 @@ void kd_reduction(const CgProgram *p, const Value *v, bool same_shape_out, KRedu
     for (int i = 0; i < r->naux; i++)
         acc[na++] = &r->aux[i];
     kspace_build(&r->space, x->shape, x->ndim, red, acc, na, uses_index);
+    /* A channels-last output (passes/layout.c): walk its kept dims in
+     * memory order, as elementwise stores do. */
+    if (!layout_is_contiguous(v)) kspace_order_by(&r->space, &r->dst);
 }
 
 static int64_t abs64(int64_t x) {

@@ -38,8 +38,8 @@ typedef struct KSpace {
  * A space with no kept dim gets a dummy first loop of one iteration. */
 void kspace_build(KSpace *s, const int64_t *shape, int n, const bool *reduced, Access **acc,
                   int nacc, bool uses_index);
-/* Orders s's loops by dst's strides, the largest outermost (a space with a
- * reduced dim is left as it is). */
+/* Orders s's kept loops by dst's strides, the largest outermost (the
+ * reduced loops stay inside, as they were). */
 void kspace_order_by(KSpace *s, const Access *dst);
 int64_t kspace_work_inner(const KSpace *s); /* iterations of loops [1, nloops) */
 

@@ -54,7 +54,11 @@ void k_copy(Cg *cg, const KCopy *c) {
     kern_begin(cg, &k, c->what);
     Access dst = c->dst;
     const Access *ov = c->through_src ? &c->src_access : NULL;
-    copy_kernel(cg, &k, c->src, false, ov, &dst, c->shape, c->n, false);
+    /* A cat, pad or interpolate into a channels-last owner
+     * (passes/layout.c) walks it in memory order, as k_elementwise does:
+     * in the logical order each step of W would jump C elements. */
+    bool reorder = c->dst.owner && !c->through_src && !layout_is_contiguous(c->dst.owner);
+    copy_kernel(cg, &k, c->src, false, ov, &dst, c->shape, c->n, reorder);
 }
 
 void k_broadcast_into(Cg *cg, const Value *src, const Value *dst_v) {
