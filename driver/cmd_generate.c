@@ -15,6 +15,7 @@
 #include "driver/build_internal.h"
 #include "driver/generate.h"
 #include "driver/toolchain.h"
+#include "passes/logits_row.h"
 #include "tgcrt.h"
 
 /* The inputs and outputs rt_gen_main drives, found by the conventions of
@@ -24,6 +25,7 @@ typedef struct GenIface {
     int ids, pos, logits;
     int mask, positions; /* an ONNX decoder's attention_mask and position_ids, or -1 */
     int keys_last; /* the prefill attends to its chunk as the cache's last rows (cache_state.h) */
+    int row;       /* the prefill's gen_row input (passes/logits_row.h), or -1 */
     int64_t batch, vocab;
     int nstates;
 } GenIface;
@@ -36,12 +38,14 @@ static bool named(const Value *v, const char *name) {
  * runtime fills (their shapes checked there) and whose ids are named. */
 static bool find_iface(const char *cmd, const Graph *g, const CgInterface *it, bool onnx,
                        GenIface *gi) {
-    gi->ids = gi->pos = gi->logits = gi->mask = gi->positions = -1;
+    gi->ids = gi->pos = gi->logits = gi->mask = gi->positions = gi->row = -1;
     gi->keys_last = 0;
     for (int i = 0; i < it->ninputs; i++) {
         const Value *v = it->inputs[i];
         if (named(v, "pos") && v->dtype == DT_I64 && v->ndim == 0)
             gi->pos = i;
+        else if (named(v, LOGITS_ROW_INPUT) && v->dtype == DT_I64 && v->ndim == 1)
+            gi->row = i; /* made by the build (logits_row.h), never the user's */
         else if (onnx && named(v, "attention_mask"))
             gi->mask = i;
         else if (onnx && named(v, "position_ids"))
@@ -79,7 +83,7 @@ static bool find_iface(const char *cmd, const Graph *g, const CgInterface *it, b
     }
     const Value *lg = it->outputs[gi->logits], *ids = it->inputs[gi->ids];
     if (lg->ndim != 3 || !dtype_is_float(lg->dtype) || lg->shape[0] != ids->shape[0] ||
-        lg->shape[1] != ids->shape[1]) {
+        lg->shape[1] != (gi->row >= 0 ? 1 : ids->shape[1])) {
         fprintf(stderr,
                 "tgc %s: error: --generate: output 'logits' of graph '%s' must be floating "
                 "[batch, seq, vocab] over the token ids' [batch, seq]\n",
@@ -147,6 +151,7 @@ static void part_init(Build *s, const BuildOpts *b, const char *part, int64_t se
     s->b = *b;
     s->b.gen_part = part;
     s->b.o.gen_cache = onnx;
+    s->b.o.gen_logits_row = !strcmp(part, "prefill");
     if (!onnx) part_dims(&s->b, seq);
     build_begin(s);
 }
@@ -163,10 +168,10 @@ static bool write_glue(const char *path, Build *parts, const GenIface *gi, int64
             "const RtProgram *%s_program(void);\nconst RtProgram *%s_program(void);\n\n"
             "static RtGenProgram tgc_gen(void) {\n"
             "    RtGenProgram g = {%s_program(), %s_program(), %lld, %lld, %lld, %lld, %d, %d, "
-            "%d, %d, %d, %d};\n    return g;\n}\n",
+            "%d, %d, %d, %d, %d};\n    return g;\n}\n",
             api ? "compile" : "build", pre, step, pre, step, (long long)gi->batch, (long long)chunk,
             (long long)max_seq, (long long)gi->vocab, gi->ids, gi->pos, gi->logits, gi->mask,
-            gi->positions, gi->keys_last);
+            gi->positions, gi->keys_last, gi->row >= 0);
     if (!api)
         fputs("int main(int argc, char **argv) {\n    RtGenProgram g = tgc_gen();\n"
               "    return rt_gen_main(&g, argc, argv);\n}\n",

@@ -39,6 +39,9 @@ typedef struct Options {
     /* tgc build --generate of an ONNX decoder: its past keys and values
      * become states (passes/cache_state.h) before the passes run. */
     bool gen_cache;
+    /* tgc build --generate's prefill: its logits at one row, chosen by an
+     * input gen_row (passes/logits_row.h), before the passes run. */
+    bool gen_logits_row;
     /* --train LOSS and the optimizer flags; has_train once checked */
     TrainFlags tf;
     TrainSpec train;

@@ -64,5 +64,13 @@ bool generate_onnx_dims(const GenOnnx *m, int64_t batch, int64_t max_seq, int64_
  * program: NULL after errors reported to d. */
 struct Graph *generate_onnx_load(struct Arena *a, struct Diag *d, const char *path,
                                  const uint8_t *bytes, size_t len, const struct DimOverride *dims,
-                                 int ndims, const struct PrecisionPolicy *pol);
+                                 int ndims, const struct PrecisionPolicy *pol, bool prefill);
+/* A generating program's graph from its source (a .tg, or an ONNX
+ * model's imported text): the front end at dims, then cache_state (an
+ * ONNX decoder's cache made states: passes/cache_state.h) and, for the
+ * prefill, logits_row (its logits at one row: passes/logits_row.h), then
+ * the passes under pol. NULL after errors reported to d. */
+struct Graph *generate_graph(struct Arena *a, struct Diag *d, const struct SrcFile *file,
+                             const struct DimOverride *dims, int ndims,
+                             const struct PrecisionPolicy *pol, bool cache_state, bool prefill);
 #endif

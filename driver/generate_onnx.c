@@ -14,6 +14,7 @@
 #include "frontend/frontend.h"
 #include "frontend/onnx/onnx_import.h"
 #include "passes/cache_state.h"
+#include "passes/logits_row.h"
 #include "passes/pipeline.h"
 
 static const OnnxInput *input_named(const OnnxInput *in, int n, const char *name) {
@@ -177,8 +178,20 @@ bool generate_onnx_dims(const GenOnnx *m, int64_t batch, int64_t max_seq, int64_
     return true;
 }
 
+Graph *generate_graph(Arena *a, Diag *d, const SrcFile *file, const DimOverride *dims, int ndims,
+                      const PrecisionPolicy *pol, bool cache_state, bool prefill) {
+    Program *prog = tgc_frontend_parse(a, d, file);
+    Graph *g = prog ? tgc_frontend_graph(a, d, prog, dims, ndims) : NULL;
+    bool row;
+    if (g && ((cache_state && !pass_cache_state(g, d)) ||
+              (prefill && !pass_logits_row(g, d, &row)) || !pipeline_prepare(g, d, pol, NULL)))
+        g = NULL;
+    return g && !d->errors ? g : NULL;
+}
+
 Graph *generate_onnx_load(Arena *a, Diag *d, const char *path, const uint8_t *bytes, size_t len,
-                          const DimOverride *dims, int ndims, const PrecisionPolicy *pol) {
+                          const DimOverride *dims, int ndims, const PrecisionPolicy *pol,
+                          bool prefill) {
     OnnxImport im;
     if (!onnx_import(a, d, path, bytes, len, dims, ndims, &im)) return NULL;
     SrcFile *file = ARENA_NEW(a, SrcFile);
@@ -186,8 +199,5 @@ Graph *generate_onnx_load(Arena *a, Diag *d, const char *path, const uint8_t *by
     file->text = arena_strndup(a, im.text, (size_t)im.len);
     file->len = im.len;
     onnx_import_free(&im);
-    Program *prog = tgc_frontend_parse(a, d, file);
-    Graph *g = prog ? tgc_frontend_graph(a, d, prog, dims, ndims) : NULL;
-    if (g && (!pass_cache_state(g, d) || !pipeline_prepare(g, d, pol, NULL))) g = NULL;
-    return g && !d->errors ? g : NULL;
+    return generate_graph(a, d, file, dims, ndims, pol, true, prefill);
 }

@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include "driver/driver.h"
+#include "driver/generate.h"
 #include "driver/weights_range.h"
 #include "frontend/onnx/onnx_import.h"
-#include "passes/cache_state.h"
 #include "tgcrt.h"
 
 static int usage_error(const char *cmd, const char *usage_line, const char *fmt, const char *arg) {
@@ -273,10 +273,9 @@ Graph *load_graph(Arena *a, Diag *d, const Options *o, SrcFile *file) {
     if (!check_nul(d, file)) return NULL;
     PrecisionPolicy pol = options_policy(o);
     Graph *g;
-    if (o->gen_cache && onnx_is_model_path(o->file)) {
-        Program *prog = tgc_frontend_parse(a, d, file);
-        g = prog ? tgc_frontend_graph(a, d, prog, o->dims, o->ndims) : NULL;
-        if (g && (!pass_cache_state(g, d) || !pipeline_prepare(g, d, &pol, NULL))) g = NULL;
+    bool cache = o->gen_cache && onnx_is_model_path(o->file);
+    if (cache || o->gen_logits_row) {
+        g = generate_graph(a, d, file, o->dims, o->ndims, &pol, cache, o->gen_logits_row);
     } else {
         g = tgc_frontend_train(a, d, file, o->dims, o->ndims, &pol,
                                o->has_train ? &o->train : NULL);

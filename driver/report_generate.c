@@ -213,7 +213,7 @@ static int64_t onnx_chunk(const GenPlan *gp, int64_t max_seq) {
 
 /* The ONNX decoder imported for seq tokens a run at dim = value. */
 static Graph *import_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *pol, const char *dim,
-                        int64_t value, int64_t seq, FILE *msgs) {
+                        int64_t value, int64_t seq, FILE *msgs, bool prefill) {
     int64_t batch, max_seq;
     onnx_sizes(gp, dim, value, &batch, &max_seq);
     DimOverride ov[64];
@@ -223,14 +223,15 @@ static Graph *import_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *pol,
         return NULL;
     Diag d;
     diag_init(&d, msgs);
-    return generate_onnx_load(a, &d, gp->onnx->o->file, gp->model, gp->model_len, ov, n, pol);
+    return generate_onnx_load(a, &d, gp->onnx->o->file, gp->model, gp->model_len, ov, n, pol,
+                              prefill);
 }
 
 /* gp's program at seq (the prefill's chunk or the step's 1) and dim =
  * value (dim NULL: none), messages to msgs (NULL: silent). */
 static Graph *compile_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *pol, const char *dim,
-                         int64_t value, int64_t seq, FILE *msgs) {
-    if (gp->onnx) return import_at(a, gp, pol, dim, value, seq, msgs);
+                         int64_t value, int64_t seq, FILE *msgs, bool prefill) {
+    if (gp->onnx) return import_at(a, gp, pol, dim, value, seq, msgs, prefill);
     DimOverride ov[66];
     int n = 0;
     for (int i = 0; i < gp->o->ndims; i++) {
@@ -241,8 +242,7 @@ static Graph *compile_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *pol
     if (dim) ov[n++] = (DimOverride){dim, value, value, false};
     Diag d;
     diag_init(&d, msgs);
-    Graph *g = tgc_frontend_train(a, &d, gp->file, ov, n, pol, NULL);
-    return g && !d.errors ? g : NULL;
+    return generate_graph(a, &d, gp->file, ov, n, pol, false, prefill);
 }
 
 static int64_t dim_value_of(const Options *o, const char *name) {
@@ -263,7 +263,7 @@ static Graph *onnx_prefill_at(Arena *a, const GenPlan *gp, const PrecisionPolicy
     onnx_sizes(gp, dim, value, &batch, &max_seq);
     *chunk = onnx_chunk(gp, max_seq);
     if (*chunk > 1) {
-        Graph *g = import_at(a, gp, pol, dim, value, *chunk, NULL);
+        Graph *g = import_at(a, gp, pol, dim, value, *chunk, NULL, true);
         if (g) return g;
         if (msgs)
             fprintf(msgs,
@@ -272,19 +272,18 @@ static Graph *onnx_prefill_at(Arena *a, const GenPlan *gp, const PrecisionPolicy
                     gp->onnx->o->file, (long long)*chunk);
         *chunk = 1;
     }
-    return import_at(a, gp, pol, dim, value, 1, msgs);
+    return import_at(a, gp, pol, dim, value, 1, msgs, true);
 }
 
 Graph *gen_prefill_graph(Arena *a, Diag *d, GenPlan *gp, const PrecisionPolicy *pol) {
     if (gp->onnx) return onnx_prefill_at(a, gp, pol, NULL, 0, stderr, &gp->onnx_chunk);
-    Graph *g = tgc_frontend_train(a, d, gp->file, gp->o->dims, gp->o->ndims, pol, NULL);
-    return g && !d->errors ? g : NULL;
+    return generate_graph(a, d, gp->file, gp->o->dims, gp->o->ndims, pol, false, true);
 }
 
 /* chunk: the ONNX prefill's (a .tg's is its graph's seq). */
 static bool finish_at(Report *r, const GenPlan *gp, const PrecisionPolicy *pol, const char *dim,
                       int64_t value, int64_t chunk, FILE *msgs) {
-    Graph *gs = compile_at(r->a, gp, pol, dim, value, 1, msgs);
+    Graph *gs = compile_at(r->a, gp, pol, dim, value, 1, msgs, false);
     if (!gs) return false;
     Report *s = report_build(r->a, gs, pol->prec, gp->target);
     ReportGen *gen = ARENA_NEW(r->a, ReportGen);
@@ -351,7 +350,7 @@ Report *report_generate_at(Arena *a, const GenPlan *gp, const PrecisionPolicy *p
         g = onnx_prefill_at(a, gp, pol, dim, value, NULL, &chunk);
     } else {
         int64_t max_seq = dim && !strcmp(dim, "max_seq") ? value : dim_value_of(gp->o, "max_seq");
-        g = compile_at(a, gp, pol, dim, value, generate_chunk(gp->seq_hi, max_seq), NULL);
+        g = compile_at(a, gp, pol, dim, value, generate_chunk(gp->seq_hi, max_seq), NULL, true);
     }
     if (!g) return NULL;
     Report *r = report_build(a, g, pol->prec, gp->target);

@@ -26,6 +26,8 @@ typedef struct GenRun {
     int64_t seq;
     int64_t *ids; /* [batch, seq] */
     int64_t pos;
+    int64_t row;            /* the prefill's gen_row, when it has one */
+    int64_t lrows;          /* rows of the logits per batch row: seq, or 1 (gen_row) */
     void *mask, *positions; /* an ONNX decoder's attention_mask and position_ids, or NULL */
     const void **in;
     void **out;
@@ -89,7 +91,9 @@ static RtStatus check_optional(RtGen *gen, const RtProgram *p, const char *which
     return TGCRT_OK;
 }
 
-static RtStatus check_io(RtGen *gen, const RtProgram *p, const char *which, int64_t seq) {
+/* row_input: the index of p's gen_row input, or -1. */
+static RtStatus check_io(RtGen *gen, const RtProgram *p, const char *which, int64_t seq,
+                         int row_input) {
     const RtGenProgram *g = &gen->g;
     char f[RT_DESC_STR_MAX];
     if (g->ids_input < 0 || g->ids_input >= p->ninputs || g->pos_input < 0 ||
@@ -105,7 +109,8 @@ static RtStatus check_io(RtGen *gen, const RtProgram *p, const char *which, int6
                             "(positions) does not exist or is another input's index",
                             which, pname(p), g->mask_input, g->positions_input);
     for (int i = 0; i < p->ninputs; i++)
-        if (i != g->ids_input && i != g->pos_input && i != g->mask_input && i != g->positions_input)
+        if (i != g->ids_input && i != g->pos_input && i != g->mask_input &&
+            i != g->positions_input && i != row_input)
             return rt_error_set(&gen->err, TGCRT_ERR_ARG,
                                 "generating program: %s '%s' has an input '%s' besides the "
                                 "token ids and the position, which generation cannot give",
@@ -123,13 +128,24 @@ static RtStatus check_io(RtGen *gen, const RtProgram *p, const char *which, int6
                             "generating program: %s '%s': the position '%s' is %s, expected i64[]",
                             which, pname(p), p->inputs[g->pos_input].name,
                             rt_desc_format(pos, f, sizeof f));
+    if (row_input >= 0) {
+        const RtDesc *r = &p->inputs[row_input].desc;
+        if (row_input == g->ids_input || row_input == g->pos_input || r->dtype != RT_I64 ||
+            r->ndim != 1 || r->shape[0] != 1)
+            return rt_error_set(&gen->err, TGCRT_ERR_ARG,
+                                "generating program: %s '%s': its last input '%s' is %s, "
+                                "expected the logits' row gen_row i64[1]",
+                                which, pname(p), p->inputs[row_input].name,
+                                rt_desc_format(r, f, sizeof f));
+    }
+    int64_t lrows = row_input >= 0 ? 1 : seq;
     if (!rt_dtype_is_float(lg->dtype) || lg->ndim != 3 || lg->shape[0] != g->batch ||
-        lg->shape[1] != seq || lg->shape[2] != g->vocab)
+        lg->shape[1] != lrows || lg->shape[2] != g->vocab)
         return rt_error_set(&gen->err, TGCRT_ERR_ARG,
                             "generating program: %s '%s': the logits '%s' are %s, expected a "
                             "floating [%lld, %lld, %lld]",
                             which, pname(p), p->outputs[g->logits_output].name,
-                            rt_desc_format(lg, f, sizeof f), (long long)g->batch, (long long)seq,
+                            rt_desc_format(lg, f, sizeof f), (long long)g->batch, (long long)lrows,
                             (long long)g->vocab);
     return check_optional(gen, p, which, seq);
 }
@@ -158,8 +174,13 @@ static RtStatus check_gen(RtGen *gen) {
                             "generating program: the prefill attends to its chunk as the "
                             "cache's last rows but has no attention mask to hide the rows "
                             "between");
-    RtStatus s = check_io(gen, g->prefill, "prefill", g->chunk);
-    return s ? s : check_io(gen, g->step, "step", 1);
+    if (g->prefill_logits_row && g->prefill->ninputs < 1)
+        return rt_error_set(&gen->err, TGCRT_ERR_ARG,
+                            "generating program: prefill '%s' has no gen_row input",
+                            pname(g->prefill));
+    RtStatus s = check_io(gen, g->prefill, "prefill", g->chunk,
+                          g->prefill_logits_row ? g->prefill->ninputs - 1 : -1);
+    return s ? s : check_io(gen, g->step, "step", 1, -1);
 }
 
 /* ---- creation ---- */
@@ -173,6 +194,11 @@ static RtStatus run_buffers(RtGen *gen, GenRun *r) {
         return rt_error_set(&gen->err, TGCRT_ERR_NOMEM, "out of memory for the generation");
     r->in[gen->g.ids_input] = r->ids;
     r->in[gen->g.pos_input] = &r->pos;
+    r->lrows = r->seq;
+    if (r->p == gen->g.prefill && gen->g.prefill_logits_row) {
+        r->in[p->ninputs - 1] = &r->row;
+        r->lrows = 1;
+    }
     /* Zeroed: a mask of 0 everywhere, filled per run. */
     const int opt[2] = {gen->g.mask_input, gen->g.positions_input};
     void **buf[2] = {&r->mask, &r->positions};
@@ -367,7 +393,7 @@ static RtStatus pick(RtGen *gen, GenRun *r, int64_t j, int64_t b, RtSampler *sm,
     size_t es = rt_dtype_size(t->desc.dtype);
     for (int64_t row = 0; row < b; row++) {
         const char *lg = (const char *)r->out[gen->g.logits_output] +
-                         (size_t)((row * r->seq + j) * gen->g.vocab) * es;
+                         (size_t)((row * r->lrows + j) * gen->g.vocab) * es;
         RtStatus s = rt_sampler_next(sm, row, lg, t->desc.dtype, &next[row], &gen->err);
         if (s) return s;
     }
@@ -404,6 +430,9 @@ static RtStatus generate(RtGen *gen, const int64_t *prompt, int64_t b, int64_t p
             for (int64_t j = 0; j < C; j++)
                 pre->ids[row * C + j] =
                     start + j < plen ? prompt[(row < b ? row : 0) * plen + start + j] : 0;
+        /* The prompt's last token's row; only the last chunk's is read
+         * (the others' logits are dropped), any row in range will do. */
+        pre->row = plen - 1 - start < C ? plen - 1 - start : C - 1;
         if ((s = run_once(gen, pre, start))) return s;
         gen->stats.prefill_runs++;
     }
@@ -419,7 +448,7 @@ static RtStatus generate(RtGen *gen, const int64_t *prompt, int64_t b, int64_t p
     if (by_chunks < plen)
         s = pick(gen, step, 0, b, sm, next);
     else
-        s = pick(gen, pre, plen - 1 - start, b, sm, next);
+        s = pick(gen, pre, pre->lrows == 1 ? 0 : plen - 1 - start, b, sm, next);
     if (s) return s;
     for (int64_t row = 0; row < b; row++)
         tok[row * total + plen] = next[row];

@@ -317,6 +317,11 @@ typedef struct RtGenProgram {
      * before pos and the last chunk rows, not the gap between. Needs
      * mask_input. */
     int prefill_keys_last;
+    /* 1: the prefill's last input is `gen_row` (i64[1]) and its logits are
+     * [batch, 1, vocab], that row's of the chunk (tgc's
+     * passes/logits_row.h: generation reads one row, the prompt's last
+     * token's). The run sets it before each chunk. */
+    int prefill_logits_row;
 } RtGenProgram;
 /* The main() of a generating executable: cli.md "Additions (round 3)"
  * (--prompt, --max-new-tokens, --temperature, --top-k, --top-p, --seed,

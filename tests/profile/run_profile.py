@@ -303,7 +303,8 @@ def case_generate(tgc, tmp):
     """A generating executable (tgc build --generate) with --profile: the
     prefill program's table, then the decode step's, each a table as above
     with the runs it made (2 chunks of 8; 5 steps), beside the mean run
-    time (the step's includes choosing the token); the tokens are those of a run without --profile, which prints
+    time (the step's includes choosing the token); the prefill's logits
+    are one row's (the row generation reads); the tokens are those of a run without --profile, which prints
     only its two speed lines."""
     sys.path.insert(0, EX)
     import torch
@@ -339,6 +340,9 @@ def case_generate(tgc, tmp):
     if not check(len(parts) == 2 and "\nprefill:\n" in parts[0],
                  "generate: a 'prefill:' table, then a 'decode step:' table", p.stdout[-3000:]):
         return
+    # The prefill computes the logits of one row (passes/logits_row.h).
+    check(re.search(r" logits  f32\[1, 1, 100\] <- f32\[1, 1, 64\]", parts[0]) is not None,
+          "generate: the prefill's logits are one row's, f32[1, 1, 100]", parts[0][-3000:])
     for name, text, runs in (("prefill", parts[0], 2), ("decode step", parts[1], 5)):
         got = parse_table("generate " + name, text)
         if not got:

@@ -106,7 +106,10 @@ def check_sizes(c, tgc, s, cache=None, precision=None):
         if seq == 1:
             step_io = p["inputs_bytes"] + p["outputs_bytes"]
         else:
-            prefill_io = p["inputs_bytes"] + p["outputs_bytes"]
+            # The build's prefill reads one row of logits (passes/logits_row.h):
+            # a gen_row input (i64[1]) and logits [batch, 1, vocab], the
+            # plain program's [batch, chunk, vocab] (its only output) over chunk.
+            prefill_io = p["inputs_bytes"] + 8 + p["outputs_bytes"] // seq
             # params = weights + states at their storage dtype
             c.eq(p["params"]["bytes"], g["weights_bytes"] + kv_formula(s, DTYPE_BYTES[storage]),
                  what + ": plain params.bytes = weights + states")
