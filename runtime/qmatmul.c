@@ -44,7 +44,7 @@
  * prefetch past the weights' end does not fault). Without it one row's
  * weights arrive by demand misses only, and decoding streamed int8
  * weights at 10 GB/s where a plain read gets 17.8 (docs/performance.md
- * "Prefetching quantized weights"). */
+ * "The decode step: prefetching, one-row attention, a profiler"). */
 #define QM_PREFETCH 1024
 /* Least multiply-adds (rows * k per weight row) per pool task: waking the
  * second thread costs ~10 us on the loaded 2-core machine measured, so
@@ -396,12 +396,13 @@ static DotFn pick_dot(const QmShape *s) {
     return dot_rows_c;
 }
 
-/* The one-row kernel over a range of outputs, where there is one. */
-static Dot1RangeFn pick_dot1_range(const QmShape *s) {
+/* The one-row kernel over a range of outputs for the picked kernel dot,
+ * where there is one. */
+static Dot1RangeFn dot1_range_of(DotFn dot) {
 #if QM_X86
-    if (pick_dot(s) == dot_rows_avx2) return dot1_range_avx2;
+    if (dot == dot_rows_avx2) return dot1_range_avx2;
 #endif
-    (void)s;
+    (void)dot;
     return NULL;
 }
 
@@ -434,10 +435,10 @@ static void gemv_range(void *ctx, int64_t n0, int64_t n1, int thread) {
     size_t es = rt_dtype_size(yt);
     if (j->s->rows == 1 && j->dot1) {
         int64_t yo = row_offset(d, 0, d->y_bs, d->y_rs);
+        bool direct = yt == RT_F32 && d->y_cs == 1 && !d->accumulate;
         float out[256];
         for (int64_t c0 = n0; c0 < n1; c0 += 256) {
             int64_t cnt = n1 - c0 < 256 ? n1 - c0 : 256;
-            bool direct = yt == RT_F32 && d->y_cs == 1 && !d->accumulate;
             float *dst = direct ? (float *)j->y + yo + c0 : out;
             j->dot1(j->s, j->x, j->q, j->scales, c0, cnt, dst);
             if (direct) continue;
@@ -466,7 +467,8 @@ static void gemv_range(void *ctx, int64_t n0, int64_t n1, int thread) {
 
 static void run_gemv(const QmShape *s, const float *x, const void *q, const float *scales, void *y,
                      RtPool *pool) {
-    GemvJob j = {s, x, q, scales, y, pick_dot(s), pick_dot1_range(s)};
+    DotFn dot = pick_dot(s);
+    GemvJob j = {s, x, q, scales, y, dot, dot1_range_of(dot)};
     int64_t work = s->rows * s->d->k;
     int64_t grain = work >= QM_GRAIN ? 1 : QM_GRAIN / work;
     rt_pool_parallel_for(pool, 0, s->d->n, grain, gemv_range, &j);

@@ -304,8 +304,8 @@ def case_generate(tgc, tmp):
     prefill program's table, then the decode step's, each a table as above
     with the runs it made (2 chunks of 8; 5 steps), beside the mean run
     time (the step's includes choosing the token); the prefill's logits
-    are one row's (the row generation reads); the tokens are those of a run without --profile, which prints
-    only its two speed lines."""
+    are one row's (the row generation reads); the tokens are those of a
+    run without --profile, which prints only its two speed lines."""
     sys.path.insert(0, EX)
     import torch
     from gpt2_torch import randomize, save_safetensors
