@@ -182,9 +182,8 @@ Graph *generate_graph(Arena *a, Diag *d, const SrcFile *file, const DimOverride 
                       const PrecisionPolicy *pol, bool cache_state, bool prefill) {
     Program *prog = tgc_frontend_parse(a, d, file);
     Graph *g = prog ? tgc_frontend_graph(a, d, prog, dims, ndims) : NULL;
-    bool row;
-    if (g && ((cache_state && !pass_cache_state(g, d)) ||
-              (prefill && !pass_logits_row(g, d, &row)) || !pipeline_prepare(g, d, pol, NULL)))
+    if (g && ((cache_state && !pass_cache_state(g, d)) || (prefill && !pass_logits_row(g, d)) ||
+              !pipeline_prepare(g, d, pol, NULL)))
         g = NULL;
     return g && !d->errors ? g : NULL;
 }

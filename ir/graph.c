@@ -17,6 +17,14 @@ void graph_append(Graph *g, Value *v) {
     ARENA_PUSH(g->arena, g->values, g->nvalues, g->cap_values, v);
 }
 
+void graph_insert(Graph *g, Value *v, int at) {
+    graph_append(g, v); /* grows the list by one */
+    memmove(&g->values[at + 1], &g->values[at], sizeof *g->values * (size_t)(g->nvalues - 1 - at));
+    g->values[at] = v;
+    for (int i = at; i < g->nvalues; i++)
+        g->values[i]->order = i;
+}
+
 Value *value_new(Graph *g, OpCode op, SrcLoc loc) {
     Value *v = ARENA_NEW(g->arena, Value);
     v->id = g->next_id++;

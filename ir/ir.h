@@ -257,8 +257,11 @@ const char *op_display_name(const Value *v);
 
 /* Graph construction. */
 Graph *graph_new(Arena *a);
-Value *value_new(Graph *g, OpCode op, SrcLoc loc); /* appended to g->values */
+Value *value_new(Graph *g, OpCode op, SrcLoc loc); /* not yet in g->values */
 void graph_append(Graph *g, Value *v);
+/* v (not yet in g) placed at position at of g->values (a pass's new node
+ * before the value it feeds), the later values' orders renumbered. */
+void graph_insert(Graph *g, Value *v, int at);
 /* Runs the op's inference on v (args already bound); false on user error. */
 bool value_infer(InferCtx *c, Value *v);
 /* Makes a node with the given tensor args (for compiler-inserted ops). */

@@ -223,16 +223,8 @@ static Value *complement(Graph *g, InferCtx *c, Value *mk, SrcLoc loc) {
 
 /* Places the new nodes (NULL ones skipped) just before p in g->values. */
 static void insert_before(Graph *g, Value *p, Value **add, int nadd) {
-    for (int i = 0; i < nadd; i++) {
-        if (!add[i]) continue;
-        graph_append(g, add[i]); /* grows the list by one */
-        int at = p->order;
-        memmove(&g->values[at + 1], &g->values[at],
-                sizeof(Value *) * (size_t)(g->nvalues - 1 - at));
-        g->values[at] = add[i];
-        for (int j = at; j < g->nvalues; j++)
-            g->values[j]->order = j;
-    }
+    for (int i = 0; i < nadd; i++)
+        if (add[i]) graph_insert(g, add[i], p->order);
 }
 
 /* Whether the op saves memory: its kernel's scratch (f32 blocks for up to

@@ -125,11 +125,7 @@ static Value *add_pos(Graph *g, Diag *d, SrcLoc loc) {
     pos->name = "pos";
     pos->dtype = DT_I64;
     pos->ndim = 0;
-    graph_append(g, pos);
-    memmove(&g->values[at + 1], &g->values[at], sizeof *g->values * (size_t)(g->nvalues - 1 - at));
-    g->values[at] = pos;
-    for (int i = 0; i < g->nvalues; i++)
-        g->values[i]->order = i;
+    graph_insert(g, pos, at);
     return pos;
 }
 
@@ -144,16 +140,6 @@ static void to_state(Value *cat) {
     past->ndim = cat->ndim;
     memcpy(past->shape, cat->shape, sizeof past->shape);
     shape_contiguous_strides(past->shape, past->ndim, past->strides);
-}
-
-/* v (not yet in g) placed just before `before`, the orders renumbered. */
-static void insert_before(Graph *g, Value *v, const Value *before) {
-    int at = before->order;
-    graph_append(g, v);
-    memmove(&g->values[at + 1], &g->values[at], sizeof *g->values * (size_t)(g->nvalues - 1 - at));
-    g->values[at] = v;
-    for (int i = at; i < g->nvalues; i++)
-        g->values[i]->order = i;
 }
 
 /* The step's form: cat([past, new], dim = 2) -> slice_scatter(state, new,
@@ -194,11 +180,11 @@ static bool to_update_last(Graph *g, Diag *d, Value *cat, Value *pos) {
                  arg_int(1, loc)};
     Value *w = value_make(&c, OP_SLICE_SCATTER, loc, 6, wa);
     if (!w) return false;
-    insert_before(g, w, cat);
+    graph_insert(g, w, cat->order);
     Arg ha[4] = {arg_tensor(w, loc), arg_int(2, loc), arg_int(0, loc), arg_int(npast, loc)};
     Value *head = value_make(&c, OP_NARROW, loc, 4, ha);
     if (!head) return false;
-    insert_before(g, head, cat);
+    graph_insert(g, head, cat->order);
     Value **ts = ARENA_ARRAY(g->arena, Value *, 2);
     ts[0] = head;
     ts[1] = new;

@@ -48,16 +48,11 @@ static Value *add_row_input(Graph *g, Diag *d, SrcLoc loc) {
     row->ndim = 1;
     row->shape[0] = 1;
     shape_contiguous_strides(row->shape, row->ndim, row->strides);
-    graph_append(g, row);
-    memmove(&g->values[at + 1], &g->values[at], sizeof *g->values * (size_t)(g->nvalues - 1 - at));
-    g->values[at] = row;
-    for (int i = 0; i < g->nvalues; i++)
-        g->values[i]->order = i;
+    graph_insert(g, row, at);
     return row;
 }
 
-bool pass_logits_row(Graph *g, Diag *d, bool *done) {
-    *done = false;
+bool pass_logits_row(Graph *g, Diag *d) {
     Value *lg = find_logits(g), *x = lg ? product_rows(lg) : NULL;
     if (!x) return true;
     Value *row = add_row_input(g, d, lg->loc);
@@ -66,15 +61,7 @@ bool pass_logits_row(Graph *g, Diag *d, bool *done) {
     Arg sa[3] = {arg_tensor(x, lg->loc), arg_int(1, lg->loc), arg_tensor(row, lg->loc)};
     Value *sel = value_make(&c, OP_INDEX_SELECT, lg->loc, 3, sa);
     if (!sel) return false;
-    /* just before the product */
-    int at = lg->order;
-    graph_append(g, sel);
-    memmove(&g->values[at + 1], &g->values[at], sizeof *g->values * (size_t)(g->nvalues - 1 - at));
-    g->values[at] = sel;
-    for (int i = at; i < g->nvalues; i++)
-        g->values[i]->order = i;
+    graph_insert(g, sel, lg->order); /* just before the product */
     lg->args[0] = arg_tensor(sel, lg->loc);
-    if (!value_infer(&c, lg)) return false;
-    *done = true;
-    return true;
+    return value_infer(&c, lg);
 }

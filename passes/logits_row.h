@@ -14,8 +14,8 @@
  * `gen_row : i64[1]`: the logits become [batch, 1, vocab] and the vocab
  * product runs for one row instead of seq (a quarter of a 128-token chunk
  * of examples/llama_generate.tg at its benchmark size). Any other form of
- * the logits is left as it is and *done is false. The graph must be the
+ * the logits is left as it is (the prefill then has no gen_row input). The graph must be the
  * front end's, before pipeline_prepare. False after an error reported to
  * d (an input already named gen_row). */
-bool pass_logits_row(Graph *g, Diag *d, bool *done);
+bool pass_logits_row(Graph *g, Diag *d);
 #endif
