@@ -193,6 +193,11 @@ const char *ox_ref(Ox *x, OxVal *v, bool scalar_ok);
 /* The param holding c, declared on first use (transposed: a 2-d weight
  * stored [out, in] for linear). */
 const char *ox_param(Ox *x, OxConst *c, bool transposed);
+/* A new constant param of dtype dt and shape [ndim], named from hint, its
+ * values from iv (an integer dt) or fv (a float one): the tables a
+ * lowering computes at import (Resize's taps, TfIdfVectorizer's pool). */
+const char *ox_param_of(Ox *x, DType dt, int ndim, const int64_t *shape, const int64_t *iv,
+                        const double *fv, const char *hint);
 /* Binds the current node's output k to expr; out gets its dtype/shape. */
 void ox_bind(Ox *x, OxVal *out, const char *expr);
 /* A number as the .tg writes it: "1e-05", "2.0", "-inf". */

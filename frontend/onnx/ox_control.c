@@ -51,23 +51,25 @@ static void ren_add(Ox *x, Ren *r, const char *from, const char *to) {
     ARENA_PUSH(x->a, r->to, n, r->capto, to);
 }
 
-static Onnx__AttributeProto *attr_int(Ox *x, const char *name, int64_t v) {
+static Onnx__AttributeProto *attr_new(Ox *x, const char *name,
+                                      Onnx__AttributeProto__AttributeType type) {
     Onnx__AttributeProto *a = ARENA_NEW(x->a, Onnx__AttributeProto);
     onnx__attribute_proto__init(a);
     a->name = arena_strdup(x->a, name);
     a->has_type = true;
-    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    a->type = type;
+    return a;
+}
+
+static Onnx__AttributeProto *attr_int(Ox *x, const char *name, int64_t v) {
+    Onnx__AttributeProto *a = attr_new(x, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
     a->has_i = true;
     a->i = v;
     return a;
 }
 
 static Onnx__AttributeProto *attr_ints1(Ox *x, const char *name, int64_t v) {
-    Onnx__AttributeProto *a = ARENA_NEW(x->a, Onnx__AttributeProto);
-    onnx__attribute_proto__init(a);
-    a->name = arena_strdup(x->a, name);
-    a->has_type = true;
-    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    Onnx__AttributeProto *a = attr_new(x, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
     a->n_ints = 1;
     a->ints = ARENA_ARRAY(x->a, int64_t, 1);
     a->ints[0] = v;

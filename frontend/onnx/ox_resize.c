@@ -50,20 +50,6 @@ static void cubic_coeffs(double r, double A, double *c) {
     c[3] = ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A;
 }
 
-/* A 1-d constant param of n values (int64 indices, or weights in dt). */
-static const char *const_param(Ox *x, DType dt, const int64_t *iv, const double *fv, int64_t n,
-                               const char *hint) {
-    OxConst *c = ox_const_new(x, dt, 1, &n);
-    ox_const_values(x, c);
-    for (int64_t k = 0; k < n; k++)
-        if (c->i)
-            c->i[k] = iv[k];
-        else
-            c->f[k] = fv[k];
-    c->hint = hint;
-    return ox_param(x, c, false);
-}
-
 void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *scale,
                     const char *mode, const char *ct, const char *nm, double cubic_a,
                     bool exclude_outside, const double *roi, double extrap) {
@@ -137,7 +123,7 @@ void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *
         for (int k = 0; k < r; k++)
             wshape[k] = k == a ? ox_dim_c(O) : ox_dim_c(1);
         if (!all_in) {
-            const char *mp = const_param(x, DT_I64, in_range, NULL, O,
+            const char *mp = ox_param_of(x, DT_I64, 1, &O, in_range, NULL,
                                          arena_printf(x->a, "%s_inside%d", base, a));
             const char *m =
                 arena_printf(x->a, "reshape(%s, %s) != 0", mp, ox_dims_text(x, wshape, r));
@@ -146,11 +132,11 @@ void ox_resize_taps(Ox *x, OxVal *in, OxVal *out, const OxDim *d, const double *
         if (identity) continue; /* this axis is not resized */
         const char *sum = NULL;
         for (int t = 0; t < n; t++) {
-            const char *ip = const_param(x, DT_I64, idx + t * O, NULL, O,
+            const char *ip = ox_param_of(x, DT_I64, 1, &O, idx + t * O, NULL,
                                          arena_printf(x->a, "%s_idx%d_%d", base, a, t));
             const char *g = arena_printf(x->a, "index_select(%s, %d, %s)", e, a, ip);
             if (!nearest) {
-                const char *wp = const_param(x, in->dt, NULL, w + t * O, O,
+                const char *wp = ox_param_of(x, in->dt, 1, &O, NULL, w + t * O,
                                              arena_printf(x->a, "%s_w%d_%d", base, a, t));
                 g = arena_printf(x->a, "%s * reshape(%s, %s)", g, wp, ox_dims_text(x, wshape, r));
             }

@@ -224,6 +224,19 @@ const char *ox_param(Ox *x, OxConst *c, bool transposed) {
     return name;
 }
 
+const char *ox_param_of(Ox *x, DType dt, int ndim, const int64_t *shape, const int64_t *iv,
+                        const double *fv, const char *hint) {
+    OxConst *c = ox_const_new(x, dt, ndim, shape);
+    ox_const_values(x, c);
+    for (int64_t k = 0; k < c->n; k++)
+        if (c->i)
+            c->i[k] = iv[k];
+        else
+            c->f[k] = fv[k];
+    c->hint = hint;
+    return ox_param(x, c, false);
+}
+
 const char *ox_ref(Ox *x, OxVal *v, bool scalar_ok) {
     if (!v) ox_fail(x, "a required input is missing");
     if (v->tg) return v->tg;

@@ -22,20 +22,6 @@
 
 /* A constant param: n values of dt (integers in iv or floats in fv), in
  * shape [d0] or [d0, d1] (d1 0: 1-d). */
-static const char *param(Ox *x, DType dt, const int64_t *iv, const double *fv, int64_t d0,
-                         int64_t d1, const char *hint) {
-    int64_t shape[2] = {d0, d1};
-    OxConst *c = ox_const_new(x, dt, d1 ? 2 : 1, shape);
-    ox_const_values(x, c);
-    for (int64_t k = 0; k < c->n; k++)
-        if (c->i)
-            c->i[k] = iv[k];
-        else
-            c->f[k] = fv[k];
-    c->hint = hint;
-    return ox_param(x, c, false);
-}
-
 /* An int list attribute of any length (ox_attr_ints bounds its lists by
  * the rank: a pool holds thousands); *n 0 when absent. */
 static const int64_t *long_ints(Ox *x, const char *name, int *n) {
@@ -127,9 +113,9 @@ bool ox_op_tfidf(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
                 int64_t *col = arena_alloc(a, sizeof *col * (size_t)pn);
                 for (int64_t p = 0; p < pn; p++)
                     col[p] = pool[s + p * g + t];
-                const char *cp =
-                    param(x, X->dt, col, NULL, pn, 0,
-                          arena_printf(a, "%s_pool%lld_%lld", base, (long long)g, (long long)t));
+                const char *cp = ox_param_of(
+                    x, X->dt, 1, &pn, col, NULL,
+                    arena_printf(a, "%s_pool%lld_%lld", base, (long long)g, (long long)t));
                 const char *eq = arena_printf(a, "unsqueeze(%s[%s%lld:%lld], -1) == %s", xs, lead,
                                               (long long)(t * d), (long long)(t * d + L), cp);
                 match = match ? arena_printf(a, "logical_and(%s, %s)", match, eq) : eq;
@@ -155,8 +141,9 @@ bool ox_op_tfidf(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
         memset(mat, 0, sizeof *mat * (size_t)(rows * O));
         for (int64_t i = 0; i < rows; i++)
             mat[i * O + sel[i]] = 1;
+        int64_t shape[2] = {rows, O};
         const char *mp =
-            param(x, DT_F32, NULL, mat, rows, O, arena_printf(a, "%s_to_output", base));
+            ox_param_of(x, DT_F32, 2, shape, NULL, mat, arena_printf(a, "%s_to_output", base));
         y = ox_tmp(x, base, "_tf", arena_printf(a, "matmul(cat([%s], -1), %s)", cat, mp));
     }
     if (m != 0) {
@@ -165,7 +152,7 @@ bool ox_op_tfidf(Ox *x, Onnx__NodeProto *n, OxVal **in, int nin, OxVal **out) {
             double *wv = arena_alloc(a, sizeof *wv * (size_t)O);
             for (int64_t j = 0; j < O; j++)
                 wv[j] = wa->floats[j];
-            w = param(x, DT_F32, NULL, wv, O, 0, arena_printf(a, "%s_weights", base));
+            w = ox_param_of(x, DT_F32, 1, &O, NULL, wv, arena_printf(a, "%s_weights", base));
         }
         if (m == 1)
             y = arena_printf(a, "where(%s > 0.0, %s, 0.0)", y, w);
